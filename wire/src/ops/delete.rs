@@ -1,0 +1,10 @@
+//! delete (2).
+
+use crate::record;
+
+record! {
+    pub struct DeleteRequest {
+        pub path: String,
+        pub version: i32,
+    }
+}
