@@ -13,7 +13,8 @@
 //!   the bytes real clients and Apache ZooKeeper put on the wire (captured vectors);
 //! - the handshake records remember whether the optional readOnly byte was present.
 //!
-//! Layout: `jute` (primitives and the `record!` macro), `frame`, `fourlw`, `connect`, `header`,
+//! Layout: `jute` (primitives and the `record!` macro), `frame`, `message` (whole frames:
+//! `decode_request_frame`, `encode_reply`, `encode_notification`), `fourlw`, `connect`, `header`,
 //! `stat`, `acl`, `error` (ErrorCode), `opcode`, and `ops/` with one file per opcode family.
 //! `request` and `response` tie opcodes to their records.
 
@@ -24,6 +25,7 @@ pub mod fourlw;
 pub mod frame;
 pub mod header;
 pub mod jute;
+pub mod message;
 pub mod opcode;
 pub mod ops;
 pub mod request;
@@ -36,6 +38,10 @@ pub use error::{DecodeError, ErrorCode};
 pub use fourlw::FourLetterWord;
 pub use header::{event_type, ReplyHeader, RequestHeader, WatcherEvent, STATE_SYNC_CONNECTED};
 pub use jute::{Reader, Record, Writer};
+pub use message::{
+    decode_connect_frame, decode_reply_frame, decode_request_frame, encode_connect_request, encode_connect_response,
+    encode_notification, encode_reply, encode_request,
+};
 pub use opcode::{xid, OpCode};
 pub use ops::create::CreateMode;
 pub use request::Request;
