@@ -147,7 +147,9 @@ impl<'a> Reader<'a> {
         mut elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
     ) -> Result<Vec<T>, DecodeError> {
         let n = self.read_count(what, min_elem)?.unwrap_or(0);
-        let mut v = Vec::with_capacity(n);
+        // read_count already bounds n by remaining / min_elem; a zero-byte element type would
+        // make that bound vacuous, so the reservation is capped by the bytes left as well.
+        let mut v = Vec::with_capacity(n.min(self.remaining()));
         for _ in 0..n {
             v.push(elem(self)?);
         }
@@ -247,6 +249,11 @@ impl Writer {
 
 /// A jute record: a fixed sequence of fields, no tag, no length.
 pub trait Record: Sized {
+    /// The fewest bytes one encoded value can take (nulls and empty vectors count as their
+    /// 4-byte length). `read_vec` multiplies a claimed count by it, so a count the frame cannot
+    /// hold is refused before anything is reserved.
+    const MIN_WIRE_LEN: usize = 1;
+
     fn encode(&self, w: &mut Writer);
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError>;
 
@@ -265,11 +272,15 @@ pub trait Record: Sized {
 
 /// Field types a `record!` can hold.
 pub trait Field: Sized {
+    /// See `Record::MIN_WIRE_LEN`.
+    const MIN_WIRE_LEN: usize = 1;
+
     fn put(&self, w: &mut Writer);
     fn get(r: &mut Reader<'_>, what: &'static str) -> Result<Self, DecodeError>;
 }
 
 impl Field for bool {
+    const MIN_WIRE_LEN: usize = 1;
     fn put(&self, w: &mut Writer) {
         w.write_bool(*self)
     }
@@ -279,6 +290,7 @@ impl Field for bool {
 }
 
 impl Field for i32 {
+    const MIN_WIRE_LEN: usize = 4;
     fn put(&self, w: &mut Writer) {
         w.write_i32(*self)
     }
@@ -288,6 +300,7 @@ impl Field for i32 {
 }
 
 impl Field for i64 {
+    const MIN_WIRE_LEN: usize = 8;
     fn put(&self, w: &mut Writer) {
         w.write_i64(*self)
     }
@@ -298,6 +311,7 @@ impl Field for i64 {
 
 /// `ustring`; null decodes as empty.
 impl Field for String {
+    const MIN_WIRE_LEN: usize = 4;
     fn put(&self, w: &mut Writer) {
         w.write_string(self)
     }
@@ -308,6 +322,7 @@ impl Field for String {
 
 /// `buffer`; `None` is the null buffer, which ZooKeeper stores and returns as length -1.
 impl Field for Option<Vec<u8>> {
+    const MIN_WIRE_LEN: usize = 4;
     fn put(&self, w: &mut Writer) {
         w.write_buffer(self.as_deref())
     }
@@ -318,6 +333,7 @@ impl Field for Option<Vec<u8>> {
 
 /// `vector<ustring>`; null decodes as empty.
 impl Field for Vec<String> {
+    const MIN_WIRE_LEN: usize = 4;
     fn put(&self, w: &mut Writer) {
         w.write_string_vec(self)
     }
@@ -336,6 +352,8 @@ macro_rules! record {
         pub struct $name { $($(#[$fm])* pub $f: $t),* }
 
         impl $crate::jute::Record for $name {
+            const MIN_WIRE_LEN: usize = 0 $( + <$t as $crate::jute::Field>::MIN_WIRE_LEN )*;
+
             #[allow(unused_variables)]
             fn encode(&self, w: &mut $crate::jute::Writer) {
                 $( $crate::jute::Field::put(&self.$f, w); )*
@@ -347,6 +365,8 @@ macro_rules! record {
         }
 
         impl $crate::jute::Field for $name {
+            const MIN_WIRE_LEN: usize = <$name as $crate::jute::Record>::MIN_WIRE_LEN;
+
             fn put(&self, w: &mut $crate::jute::Writer) {
                 $crate::jute::Record::encode(self, w)
             }
@@ -357,12 +377,16 @@ macro_rules! record {
     };
 }
 
-/// `vector<Record>`; null decodes as empty. Each element is at least one byte.
+/// `vector<Record>`; null decodes as empty. A claimed count is checked against the element's
+/// `MIN_WIRE_LEN` (12 bytes for an ACL, not 1), so `Vec::with_capacity` never reserves room
+/// for elements the frame cannot hold.
 impl<T: Record> Field for Vec<T> {
+    const MIN_WIRE_LEN: usize = 4;
+
     fn put(&self, w: &mut Writer) {
         w.write_vec(self, |w, e| e.encode(w))
     }
     fn get(r: &mut Reader<'_>, what: &'static str) -> Result<Self, DecodeError> {
-        r.read_vec(what, 1, |r| T::decode(r))
+        r.read_vec(what, T::MIN_WIRE_LEN, |r| T::decode(r))
     }
 }

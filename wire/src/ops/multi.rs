@@ -42,10 +42,13 @@ pub fn decode_ops(r: &mut Reader<'_>) -> Result<Vec<Request>, DecodeError> {
         if h.done {
             return Ok(ops);
         }
-        let op = OpCode::from_code(h.op_type).ok_or(DecodeError::UnknownOpcode(h.op_type))?;
-        if !is_multi_write_op(op) && !is_multi_read_op(op) {
-            return Err(DecodeError::Invalid("op not allowed inside multi"));
-        }
+        // An unknown number inside a multi is a malformed body (MarshallingError, as Java's
+        // MultiOperationRecord throws "Invalid type of op"), not a top-level unknown opcode,
+        // which the server would answer with Unimplemented and a close.
+        let op = match OpCode::from_code(h.op_type) {
+            Some(op) if is_multi_write_op(op) || is_multi_read_op(op) => op,
+            _ => return Err(DecodeError::Invalid("op not allowed inside multi")),
+        };
         ops.push(Request::decode_body(op, r)?);
     }
 }
