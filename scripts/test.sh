@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# THE test command: installs dependencies, builds the workspace from the committed Cargo.lock, runs every
+# Rust test, then the kazoo compat smoke against a paddock it starts itself. Needs no running services
+# (CI=true works): every server is started on a free loopback port and stopped on exit.
+#
+# Ends with one `<suite>: N passed, N failed` line per suite and `overall: N passed, N failed`; exits
+# non-zero if any step failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+LOG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/paddock-test.XXXXXX")"
+status=0
+summary=()
+total_passed=0
+total_failed=0
+
+note() { printf '\n==> %s\n' "$*"; }
+record() { # suite passed failed
+    summary+=("$1: $2 passed, $3 failed")
+    total_passed=$((total_passed + $2))
+    total_failed=$((total_failed + $3))
+    [[ "$3" -eq 0 ]] || status=1
+}
+
+note "installing dependencies"
+if ! bash scripts/install-deps.sh; then
+    echo "test.sh: scripts/install-deps.sh failed" >&2
+    record install-deps 0 1
+fi
+
+note "cargo build --workspace --locked"
+if ! cargo build --workspace --locked; then
+    echo "test.sh: the workspace does not build (or Cargo.lock is out of date)" >&2
+    record build 0 1
+fi
+
+note "cargo test --workspace"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$LOG_DIR/cargo-test.log"
+cargo_rc=${PIPESTATUS[0]}
+# Every test binary (unit, integration, doc) ends with one `test result:` line; add them up.
+read -r cargo_passed cargo_failed < <(awk '
+    /^test result:/ {
+        for (i = 1; i <= NF; i++) {
+            if ($(i+1) ~ /^passed/) p += $i
+            if ($(i+1) ~ /^failed/) f += $i
+        }
+    }
+    END { print p + 0, f + 0 }' "$LOG_DIR/cargo-test.log")
+# A compile error leaves no result line to count, yet is a failure.
+if [[ "$cargo_rc" -ne 0 && "$cargo_failed" -eq 0 ]]; then
+    echo "test.sh: cargo test exited $cargo_rc without a failed test (did it compile?)" >&2
+    cargo_failed=1
+fi
+record cargo "$cargo_passed" "$cargo_failed"
+
+note "compat smoke (compat-tests/run.sh)"
+bash compat-tests/run.sh
+compat_rc=$?
+compat_passed=0
+compat_failed=0
+if [[ -f compat-tests/results.txt ]]; then
+    # Row: `kazoo | <passed> | <failed> | <skipped>`
+    read -r compat_passed compat_failed < <(awk -F'|' '
+        $1 ~ /^ *kazoo *$/ { gsub(/ /, ""); p = $2; f = $3 }
+        END { print p + 0, f + 0 }' compat-tests/results.txt)
+fi
+if [[ "$compat_rc" -ne 0 && "$compat_failed" -eq 0 ]]; then
+    echo "test.sh: compat-tests/run.sh exited $compat_rc" >&2
+    compat_failed=1
+fi
+record compat "$compat_passed" "$compat_failed"
+
+note "summary"
+for line in "${summary[@]}"; do
+    echo "$line"
+done
+echo "overall: $total_passed passed, $total_failed failed"
+exit "$status"
