@@ -1,0 +1,340 @@
+//! ACL checks, authentication ids and ACL fix-up (`zk-protocol.md` §7), plus the interned ACL
+//! table nodes point into (ZooKeeper's `ReferenceCountedACLCache`): half a million znodes
+//! usually share a handful of ACL lists, so each node stores a `u32`.
+
+use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
+
+use base64::Engine;
+use sha1::{Digest, Sha1};
+use wire::jute::{Record, Writer};
+use wire::ops::who_am_i::ClientInfo;
+use wire::{perms, Acl, ErrorCode, Id};
+
+/// §7.2: may a holder of `auth` do `needed` to a node carrying `acl`?
+pub fn check_acl(acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
+    if acl.is_empty() || auth.iter().any(|id| id.scheme == "super") {
+        return true;
+    }
+    acl.iter().filter(|a| a.perms & needed != 0).any(|a| {
+        if a.id.scheme == "world" && a.id.id == "anyone" {
+            return true;
+        }
+        auth.iter()
+            .filter(|id| id.scheme == a.id.scheme)
+            .any(|id| match a.id.scheme.as_str() {
+                "ip" => ip_matches(&id.id, &a.id.id),
+                _ => id.id == a.id.id,
+            })
+    })
+}
+
+/// Handles an auth packet. digest: the connection gains `digest:user:base64(sha1(user:pw))`,
+/// preceded by `super:` when that id equals the configured super digest (ZooKeeper adds the
+/// super id first). ip: nothing here, the server adds the remote address itself.
+pub fn authenticate(
+    scheme: &str,
+    auth: &[u8],
+    super_digest: Option<&str>,
+) -> Result<Vec<Id>, ErrorCode> {
+    match scheme {
+        "digest" => {
+            // Java decodes the bytes with replacement, so invalid UTF-8 still authenticates.
+            let id = digest_id(&String::from_utf8_lossy(auth));
+            let mut ids = Vec::with_capacity(2);
+            if super_digest == Some(id.as_str()) {
+                ids.push(Id::new("super", ""));
+            }
+            ids.push(Id::new("digest", &id));
+            Ok(ids)
+        }
+        "ip" => Ok(Vec::new()),
+        _ => Err(ErrorCode::AuthFailed),
+    }
+}
+
+/// `DigestAuthenticationProvider.generateDigest`: `user:base64(sha1("user:password"))`.
+pub fn digest_id(user_password: &str) -> String {
+    let user = user_password.split(':').next().unwrap_or("");
+    let hash = Sha1::digest(user_password.as_bytes());
+    format!(
+        "{user}:{}",
+        base64::engine::general_purpose::STANDARD.encode(hash)
+    )
+}
+
+/// whoAmI's view of the connection's ids: digest shows the user name, ip the address, and a
+/// scheme without a provider (super) the empty string.
+pub fn who_am_i(auth: &[Id]) -> Vec<ClientInfo> {
+    auth.iter()
+        .map(|id| ClientInfo {
+            auth_scheme: id.scheme.clone(),
+            user: match id.scheme.as_str() {
+                "digest" => id.id.split(':').next().unwrap_or("").to_owned(),
+                "super" => String::new(),
+                _ => id.id.clone(),
+            },
+        })
+        .collect()
+}
+
+/// Schemes whose ids count as "authenticated" for `auth` expansion (not ip).
+fn is_authenticated_scheme(scheme: &str) -> bool {
+    matches!(scheme, "digest" | "sasl" | "x509")
+}
+
+/// §7.4 fix-up on create and setACL: dedupe (first occurrence wins), reject empty lists,
+/// expand `auth`, validate every other id against its scheme.
+pub fn fixup_acl(acl: &[Acl], auth: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
+    let mut uniq: Vec<&Acl> = Vec::with_capacity(acl.len());
+    for a in acl {
+        if !uniq.contains(&a) {
+            uniq.push(a);
+        }
+    }
+    if uniq.is_empty() {
+        return Err(ErrorCode::InvalidAcl);
+    }
+    let mut out = Vec::with_capacity(uniq.len());
+    for a in uniq {
+        let id = &a.id;
+        if id.scheme == "world" && id.id == "anyone" {
+            out.push(a.clone());
+        } else if id.scheme == "auth" {
+            let before = out.len();
+            for cid in auth
+                .iter()
+                .filter(|cid| is_authenticated_scheme(&cid.scheme))
+            {
+                out.push(Acl {
+                    perms: a.perms,
+                    id: cid.clone(),
+                });
+            }
+            if out.len() == before {
+                return Err(ErrorCode::InvalidAcl);
+            }
+        } else if id_is_valid(&id.scheme, &id.id) {
+            out.push(a.clone());
+        } else {
+            return Err(ErrorCode::InvalidAcl);
+        }
+    }
+    Ok(out)
+}
+
+fn id_is_valid(scheme: &str, id: &str) -> bool {
+    match scheme {
+        // Java's `id.split(":").length == 2`: trailing empty parts are dropped first.
+        "digest" => {
+            let mut parts: Vec<&str> = id.split(':').collect();
+            while parts.last() == Some(&"") {
+                parts.pop();
+            }
+            parts.len() == 2
+        }
+        "ip" => parse_ip_acl(id).is_some(),
+        "sasl" | "x509" => true,
+        _ => false,
+    }
+}
+
+/// getACL without ADMIN: each digest id's hash becomes `x`.
+pub fn mask_digests(acl: &[Acl]) -> Vec<Acl> {
+    acl.iter()
+        .map(|a| {
+            let mut a = a.clone();
+            if a.id.scheme == "digest" {
+                if let Some(i) = a.id.id.find(':') {
+                    a.id.id.truncate(i);
+                    a.id.id.push_str(":x");
+                }
+            }
+            a
+        })
+        .collect()
+}
+
+/// An address as bytes, IPv4 (4) or IPv6 (16). IPv4 octets are parsed like Java's
+/// `Integer.parseInt`, which accepts leading zeros.
+fn parse_addr(s: &str) -> Option<Vec<u8>> {
+    if s.contains(':') {
+        return s.parse::<Ipv6Addr>().ok().map(|a| a.octets().to_vec());
+    }
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    parts
+        .iter()
+        .map(|p| match p.parse::<i32>() {
+            Ok(v) if (0..=255).contains(&v) => Some(v as u8),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `addr[/bits]` with bits within the address length.
+fn parse_ip_acl(s: &str) -> Option<(Vec<u8>, usize)> {
+    let (addr, bits) = match s.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (s, None),
+    };
+    let addr = parse_addr(addr)?;
+    let bits = match bits {
+        None => addr.len() * 8,
+        Some(b) => {
+            let b: i32 = b.parse().ok()?;
+            if b < 0 || b as usize > addr.len() * 8 {
+                return None;
+            }
+            b as usize
+        }
+    };
+    Some((addr, bits))
+}
+
+/// `IPAuthenticationProvider.matches`: both addresses masked to the ACL's prefix length.
+fn ip_matches(remote: &str, acl_expr: &str) -> bool {
+    let Some((acl_addr, bits)) = parse_ip_acl(acl_expr) else {
+        return false;
+    };
+    let Some(remote) = parse_addr(remote) else {
+        return false;
+    };
+    if remote.len() != acl_addr.len() {
+        return false;
+    }
+    (0..acl_addr.len()).all(|i| {
+        let take = bits.saturating_sub(i * 8).min(8);
+        let mask: u8 = if take == 0 { 0 } else { 0xffu8 << (8 - take) };
+        acl_addr[i] & mask == remote[i] & mask
+    })
+}
+
+/// Interned, reference-counted ACL lists. Indices are internal: nothing observable (replies,
+/// digest, snapshot bytes) depends on them, so replicas may number lists differently.
+#[derive(Debug, Clone, Default)]
+pub struct AclTable {
+    lists: Vec<Option<(Vec<Acl>, u32)>>,
+    index: BTreeMap<Vec<u8>, u32>,
+    free: Vec<u32>,
+}
+
+fn key_of(acl: &[Acl]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.write_vec(acl, |w, a| a.encode(w));
+    w.into_inner()
+}
+
+impl AclTable {
+    /// Takes a reference to `acl`, interning it if new.
+    pub fn intern(&mut self, acl: &[Acl]) -> u32 {
+        let key = key_of(acl);
+        if let Some(&i) = self.index.get(&key) {
+            if let Some((_, rc)) = self.lists[i as usize].as_mut() {
+                *rc += 1;
+            }
+            return i;
+        }
+        let entry = Some((acl.to_vec(), 1));
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.lists[i as usize] = entry;
+                i
+            }
+            None => {
+                self.lists.push(entry);
+                (self.lists.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, i);
+        i
+    }
+
+    pub fn add_ref(&mut self, i: u32) {
+        if let Some(Some((_, rc))) = self.lists.get_mut(i as usize) {
+            *rc += 1;
+        }
+    }
+
+    /// Drops one reference; the list is forgotten when none remain.
+    pub fn release(&mut self, i: u32) {
+        let gone = match self.lists.get_mut(i as usize) {
+            Some(Some((_, rc))) => {
+                *rc -= 1;
+                *rc == 0
+            }
+            _ => false,
+        };
+        if gone {
+            if let Some((acl, _)) = self.lists[i as usize].take() {
+                self.index.remove(&key_of(&acl));
+            }
+            self.free.push(i);
+        }
+    }
+
+    pub fn get(&self, i: u32) -> &[Acl] {
+        match self.lists.get(i as usize) {
+            Some(Some((acl, _))) => acl,
+            _ => panic!("ACL index {i} is not interned: the tree is corrupt"),
+        }
+    }
+
+    pub fn live(&self) -> usize {
+        self.lists.iter().filter(|l| l.is_some()).count()
+    }
+}
+
+/// True if `needed` is granted, honouring `skip_acl`.
+pub(crate) fn allowed(skip: bool, acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
+    skip || check_acl(acl, needed, auth)
+}
+
+pub(crate) const READ_OR_ADMIN: i32 = perms::READ | perms::ADMIN;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_id_hashes_user_and_password_together() {
+        // The superDigest the compat notes pass to ZooKeeper is the digest of super:test.
+        assert_eq!(
+            digest_id("super:test"),
+            "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+        );
+        assert_eq!(digest_id("nocolon"), "nocolon:Ra+cHr2ZoHvBjtNArFGNGlVie4g=");
+    }
+
+    #[test]
+    fn ip_acl_matches_cidr_and_never_across_families() {
+        assert!(ip_matches("10.1.2.3", "10.0.0.0/8"));
+        assert!(!ip_matches("11.1.2.3", "10.0.0.0/8"));
+        assert!(ip_matches("10.1.2.3", "10.1.2.3"));
+        assert!(!ip_matches("10.1.2.4", "10.1.2.3"));
+        assert!(ip_matches("10.1.2.7", "10.1.2.0/29"));
+        assert!(!ip_matches("10.1.2.4", "10.1.2.0/30"));
+        assert!(ip_matches("1.2.3.4", "0.0.0.0/0"));
+        assert!(!ip_matches("::1", "0.0.0.0/0"));
+        assert!(ip_matches("fe80::1", "fe80::/16"));
+        assert!(!ip_matches("10.0.0.1", "10.0.0.0/33"));
+    }
+
+    #[test]
+    fn acl_table_reuses_and_frees_entries() {
+        let mut t = AclTable::default();
+        let a = t.intern(&Acl::open_unsafe());
+        let b = t.intern(&Acl::open_unsafe());
+        assert_eq!(a, b);
+        let r = t.intern(&Acl::read_unsafe());
+        assert_ne!(a, r);
+        t.release(r);
+        assert_eq!(t.live(), 1);
+        t.release(a);
+        assert_eq!(t.live(), 1);
+        t.release(a);
+        assert_eq!(t.live(), 0);
+    }
+}

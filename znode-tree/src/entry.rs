@@ -1,0 +1,129 @@
+//! What goes into the Raft log: one `Entry` per state change, carrying everything apply needs
+//! (session, xid, the proposer's clock reading, the connection's auth ids and the request), so
+//! that apply reads no clock and every replica computes the same tree.
+//!
+//! Layout (jute primitives): `u8 version=1, i64 session_id, i32 xid, i64 time_ms,
+//! vector<Id> auth, u8 tag, body`; bodies: 0 CreateSession `i32 timeout, 16 raw bytes`;
+//! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`.
+
+use wire::jute::{Reader, Record, Writer};
+use wire::{Id, Request};
+
+use crate::error::TreeError;
+
+const VERSION: u8 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub session_id: i64,
+    pub xid: i32,
+    pub time_ms: i64,
+    pub auth: Vec<Id>,
+    pub txn: Txn,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Txn {
+    CreateSession {
+        timeout_ms: i32,
+        password: [u8; 16],
+    },
+    /// Explicit closeSession or expiry: deletes the session's ephemerals.
+    CloseSession,
+    /// Create, Create2, CreateContainer, CreateTtl, Delete, SetData, SetAcl, Multi.
+    Write(Request),
+    /// Container/TTL cleanup proposed by the leader (ZooKeeper's deleteContainer).
+    DeleteExpired {
+        path: String,
+    },
+}
+
+impl Entry {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.write_u8(VERSION);
+        w.write_i64(self.session_id);
+        w.write_i32(self.xid);
+        w.write_i64(self.time_ms);
+        w.write_vec(&self.auth, |w, id| id.encode(w));
+        match &self.txn {
+            Txn::CreateSession {
+                timeout_ms,
+                password,
+            } => {
+                w.write_u8(0);
+                w.write_i32(*timeout_ms);
+                w.buf.extend_from_slice(password);
+            }
+            Txn::CloseSession => w.write_u8(1),
+            Txn::Write(req) => {
+                w.write_u8(2);
+                w.write_i32(req.opcode().code());
+                w.write_buffer(Some(&req.body_bytes()));
+            }
+            Txn::DeleteExpired { path } => {
+                w.write_u8(3);
+                w.write_string(path);
+            }
+        }
+        w.into_inner()
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Entry, TreeError> {
+        let r = &mut Reader::new(b);
+        let version = r
+            .read_u8("Entry.version")
+            .map_err(|_| TreeError::EmptyEntry)?;
+        if version != VERSION {
+            return Err(TreeError::EntryVersion(version));
+        }
+        let session_id = r
+            .read_i64("Entry.session_id")
+            .map_err(TreeError::BadEntry)?;
+        let xid = r.read_i32("Entry.xid").map_err(TreeError::BadEntry)?;
+        let time_ms = r.read_i64("Entry.time_ms").map_err(TreeError::BadEntry)?;
+        let auth = r
+            .read_vec("Entry.auth", 8, Id::decode)
+            .map_err(TreeError::BadEntry)?;
+        let tag = r.read_u8("Entry.tag").map_err(TreeError::BadEntry)?;
+        let txn = match tag {
+            0 => {
+                let timeout_ms = r
+                    .read_i32("CreateSession.timeout")
+                    .map_err(TreeError::BadEntry)?;
+                let mut password = [0u8; 16];
+                for b in password.iter_mut() {
+                    *b = r
+                        .read_u8("CreateSession.password")
+                        .map_err(TreeError::BadEntry)?;
+                }
+                Txn::CreateSession {
+                    timeout_ms,
+                    password,
+                }
+            }
+            1 => Txn::CloseSession,
+            2 => {
+                let op = r.read_i32("Write.opcode").map_err(TreeError::BadEntry)?;
+                let body = r
+                    .read_buffer("Write.body")
+                    .map_err(TreeError::BadEntry)?
+                    .unwrap_or_default();
+                Txn::Write(Request::decode(op, &body).map_err(TreeError::BadEntry)?)
+            }
+            3 => Txn::DeleteExpired {
+                path: r
+                    .read_string("DeleteExpired.path")
+                    .map_err(TreeError::BadEntry)?,
+            },
+            t => return Err(TreeError::EntryTag(t)),
+        };
+        Ok(Entry {
+            session_id,
+            xid,
+            time_ms,
+            auth,
+            txn,
+        })
+    }
+}

@@ -1,0 +1,235 @@
+//! Snapshot, restore and digest. All three walk one canonical encoding of the state: sessions
+//! by id, ACL lists numbered by first use in path order, nodes in path order. Internal
+//! numbering (ACL table slots) never leaks into it, so two replicas with the same history, or
+//! a tree and its restored copy, encode to the same bytes.
+//!
+//! Layout: `"PDKT" u8 version=1, i64 last_zxid, i32 n, n × (i64 id, i32 timeout, 16 bytes),
+//! i32 n, n × vector<ACL>, i32 n, n × (ustring path, buffer data, i32 acl, i64 czxid, mzxid,
+//! pzxid, ctime, mtime, ephemeralOwner, i32 version, cversion, aversion)`, then the CRC32 of
+//! everything before it as a big-endian u32.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use wire::jute::{Reader, Record, Writer};
+use wire::{Acl, DecodeError};
+
+use crate::error::TreeError;
+use crate::node::{Node, StoredStat};
+use crate::path;
+use crate::session::Session;
+use crate::tree::{Tree, TreeConfig};
+
+const MAGIC: &[u8; 4] = b"PDKT";
+const VERSION: u8 = 1;
+
+/// FNV-1a, 64 bit: small, stable across platforms and releases (unlike std's hashers).
+struct Fnv(u64);
+
+impl Fnv {
+    fn put(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+impl Tree {
+    /// Feeds the canonical encoding to `sink` in pieces.
+    fn encode_state(&self, sink: &mut dyn FnMut(&[u8])) {
+        let mut w = Writer::with_capacity(4096);
+        w.buf.extend_from_slice(MAGIC);
+        w.write_u8(VERSION);
+        w.write_i64(self.last_zxid);
+        w.write_i32(self.sessions.len() as i32);
+        for s in self.sessions.values() {
+            w.write_i64(s.id);
+            w.write_i32(s.timeout_ms);
+            w.buf.extend_from_slice(&s.password);
+        }
+        let mut canon: BTreeMap<u32, i32> = BTreeMap::new();
+        let mut order: Vec<u32> = Vec::new();
+        for n in self.nodes.values() {
+            if let std::collections::btree_map::Entry::Vacant(e) = canon.entry(n.acl) {
+                e.insert(order.len() as i32);
+                order.push(n.acl);
+            }
+        }
+        w.write_i32(order.len() as i32);
+        for &i in &order {
+            w.write_vec(self.acls.get(i), |w, a| a.encode(w));
+        }
+        w.write_i32(self.nodes.len() as i32);
+        for (p, n) in &self.nodes {
+            w.write_string(p);
+            w.write_buffer(n.data.as_deref());
+            w.write_i32(canon[&n.acl]);
+            let s = &n.stat;
+            for v in [
+                s.czxid,
+                s.mzxid,
+                s.pzxid,
+                s.ctime,
+                s.mtime,
+                s.ephemeral_owner,
+            ] {
+                w.write_i64(v);
+            }
+            for v in [s.version, s.cversion, s.aversion] {
+                w.write_i32(v);
+            }
+            if w.len() >= 64 * 1024 {
+                sink(&w.buf);
+                w.buf.clear();
+            }
+        }
+        sink(&w.buf);
+    }
+
+    /// The whole state plus a CRC32 trailer.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.data_size as usize + self.nodes.len() * 80 + 64);
+        self.encode_state(&mut |b| out.extend_from_slice(b));
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// A deterministic 64-bit hash of the whole state (the canonical encoding, FNV-1a).
+    pub fn digest(&self) -> u64 {
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        self.encode_state(&mut |b| h.put(b));
+        h.0
+    }
+
+    /// Rebuilds a tree from `snapshot` bytes after verifying the checksum.
+    pub fn restore(bytes: &[u8], config: TreeConfig) -> Result<Tree, TreeError> {
+        if bytes.len() < MAGIC.len() + 1 + 4 {
+            return Err(TreeError::SnapshotTooShort(bytes.len()));
+        }
+        let (body, trailer) = bytes.split_at(bytes.len() - 4);
+        let stored = u32::from_be_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+        let computed = crc32fast::hash(body);
+        if stored != computed {
+            return Err(TreeError::Checksum { stored, computed });
+        }
+        if &body[..4] != MAGIC || body[4] != VERSION {
+            return Err(TreeError::SnapshotFormat);
+        }
+        let r = &mut Reader::new(&body[5..]);
+        Tree::decode_state(r, config).map_err(|e| match e {
+            Bad::Decode(d) => TreeError::BadSnapshot(d),
+            Bad::Inconsistent(s) => TreeError::Inconsistent(s),
+        })
+    }
+
+    fn decode_state(r: &mut Reader<'_>, config: TreeConfig) -> Result<Tree, Bad> {
+        let mut t = Tree::empty(config);
+        t.last_zxid = r.read_i64("last_zxid")?;
+        let n = r.read_count("sessions", 28)?.unwrap_or(0);
+        for _ in 0..n {
+            let id = r.read_i64("session.id")?;
+            let timeout_ms = r.read_i32("session.timeout")?;
+            let mut password = [0u8; 16];
+            for b in password.iter_mut() {
+                *b = r.read_u8("session.password")?;
+            }
+            t.sessions.insert(
+                id,
+                Session {
+                    id,
+                    timeout_ms,
+                    password,
+                },
+            );
+        }
+        let n = r.read_count("acls", 4)?.unwrap_or(0);
+        let mut lists: Vec<(Vec<Acl>, Option<u32>)> = Vec::with_capacity(n);
+        for _ in 0..n {
+            lists.push((r.read_vec("acl", 1, Acl::decode)?, None));
+        }
+        let n = r.read_count("nodes", 4 + 4 + 4 + 48 + 12)?.unwrap_or(0);
+        let mut prev: Option<String> = None;
+        for _ in 0..n {
+            let p = r.read_string("node.path")?;
+            let data = r.read_buffer("node.data")?;
+            let ai = r.read_i32("node.acl")?;
+            let mut l = [0i64; 6];
+            for v in l.iter_mut() {
+                *v = r.read_i64("node.stat")?;
+            }
+            let mut i = [0i32; 3];
+            for v in i.iter_mut() {
+                *v = r.read_i32("node.stat")?;
+            }
+            if prev.as_deref().is_some_and(|q| q >= p.as_str()) {
+                return Err(Bad::Inconsistent(format!("node {p:?} out of order")));
+            }
+            let parent_ok = if p == "/" {
+                true
+            } else {
+                path::split(&p)
+                    .is_some_and(|(parent, name)| !name.is_empty() && t.nodes.contains_key(parent))
+            };
+            if !parent_ok {
+                return Err(Bad::Inconsistent(format!("node {p:?} has no parent")));
+            }
+            let slot = lists
+                .get_mut(ai as usize)
+                .ok_or_else(|| Bad::Inconsistent(format!("node {p:?} has bad ACL {ai}")))?;
+            let acl = match slot.1 {
+                Some(idx) => {
+                    t.acls.add_ref(idx);
+                    idx
+                }
+                None => {
+                    let idx = t.acls.intern(&slot.0);
+                    slot.1 = Some(idx);
+                    idx
+                }
+            };
+            let stat = StoredStat {
+                czxid: l[0],
+                mzxid: l[1],
+                pzxid: l[2],
+                ctime: l[3],
+                mtime: l[4],
+                ephemeral_owner: l[5],
+                version: i[0],
+                cversion: i[1],
+                aversion: i[2],
+            };
+            t.insert_node(
+                &p,
+                Node {
+                    stat,
+                    data: data.map(Vec::into_boxed_slice),
+                    acl,
+                    children: BTreeSet::new(),
+                },
+            );
+            prev = Some(p);
+        }
+        if !t.nodes.contains_key("/") {
+            return Err(Bad::Inconsistent("no root".into()));
+        }
+        if !r.is_empty() {
+            return Err(Bad::Inconsistent(format!(
+                "{} trailing bytes",
+                r.remaining()
+            )));
+        }
+        Ok(t)
+    }
+}
+
+enum Bad {
+    Decode(DecodeError),
+    Inconsistent(String),
+}
+
+impl From<DecodeError> for Bad {
+    fn from(e: DecodeError) -> Bad {
+        Bad::Decode(e)
+    }
+}
