@@ -1,0 +1,97 @@
+//! Node configuration and its translation into raft-rs settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::ConsensusError;
+
+/// Largest AppendEntries payload; bigger batches are split across messages.
+pub const MAX_SIZE_PER_MSG: u64 = 1024 * 1024;
+/// Pipelining window per follower.
+pub const MAX_INFLIGHT_MSGS: usize = 256;
+/// Bound on the bytes of committed entries handed out per Ready, so one apply batch stays small.
+pub const MAX_COMMITTED_SIZE_PER_READY: u64 = 16 * 1024 * 1024;
+
+/// Settings for one node. `dir` holds `raftdb/` (RocksDB) and `snapshots/`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub id: u64,
+    pub dir: PathBuf,
+    /// Initial voters. A node whose id is listed bootstraps the group with this membership; a node
+    /// not listed starts empty and waits for a leader's snapshot (a later-added member).
+    pub voters: Vec<u64>,
+    pub tick: Duration,
+    pub election_tick: usize,
+    pub heartbeat_tick: usize,
+    /// Entries kept in the log behind the newest snapshot, so lagging followers can catch up from
+    /// the log instead of needing a snapshot.
+    pub snapshot_keep_entries: u64,
+}
+
+impl Config {
+    /// A group of one: id 1, voters [1], 100 ms tick, election after 10 ticks, heartbeat every 3.
+    pub fn standalone(dir: impl Into<PathBuf>) -> Config {
+        Config {
+            id: 1,
+            dir: dir.into(),
+            voters: vec![1],
+            tick: Duration::from_millis(100),
+            election_tick: 10,
+            heartbeat_tick: 3,
+            snapshot_keep_entries: 1000,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ConsensusError> {
+        if self.id == 0 {
+            return Err(ConsensusError::Invalid(
+                "node id 0 is reserved by raft".into(),
+            ));
+        }
+        if self.voters.contains(&0) {
+            return Err(ConsensusError::Invalid(
+                "voter id 0 is reserved by raft".into(),
+            ));
+        }
+        if self.tick.is_zero() {
+            return Err(ConsensusError::Invalid("tick must be positive".into()));
+        }
+        if self.heartbeat_tick == 0 || self.election_tick <= self.heartbeat_tick {
+            return Err(ConsensusError::Invalid(format!(
+                "election_tick ({}) must exceed heartbeat_tick ({}) > 0",
+                self.election_tick, self.heartbeat_tick
+            )));
+        }
+        Ok(())
+    }
+
+    /// True when this node alone is the whole group: it can elect itself without waiting.
+    pub(crate) fn is_sole_voter(&self) -> bool {
+        self.voters == [self.id]
+    }
+
+    pub(crate) fn raft_config(&self, applied: u64) -> raft::Config {
+        raft::Config {
+            id: self.id,
+            election_tick: self.election_tick,
+            heartbeat_tick: self.heartbeat_tick,
+            applied,
+            max_size_per_msg: MAX_SIZE_PER_MSG,
+            max_inflight_msgs: MAX_INFLIGHT_MSGS,
+            check_quorum: true,
+            pre_vote: true,
+            // Leases break under pauses and clock jumps (consensus-notes §4).
+            read_only_option: raft::ReadOnlyOption::Safe,
+            max_committed_size_per_ready: MAX_COMMITTED_SIZE_PER_READY,
+            ..Default::default()
+        }
+    }
+
+    pub(crate) fn db_dir(&self) -> PathBuf {
+        self.dir.join("raftdb")
+    }
+
+    pub(crate) fn snapshot_dir(&self) -> PathBuf {
+        self.dir.join("snapshots")
+    }
+}

@@ -1,0 +1,316 @@
+//! Starting a node, and the cloneable handle callers use to drive it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use raft::eraftpb::Message;
+
+use crate::node::{self, Command};
+use crate::snapshot_file;
+use crate::storage::LogStore;
+use crate::transport::{NoPeers, Transport};
+use crate::{Config, ConsensusError, Event, Snapshot};
+
+/// What `start` returns: the handle, the applier's event stream, and the snapshot to load first
+/// (`None` = start from the empty state).
+pub struct Started {
+    pub handle: Handle,
+    pub events: Receiver<Event>,
+    pub snapshot: Option<Snapshot>,
+}
+
+/// A cheap copy of the node's state, refreshed by the raft thread after every iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Status {
+    pub id: u64,
+    /// 0 when no leader is known.
+    pub leader_id: u64,
+    pub term: u64,
+    pub is_leader: bool,
+    pub commit: u64,
+    /// Last index durable in the local log.
+    pub last_index: u64,
+    pub first_index: u64,
+    /// Index of the newest durable snapshot (1 = the bootstrap snapshot).
+    pub snapshot_index: u64,
+    /// Last index handed to the applier.
+    pub applied: u64,
+    /// Synced RocksDB batches written since start: one per Ready that had something to persist.
+    pub synced_writes: u64,
+    /// Readys processed since start.
+    pub readies: u64,
+}
+
+pub(crate) struct Shared {
+    pub status: Mutex<Status>,
+    pub stopped: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn status(&self) -> Status {
+        *self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn set_status(&self, s: Status) {
+        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+struct Inner {
+    tx: Sender<Command>,
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    db_dir: PathBuf,
+    snapshot_dir: PathBuf,
+}
+
+impl Inner {
+    fn shutdown(&self) {
+        let _ = self.tx.send(Command::Shutdown);
+        let threads: Vec<_> =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in threads {
+            if t.thread().id() == std::thread::current().id() {
+                continue;
+            }
+            if t.join().is_err() {
+                tracing::error!("a consensus thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Talks to the raft thread. Cloneable; `Send + Sync`.
+#[derive(Clone)]
+pub struct Handle {
+    inner: Arc<Inner>,
+}
+
+impl Handle {
+    fn send(&self, cmd: Command) -> Result<(), ConsensusError> {
+        if self.inner.shared.is_stopped() {
+            return Err(ConsensusError::Stopped);
+        }
+        self.inner.tx.send(cmd).map_err(|_| ConsensusError::Stopped)
+    }
+
+    /// Queues `data` for replication; never blocks. The entry comes back through
+    /// `Event::Committed` once committed. `Err(NotLeader)` when this node knows it is not the
+    /// leader (leader_id 0 = none known); a proposal racing with a leadership loss is dropped by
+    /// raft and surfaces only as `Event::RoleChanged`.
+    pub fn propose(&self, data: Vec<u8>) -> Result<(), ConsensusError> {
+        if self.inner.shared.is_stopped() {
+            return Err(ConsensusError::Stopped);
+        }
+        let status = self.inner.shared.status();
+        if !status.is_leader {
+            return Err(ConsensusError::NotLeader {
+                leader_id: status.leader_id,
+            });
+        }
+        if data.is_empty() {
+            // Empty data is how the applier recognises raft's own no-op entries.
+            return Err(ConsensusError::Invalid(
+                "empty proposals are reserved for raft no-ops".into(),
+            ));
+        }
+        self.send(Command::Propose(data))
+    }
+
+    /// Asks for a linearizable read point; answered by `Event::ReadIndexReady { ctx, .. }`. Use a
+    /// fresh `ctx` for every attempt. Works on followers too (forwarded to the leader).
+    pub fn read_index(&self, ctx: u64) -> Result<(), ConsensusError> {
+        self.send(Command::ReadIndex(ctx))
+    }
+
+    /// Hands over the applier's state exactly as of `index` (which must have been delivered).
+    /// Written to disk off the raft thread; the log is compacted once the file is durable.
+    pub fn save_snapshot(
+        &self,
+        index: u64,
+        term: u64,
+        data: Vec<u8>,
+    ) -> Result<(), ConsensusError> {
+        let status = self.inner.shared.status();
+        if index > status.commit {
+            return Err(ConsensusError::Invalid(format!(
+                "snapshot at {index} is past the commit index {}",
+                status.commit
+            )));
+        }
+        self.send(Command::SaveSnapshot { index, term, data })
+    }
+
+    /// Feeds a message received from a peer into raft.
+    pub fn step(&self, msg: Message) -> Result<(), ConsensusError> {
+        self.send(Command::Step(msg))
+    }
+
+    /// Tells raft that sending to `peer` failed, so it stops pipelining to it.
+    pub fn report_unreachable(&self, peer: u64) -> Result<(), ConsensusError> {
+        self.send(Command::Unreachable(peer))
+    }
+
+    pub fn status(&self) -> Status {
+        self.inner.shared.status()
+    }
+
+    /// True once the raft thread has exited (shutdown or a fatal storage error).
+    pub fn is_stopped(&self) -> bool {
+        self.inner.shared.is_stopped()
+    }
+
+    /// Stops the loop after it has persisted and delivered what it holds, and joins its threads
+    /// (pending snapshot writes finish first). Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+
+    /// The RocksDB directory holding the log.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.db_dir
+    }
+
+    /// The directory holding snapshot files.
+    pub fn snapshot_dir(&self) -> &Path {
+        &self.inner.snapshot_dir
+    }
+
+    /// Bytes on disk used by the log (RocksDB files, WAL included).
+    pub fn log_size_bytes(&self) -> u64 {
+        dir_size(&self.inner.db_dir)
+    }
+
+    /// Bytes on disk used by snapshot files.
+    pub fn snapshot_size_bytes(&self) -> u64 {
+        dir_size(&self.inner.snapshot_dir)
+    }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| if m.is_dir() { 0 } else { m.len() })
+        .sum()
+}
+
+/// Starts a standalone node (or any node with no peers to reach).
+pub fn start(cfg: Config) -> Result<Started, ConsensusError> {
+    start_with_transport(cfg, Box::new(NoPeers))
+}
+
+/// Starts a node whose outbound messages go to `transport`; inbound ones come in via `Handle::step`.
+pub fn start_with_transport(
+    cfg: Config,
+    transport: Box<dyn Transport>,
+) -> Result<Started, ConsensusError> {
+    cfg.validate()?;
+    let db_dir = cfg.db_dir();
+    let snapshot_dir = cfg.snapshot_dir();
+    std::fs::create_dir_all(&db_dir)?;
+    std::fs::create_dir_all(&snapshot_dir)?;
+    snapshot_file::remove_temporaries(&snapshot_dir)?;
+
+    let mut store = LogStore::open(&db_dir)?;
+    if !store.is_initialized() && cfg.voters.contains(&cfg.id) {
+        tracing::info!(node = cfg.id, voters = ?cfg.voters, "bootstrapping a new group");
+        store.bootstrap(&cfg.voters)?;
+    }
+    store.set_snapshot_dir(snapshot_dir.clone());
+
+    let loaded = load_snapshot(&mut store, &snapshot_dir)?;
+    let applied = match &loaded {
+        Some(s) => s.index,
+        None => store.first() - 1,
+    };
+
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (events_tx, events) = crossbeam_channel::unbounded();
+    let shared = Arc::new(Shared {
+        status: Mutex::new(Status::default()),
+        stopped: Default::default(),
+    });
+    let threads = node::spawn(
+        cfg,
+        store,
+        applied,
+        rx,
+        events_tx,
+        transport,
+        shared.clone(),
+    )?;
+    let handle = Handle {
+        inner: Arc::new(Inner {
+            tx,
+            shared,
+            threads: Mutex::new(threads),
+            db_dir,
+            snapshot_dir,
+        }),
+    };
+    Ok(Started {
+        handle,
+        events,
+        snapshot: loaded,
+    })
+}
+
+/// Finds the newest intact snapshot and checks the log can continue from it.
+fn load_snapshot(store: &mut LogStore, dir: &Path) -> Result<Option<Snapshot>, ConsensusError> {
+    let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
+        // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
+        if store.first() > crate::storage::BOOTSTRAP_INDEX + 1 {
+            return Err(ConsensusError::Corrupt(format!(
+                "the log starts at {} but no intact snapshot covers the entries before it",
+                store.first()
+            )));
+        }
+        return Ok(None);
+    };
+    if file.index + 1 < store.first() {
+        return Err(ConsensusError::Corrupt(format!(
+            "newest intact snapshot is at {} but the log starts at {}",
+            file.index,
+            store.first()
+        )));
+    }
+    let log_term = store.term_of(file.index)?;
+    if log_term != file.term {
+        return Err(ConsensusError::Corrupt(format!(
+            "snapshot at {} has term {} but the log says {log_term}",
+            file.index, file.term
+        )));
+    }
+    // A snapshot is only ever taken of applied, hence committed, state; a commit index behind it
+    // was lost with an unsynced write and can be restored from it.
+    if file.index > store.hard_state().commit {
+        store.set_commit(file.index)?;
+    }
+    tracing::info!(
+        index = file.index,
+        term = file.term,
+        bytes = file.data.len(),
+        "loaded snapshot"
+    );
+    Ok(Some(Snapshot {
+        index: file.index,
+        term: file.term,
+        data: file.data,
+    }))
+}

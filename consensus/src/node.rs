@@ -1,0 +1,465 @@
+//! The raft thread: owns the `RawNode` and the log store, runs the Ready loop, and the snapshot
+//! writer thread it hands files to.
+//!
+//! Ready handling follows consensus-notes §4 (see the crate docs for the picture). The one rule
+//! that matters most: committed entries go to the applier only when they are durable here. raft-rs
+//! guarantees it (it hands out entries up to min(commit, persisted)); `deliver` checks it anyway
+//! and stops the node if it is ever broken, because a replica that applied a non-durable entry can
+//! diverge after a crash.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{select, Receiver, Sender};
+use protobuf::Message as _;
+use raft::eraftpb::{
+    ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, SnapshotMetadata,
+};
+use raft::{RawNode, StateRole};
+
+use crate::handle::{Shared, Status};
+use crate::snapshot_file;
+use crate::storage::LogStore;
+use crate::transport::Transport;
+use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot};
+
+/// Snapshot files kept on disk: the newest and one fallback.
+const SNAPSHOTS_KEPT: usize = 2;
+
+pub(crate) enum Command {
+    Propose(Vec<u8>),
+    ReadIndex(u64),
+    Step(Message),
+    Unreachable(u64),
+    SaveSnapshot {
+        index: u64,
+        term: u64,
+        data: Vec<u8>,
+    },
+    Shutdown,
+}
+
+/// A snapshot for the writer thread, and its acknowledgement once durable.
+struct SnapshotJob {
+    index: u64,
+    term: u64,
+    conf_state: ConfState,
+    data: Vec<u8>,
+}
+
+struct SnapshotSaved {
+    index: u64,
+    term: u64,
+    conf_state: ConfState,
+}
+
+struct Node {
+    cfg: Config,
+    raw: RawNode<LogStore>,
+    commands: Receiver<Command>,
+    saved: Receiver<SnapshotSaved>,
+    writer: Option<Sender<SnapshotJob>>,
+    events: Sender<Event>,
+    transport: Box<dyn Transport>,
+    shared: Arc<Shared>,
+    snapshot_dir: PathBuf,
+    /// Last index handed to the applier.
+    delivered: u64,
+    /// Last (is_leader, leader_id) reported, to emit RoleChanged only on change.
+    role: (bool, u64),
+    readies: u64,
+    shutting_down: bool,
+}
+
+pub(crate) fn spawn(
+    cfg: Config,
+    store: LogStore,
+    applied: u64,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+    transport: Box<dyn Transport>,
+    shared: Arc<Shared>,
+) -> Result<Vec<JoinHandle<()>>, ConsensusError> {
+    let logger = crate::logger::raft_logger(cfg.id);
+    let mut raw = RawNode::new(&cfg.raft_config(applied), store, &logger)?;
+    if cfg.is_sole_voter() && raw.raft.state != StateRole::Leader {
+        // Alone in the group: no election timeout to wait for.
+        raw.campaign()?;
+    }
+    let snapshot_dir = cfg.snapshot_dir();
+    let (job_tx, job_rx) = crossbeam_channel::unbounded();
+    let (saved_tx, saved_rx) = crossbeam_channel::unbounded();
+    let writer_dir = snapshot_dir.clone();
+    let id = cfg.id;
+    let writer = std::thread::Builder::new()
+        .name(format!("snapshot-writer-{id}"))
+        .spawn(move || write_snapshots(writer_dir, job_rx, saved_tx))?;
+
+    let mut node = Node {
+        cfg,
+        raw,
+        commands,
+        saved: saved_rx,
+        writer: Some(job_tx),
+        events,
+        transport,
+        shared,
+        snapshot_dir,
+        delivered: applied,
+        role: (false, 0),
+        readies: 0,
+        shutting_down: false,
+    };
+    node.publish_status();
+    let raft = std::thread::Builder::new()
+        .name(format!("raft-{id}"))
+        .spawn(move || {
+            let span = tracing::info_span!("raft", node = id);
+            let _enter = span.enter();
+            if let Err(e) = node.run() {
+                tracing::error!("raft loop stopped: {e}");
+            }
+            node.shared.stopped.store(true, Ordering::Release);
+            node.publish_status();
+        })?;
+    Ok(vec![raft, writer])
+}
+
+impl Node {
+    fn run(&mut self) -> Result<(), ConsensusError> {
+        let tick = self.cfg.tick;
+        let mut next_tick = Instant::now() + tick;
+        loop {
+            // Ready first: work queued before the loop started (the campaign at start) or by the
+            // previous iteration must not wait for the next tick.
+            while self.raw.has_ready() {
+                self.on_ready()?;
+            }
+            self.publish_status();
+            if self.shutting_down {
+                break;
+            }
+            let timeout = next_tick.saturating_duration_since(Instant::now());
+            select! {
+                recv(self.commands) -> cmd => match cmd {
+                    Ok(cmd) => self.command(cmd)?,
+                    // Every handle is gone: nobody can use what we would produce.
+                    Err(_) => self.shutting_down = true,
+                },
+                recv(self.saved) -> saved => match saved {
+                    Ok(saved) => self.snapshot_saved(saved)?,
+                    Err(_) => self.saved = crossbeam_channel::never(),
+                },
+                default(timeout) => {}
+            }
+            // Drain everything queued so one Ready (one fsync) carries the whole burst.
+            while let Ok(cmd) = self.commands.try_recv() {
+                self.command(cmd)?;
+            }
+            while let Ok(saved) = self.saved.try_recv() {
+                self.snapshot_saved(saved)?;
+            }
+            if Instant::now() >= next_tick {
+                self.raw.tick();
+                next_tick = Instant::now() + tick;
+            }
+        }
+        Ok(())
+    }
+
+    fn command(&mut self, cmd: Command) -> Result<(), ConsensusError> {
+        match cmd {
+            Command::Propose(data) => {
+                if let Err(e) = self.raw.propose(Vec::new(), data) {
+                    tracing::debug!("proposal dropped: {e}");
+                }
+            }
+            Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
+            Command::Step(msg) => {
+                if let Err(e) = self.raw.step(msg) {
+                    tracing::debug!("peer message ignored: {e}");
+                }
+            }
+            Command::Unreachable(peer) => self.raw.report_unreachable(peer),
+            Command::SaveSnapshot { index, term, data } => self.save_snapshot(index, term, data)?,
+            Command::Shutdown => self.shutting_down = true,
+        }
+        Ok(())
+    }
+
+    fn on_ready(&mut self) -> Result<(), ConsensusError> {
+        let mut rd = self.raw.ready();
+        self.readies += 1;
+
+        // 1. Leader messages go out before our own fsync (raft thesis 10.2.1).
+        if !rd.messages().is_empty() {
+            self.transport.send(rd.take_messages());
+        }
+        if let Some(ss) = rd.ss() {
+            let role = (ss.raft_state == StateRole::Leader, ss.leader_id);
+            if role != self.role {
+                self.role = role;
+                let term = self.raw.raft.term;
+                tracing::info!(is_leader = role.0, leader = role.1, term, "role changed");
+                self.emit(Event::RoleChanged {
+                    is_leader: role.0,
+                    leader_id: role.1,
+                    term,
+                });
+            }
+        }
+
+        // 2. A snapshot from the leader replaces everything before it.
+        let installed = if rd.snapshot().is_empty() {
+            None
+        } else {
+            let snap = rd.snapshot();
+            let meta = snap.get_metadata().clone();
+            snapshot_file::write(
+                &self.snapshot_dir,
+                meta.index,
+                meta.term,
+                meta.get_conf_state(),
+                &snap.data,
+            )?;
+            snapshot_file::prune(&self.snapshot_dir, SNAPSHOTS_KEPT)?;
+            tracing::info!(
+                index = meta.index,
+                term = meta.term,
+                "installing snapshot from leader"
+            );
+            self.emit(Event::InstallSnapshot(Snapshot {
+                index: meta.index,
+                term: meta.term,
+                data: snap.data.to_vec(),
+            }));
+            self.delivered = meta.index;
+            Some(meta)
+        };
+
+        // 3. Entries committed by earlier Readys (already durable).
+        self.deliver(rd.take_committed_entries())?;
+
+        // 4. Group commit: everything this Ready must persist, in one synced batch.
+        self.raw
+            .mut_store()
+            .write_ready(installed.as_ref(), rd.entries(), rd.hs())?;
+
+        // 5. Read barriers.
+        for rs in rd.take_read_states() {
+            self.emit_read_state(rs);
+        }
+
+        // 6. Votes and acks only after the fsync.
+        if !rd.persisted_messages().is_empty() {
+            self.transport.send(rd.take_persisted_messages());
+        }
+
+        // 7. What became possible now that the Ready is durable.
+        let mut light = self.raw.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            self.raw.mut_store().set_commit(commit)?;
+        }
+        if !light.messages().is_empty() {
+            self.transport.send(light.take_messages());
+        }
+        self.deliver(light.take_committed_entries())?;
+        self.raw.advance_apply();
+        Ok(())
+    }
+
+    fn emit_read_state(&mut self, rs: raft::ReadState) {
+        match <[u8; 8]>::try_from(rs.request_ctx.as_slice()) {
+            Ok(ctx) => self.emit(Event::ReadIndexReady {
+                ctx: u64::from_be_bytes(ctx),
+                index: rs.index,
+            }),
+            Err(_) => tracing::warn!(
+                len = rs.request_ctx.len(),
+                "read state with a foreign context ignored"
+            ),
+        }
+    }
+
+    /// Hands committed entries to the applier after checking they are durable and contiguous.
+    fn deliver(&mut self, entries: Vec<Entry>) -> Result<(), ConsensusError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            if e.index != self.delivered + 1 {
+                panic!(
+                    "raft delivered entry {} after {}: the applier would skip or repeat",
+                    e.index, self.delivered
+                );
+            }
+            let store = self.raw.store();
+            let durable = e.index <= store.last() && store.term_of(e.index).ok() == Some(e.term);
+            if !durable {
+                panic!(
+                    "entry {} (term {}) committed before it was durable (log ends at {})",
+                    e.index,
+                    e.term,
+                    store.last()
+                );
+            }
+            self.delivered = e.index;
+            let data = match e.get_entry_type() {
+                EntryType::EntryNormal => e.data.to_vec(),
+                EntryType::EntryConfChange => {
+                    let cc = ConfChange::parse_from_bytes(&e.data)?;
+                    self.apply_conf_change(&cc)?;
+                    Vec::new()
+                }
+                EntryType::EntryConfChangeV2 => {
+                    let cc = ConfChangeV2::parse_from_bytes(&e.data)?;
+                    self.apply_conf_change(&cc)?;
+                    Vec::new()
+                }
+            };
+            out.push(CommittedEntry {
+                index: e.index,
+                term: e.term,
+                data,
+            });
+        }
+        self.emit(Event::Committed(out));
+        Ok(())
+    }
+
+    fn apply_conf_change(
+        &mut self,
+        cc: &impl raft_proto::ConfChangeI,
+    ) -> Result<(), ConsensusError> {
+        let cs = self.raw.apply_conf_change(cc)?;
+        tracing::info!(voters = ?cs.voters, learners = ?cs.learners, "membership changed");
+        self.raw.mut_store().set_conf_state(cs)
+    }
+
+    fn emit(&mut self, event: Event) {
+        if self.events.send(event).is_err() {
+            tracing::debug!("event dropped: the applier is gone");
+        }
+    }
+
+    /// Validates a snapshot request on the raft thread (which knows the log and membership), then
+    /// passes the bytes to the writer thread.
+    fn save_snapshot(
+        &mut self,
+        index: u64,
+        term: u64,
+        data: Vec<u8>,
+    ) -> Result<(), ConsensusError> {
+        let store = self.raw.store();
+        if index <= store.snapshot_meta().index {
+            tracing::debug!(
+                index,
+                "snapshot request not newer than the current snapshot; ignored"
+            );
+            return Ok(());
+        }
+        if index > self.delivered {
+            tracing::error!(
+                index,
+                delivered = self.delivered,
+                "snapshot request past the applied index; ignored"
+            );
+            return Ok(());
+        }
+        match store.term_of(index) {
+            Ok(t) if t == term => {}
+            other => {
+                tracing::error!(index, term, log_term = ?other.ok(), "snapshot request term mismatch; ignored");
+                return Ok(());
+            }
+        }
+        let job = SnapshotJob {
+            index,
+            term,
+            conf_state: store.conf_state().clone(),
+            data,
+        };
+        if let Some(w) = &self.writer {
+            if w.send(job).is_err() {
+                tracing::error!("snapshot writer is gone");
+                self.writer = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The snapshot file is durable: record it, compact the log, drop old files.
+    fn snapshot_saved(&mut self, saved: SnapshotSaved) -> Result<(), ConsensusError> {
+        let store = self.raw.store();
+        if saved.index <= store.snapshot_meta().index {
+            return Ok(());
+        }
+        // Keep the log back to the previous snapshot too, so a damaged newest file can fall back.
+        let previous = snapshot_file::list(&self.snapshot_dir)?
+            .into_iter()
+            .filter(|&i| i < saved.index)
+            .max()
+            .unwrap_or(0);
+        let compact_to = saved
+            .index
+            .saturating_sub(self.cfg.snapshot_keep_entries)
+            .min(previous);
+        let meta = SnapshotMetadata {
+            index: saved.index,
+            term: saved.term,
+            conf_state: Some(saved.conf_state).into(),
+            ..Default::default()
+        };
+        self.raw.mut_store().record_snapshot(&meta, compact_to)?;
+        snapshot_file::prune(&self.snapshot_dir, SNAPSHOTS_KEPT)?;
+        let store = self.raw.store();
+        tracing::info!(
+            index = saved.index,
+            first_index = store.first(),
+            "snapshot durable; log compacted"
+        );
+        Ok(())
+    }
+
+    fn publish_status(&self) {
+        let raft = &self.raw.raft;
+        let store = self.raw.store();
+        self.shared.set_status(Status {
+            id: self.cfg.id,
+            leader_id: raft.leader_id,
+            term: raft.term,
+            is_leader: raft.state == StateRole::Leader
+                && !self.shared.stopped.load(Ordering::Acquire),
+            commit: raft.raft_log.committed,
+            last_index: store.last(),
+            first_index: store.first(),
+            snapshot_index: store.snapshot_meta().index,
+            applied: self.delivered,
+            synced_writes: store.synced_writes(),
+            readies: self.readies,
+        });
+    }
+}
+
+/// The snapshot writer thread: file IO and fsyncs stay off the raft thread.
+fn write_snapshots(dir: PathBuf, jobs: Receiver<SnapshotJob>, saved: Sender<SnapshotSaved>) {
+    for job in jobs {
+        let started = Instant::now();
+        match snapshot_file::write(&dir, job.index, job.term, &job.conf_state, &job.data) {
+            Ok(path) => {
+                tracing::info!(index = job.index, bytes = job.data.len(), ms = started.elapsed().as_millis() as u64,
+                    path = %path.display(), "snapshot written");
+                let _ = saved.send(SnapshotSaved {
+                    index: job.index,
+                    term: job.term,
+                    conf_state: job.conf_state,
+                });
+            }
+            Err(e) => tracing::error!(index = job.index, "snapshot write failed: {e}"),
+        }
+    }
+}

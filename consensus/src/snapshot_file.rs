@@ -1,0 +1,211 @@
+//! Snapshot files: `<dir>/snap-<index>.snap`, each self-checking.
+//!
+//! ```text
+//! "PDKSNAP1" | index u64 | term u64 | conf_len u32 | data_len u64 | crc32(header so far) u32
+//! conf_state protobuf (conf_len bytes) | data (data_len bytes)
+//! crc32(conf_state ++ data) u32 | "PDKSEND1"
+//! ```
+//! All integers big-endian. A file is written as `.tmp`, fsynced, renamed, and the directory fsynced,
+//! so a name ending in `.snap` always means a complete file; the checksums catch later damage.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use protobuf::Message as _;
+use raft::eraftpb::ConfState;
+
+use crate::ConsensusError;
+
+const MAGIC: &[u8; 8] = b"PDKSNAP1";
+const END_MAGIC: &[u8; 8] = b"PDKSEND1";
+const HEADER_LEN: usize = 8 + 8 + 8 + 4 + 8 + 4;
+const TRAILER_LEN: usize = 4 + 8;
+
+/// A snapshot read back from disk, checksums verified.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotFile {
+    pub index: u64,
+    pub term: u64,
+    pub conf_state: ConfState,
+    pub data: Vec<u8>,
+}
+
+pub fn path_for(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("snap-{index:020}.snap"))
+}
+
+fn tmp_path_for(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("snap-{index:020}.tmp"))
+}
+
+/// Writes a snapshot durably: tmp file, fsync, rename, fsync the directory.
+pub fn write(
+    dir: &Path,
+    index: u64,
+    term: u64,
+    conf_state: &ConfState,
+    data: &[u8],
+) -> Result<PathBuf, ConsensusError> {
+    fs::create_dir_all(dir)?;
+    let conf = conf_state.write_to_bytes()?;
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&index.to_be_bytes());
+    header.extend_from_slice(&term.to_be_bytes());
+    header.extend_from_slice(&(conf.len() as u32).to_be_bytes());
+    header.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    let header_crc = crc32fast::hash(&header);
+    header.extend_from_slice(&header_crc.to_be_bytes());
+    let mut body_crc = crc32fast::Hasher::new();
+    body_crc.update(&conf);
+    body_crc.update(data);
+
+    let tmp = tmp_path_for(dir, index);
+    let mut f = File::create(&tmp)?;
+    f.write_all(&header)?;
+    f.write_all(&conf)?;
+    f.write_all(data)?;
+    f.write_all(&body_crc.finalize().to_be_bytes())?;
+    f.write_all(END_MAGIC)?;
+    f.sync_all()?;
+    drop(f);
+    let path = path_for(dir, index);
+    fs::rename(&tmp, &path)?;
+    File::open(dir)?.sync_all()?;
+    Ok(path)
+}
+
+/// Reads and verifies the snapshot at `index`. `Ok(None)` when there is no such file.
+pub fn read(dir: &Path, index: u64) -> Result<Option<SnapshotFile>, ConsensusError> {
+    let path = path_for(dir, index);
+    let mut bytes = Vec::new();
+    match File::open(&path) {
+        Ok(mut f) => f.read_to_end(&mut bytes)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let snap = decode(&bytes)
+        .map_err(|why| ConsensusError::Corrupt(format!("{}: {why}", path.display())))?;
+    if snap.index != index {
+        return Err(ConsensusError::Corrupt(format!(
+            "{} holds index {}",
+            path.display(),
+            snap.index
+        )));
+    }
+    Ok(Some(snap))
+}
+
+fn decode(bytes: &[u8]) -> Result<SnapshotFile, String> {
+    if bytes.len() < HEADER_LEN + TRAILER_LEN {
+        return Err(format!(
+            "{} bytes is shorter than header and trailer",
+            bytes.len()
+        ));
+    }
+    let (header, rest) = bytes.split_at(HEADER_LEN);
+    if &header[..8] != MAGIC {
+        return Err("bad magic".into());
+    }
+    let u64_at = |b: &[u8], at: usize| u64::from_be_bytes(b[at..at + 8].try_into().unwrap());
+    let u32_at = |b: &[u8], at: usize| u32::from_be_bytes(b[at..at + 4].try_into().unwrap());
+    if crc32fast::hash(&header[..HEADER_LEN - 4]) != u32_at(header, HEADER_LEN - 4) {
+        return Err("header checksum mismatch".into());
+    }
+    let index = u64_at(header, 8);
+    let term = u64_at(header, 16);
+    let conf_len = u32_at(header, 24) as u64;
+    let data_len = u64_at(header, 28);
+    let body_len = conf_len
+        .checked_add(data_len)
+        .filter(|&n| n == (rest.len() - TRAILER_LEN) as u64)
+        .ok_or_else(|| {
+            format!(
+                "length fields say {conf_len}+{data_len}, file body is {}",
+                rest.len() - TRAILER_LEN
+            )
+        })? as usize;
+    let (body, trailer) = rest.split_at(body_len);
+    if &trailer[4..] != END_MAGIC {
+        return Err("bad end magic (truncated?)".into());
+    }
+    if crc32fast::hash(body) != u32_at(trailer, 0) {
+        return Err("body checksum mismatch".into());
+    }
+    let (conf, data) = body.split_at(conf_len as usize);
+    let conf_state = ConfState::parse_from_bytes(conf).map_err(|e| format!("conf_state: {e}"))?;
+    Ok(SnapshotFile {
+        index,
+        term,
+        conf_state,
+        data: data.to_vec(),
+    })
+}
+
+/// Indexes of the complete (`.snap`) files in `dir`, ascending.
+pub fn list(dir: &Path) -> Result<Vec<u64>, ConsensusError> {
+    let mut out = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        if let Some(idx) = name
+            .strip_prefix("snap-")
+            .and_then(|s| s.strip_suffix(".snap"))
+        {
+            if let Ok(i) = idx.parse::<u64>() {
+                out.push(i);
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The newest snapshot whose checksums hold and whose index is at most `max_index`; damaged files
+/// are reported and skipped so the previous one is used.
+pub fn load_newest(dir: &Path, max_index: u64) -> Result<Option<SnapshotFile>, ConsensusError> {
+    for index in list(dir)?.into_iter().rev().filter(|&i| i <= max_index) {
+        match read(dir, index) {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Ok(None) => {}
+            Err(ConsensusError::Corrupt(why)) => {
+                tracing::error!("skipping damaged snapshot: {why}")
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// Deletes all but the newest `keep` snapshot files. Leaves `.tmp` files alone: the writer thread
+/// may be producing one right now.
+pub fn prune(dir: &Path, keep: usize) -> Result<(), ConsensusError> {
+    let all = list(dir)?;
+    for &index in all.iter().rev().skip(keep) {
+        fs::remove_file(path_for(dir, index))?;
+    }
+    Ok(())
+}
+
+/// Removes `.tmp` files: snapshot writes interrupted by a crash. Only at start, before the writer
+/// thread exists.
+pub fn remove_temporaries(dir: &Path) -> Result<(), ConsensusError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().ends_with(".tmp") {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}

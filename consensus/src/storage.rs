@@ -1,0 +1,544 @@
+//! The Raft log in RocksDB, and raft-rs's `Storage` trait over it.
+//!
+//! Layout (one DB, two column families):
+//! - `raft_log`: key = entry index as u64 big-endian (so RocksDB order is log order) -> `Entry`
+//!   protobuf bytes.
+//! - `raft_meta`: `hard_state` (HardState), `conf_state` (ConfState), `snapshot_meta`
+//!   (SnapshotMetadata of the newest durable snapshot), `first_index` (first index still in the
+//!   log, then the term of the entry just before it: two u64 BE).
+//!
+//! Every mutation is one `WriteBatch`, so a crash leaves either the old or the new state. Writes
+//! that raft needs to be durable (entries, term/vote, snapshots) are synced; the commit index alone
+//! is not, because raft recomputes a lost commit index from a quorum.
+//!
+//! Only the raft thread mutates the store, through `&mut self`; raft-rs reads it through `&self`,
+//! so no locks are needed.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use protobuf::Message as _;
+use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
+use raft::{GetEntriesContext, RaftState, StorageError};
+use rocksdb::{
+    ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB,
+};
+
+use crate::snapshot_file;
+use crate::ConsensusError;
+
+const CF_LOG: &str = "raft_log";
+const CF_META: &str = "raft_meta";
+const KEY_HARD_STATE: &[u8] = b"hard_state";
+const KEY_CONF_STATE: &[u8] = b"conf_state";
+const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
+const KEY_FIRST_INDEX: &[u8] = b"first_index";
+
+/// Recent entries kept in memory: followers being replicated to and the applier read the tail.
+const CACHE_ENTRIES: usize = 4096;
+
+/// Index and term of the bootstrap snapshot that carries the initial membership (etcd/TiKV style:
+/// every node of the initial group starts from the same state, later nodes from a snapshot).
+pub const BOOTSTRAP_INDEX: u64 = 1;
+pub const BOOTSTRAP_TERM: u64 = 1;
+
+/// RocksDB-backed Raft log store.
+pub struct LogStore {
+    db: DB,
+    hard_state: HardState,
+    conf_state: ConfState,
+    snapshot_meta: SnapshotMetadata,
+    first_index: u64,
+    /// Term of entry `first_index - 1`, kept after compaction so raft can still match it.
+    truncated_term: u64,
+    last_index: u64,
+    /// Contiguous entries ending at `last_index`.
+    cache: VecDeque<Entry>,
+    /// Where snapshot files live, for `Storage::snapshot` (a leader sending one to a follower).
+    snapshot_dir: Option<PathBuf>,
+    synced_writes: u64,
+}
+
+fn storage_err(e: impl std::fmt::Display) -> raft::Error {
+    raft::Error::Store(StorageError::Other(e.to_string().into()))
+}
+
+fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
+    db.cf_handle(name)
+        .expect("column families are created on open")
+}
+
+fn key(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+fn decode<M: protobuf::Message>(what: &str, bytes: &[u8]) -> Result<M, ConsensusError> {
+    M::parse_from_bytes(bytes).map_err(|e| ConsensusError::Corrupt(format!("{what}: {e}")))
+}
+
+fn encode<M: protobuf::Message>(m: &M) -> Vec<u8> {
+    // Encoding an in-memory message only fails on missing required fields; eraftpb has none.
+    m.write_to_bytes().expect("eraftpb messages always encode")
+}
+
+impl LogStore {
+    /// Opens (or creates) the store in `dir`. A new store is uninitialized: call `bootstrap` or
+    /// wait for a snapshot from a leader.
+    pub fn open(dir: &Path) -> Result<LogStore, ConsensusError> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cfs =
+            [CF_LOG, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
+        let mut store = LogStore {
+            db,
+            hard_state: HardState::default(),
+            conf_state: ConfState::default(),
+            snapshot_meta: SnapshotMetadata::default(),
+            first_index: 1,
+            truncated_term: 0,
+            last_index: 0,
+            cache: VecDeque::new(),
+            snapshot_dir: None,
+            synced_writes: 0,
+        };
+        store.load()?;
+        Ok(store)
+    }
+
+    fn load(&mut self) -> Result<(), ConsensusError> {
+        let meta = cf(&self.db, CF_META);
+        if let Some(b) = self.db.get_cf(meta, KEY_HARD_STATE)? {
+            self.hard_state = decode("hard_state", &b)?;
+        }
+        if let Some(b) = self.db.get_cf(meta, KEY_CONF_STATE)? {
+            self.conf_state = decode("conf_state", &b)?;
+        }
+        if let Some(b) = self.db.get_cf(meta, KEY_SNAPSHOT_META)? {
+            self.snapshot_meta = decode("snapshot_meta", &b)?;
+        }
+        if let Some(b) = self.db.get_cf(meta, KEY_FIRST_INDEX)? {
+            let raw: [u8; 16] = b.as_slice().try_into().map_err(|_| {
+                ConsensusError::Corrupt(format!("first_index record has {} bytes", b.len()))
+            })?;
+            self.first_index = u64::from_be_bytes(raw[..8].try_into().unwrap());
+            self.truncated_term = u64::from_be_bytes(raw[8..].try_into().unwrap());
+        }
+        self.last_index = self.first_index - 1;
+        let log = cf(&self.db, CF_LOG);
+        if let Some(item) = self.db.iterator_cf(log, IteratorMode::End).next() {
+            let (k, _) = item?;
+            let raw: [u8; 8] = k
+                .as_ref()
+                .try_into()
+                .map_err(|_| ConsensusError::Corrupt("raft_log key is not 8 bytes".into()))?;
+            self.last_index = u64::from_be_bytes(raw);
+        }
+        if self.last_index + 1 < self.first_index {
+            return Err(ConsensusError::Corrupt(format!(
+                "log ends at {} before its first index {}",
+                self.last_index, self.first_index
+            )));
+        }
+        // Warm the cache with the tail and check that the log has no holes there.
+        let from = self
+            .first_index
+            .max(self.last_index.saturating_sub(CACHE_ENTRIES as u64 - 1));
+        let tail = self
+            .db
+            .iterator_cf(log, IteratorMode::From(&key(from), Direction::Forward));
+        for (expect, item) in (from..).zip(tail) {
+            let (_, v) = item?;
+            let e: Entry = decode("entry", &v)?;
+            if e.index != expect {
+                return Err(ConsensusError::Corrupt(format!(
+                    "log hole: expected {expect}, found {}",
+                    e.index
+                )));
+            }
+            self.cache.push_back(e);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, batch: WriteBatch, sync: bool) -> Result<(), ConsensusError> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(batch, &wo)?;
+        if sync {
+            self.synced_writes += 1;
+        }
+        Ok(())
+    }
+
+    /// True once the store holds a membership (bootstrapped, or a snapshot installed).
+    pub fn is_initialized(&self) -> bool {
+        !self.conf_state.voters.is_empty() || !self.conf_state.learners.is_empty()
+    }
+
+    /// Starts a new group: a snapshot at index 1 carrying `voters`, committed, with an empty log
+    /// after it. Every initial member must bootstrap with the same voters.
+    pub fn bootstrap(&mut self, voters: &[u64]) -> Result<(), ConsensusError> {
+        if self.is_initialized() || self.last_index > 0 {
+            return Err(ConsensusError::Invalid(
+                "log store is already initialized".into(),
+            ));
+        }
+        let conf_state = ConfState {
+            voters: voters.to_vec(),
+            ..Default::default()
+        };
+        let meta = SnapshotMetadata {
+            index: BOOTSTRAP_INDEX,
+            term: BOOTSTRAP_TERM,
+            conf_state: Some(conf_state).into(),
+            ..Default::default()
+        };
+        let hs = HardState {
+            term: BOOTSTRAP_TERM,
+            commit: BOOTSTRAP_INDEX,
+            ..Default::default()
+        };
+        self.write_ready(Some(&meta), &[], Some(&hs))
+    }
+
+    /// Persists one Ready as a single synced batch: an installed snapshot (resets the log to start
+    /// after it), appended entries (a conflicting tail is deleted first) and the hard state.
+    pub fn write_ready(
+        &mut self,
+        snapshot: Option<&SnapshotMetadata>,
+        entries: &[Entry],
+        hs: Option<&HardState>,
+    ) -> Result<(), ConsensusError> {
+        let mut batch = WriteBatch::default();
+        let log = cf(&self.db, CF_LOG);
+        let meta = cf(&self.db, CF_META);
+        let mut first_index = self.first_index;
+        let mut truncated_term = self.truncated_term;
+        let mut last_index = self.last_index;
+        let mut hard_state = self.hard_state.clone();
+        let mut conf_state = None;
+        let mut drop_cache = false;
+
+        if let Some(snap) = snapshot {
+            if snap.index < self.first_index.saturating_sub(1) && self.is_initialized() {
+                return Err(ConsensusError::Invalid(format!(
+                    "snapshot {} is older than the log start {}",
+                    snap.index, self.first_index
+                )));
+            }
+            batch.delete_range_cf(log, key(0), key(u64::MAX));
+            first_index = snap.index + 1;
+            truncated_term = snap.term;
+            last_index = snap.index;
+            hard_state.commit = hard_state.commit.max(snap.index);
+            hard_state.term = hard_state.term.max(snap.term);
+            batch.put_cf(meta, KEY_SNAPSHOT_META, encode(snap));
+            batch.put_cf(meta, KEY_CONF_STATE, encode(snap.get_conf_state()));
+            conf_state = Some(snap.get_conf_state().clone());
+            drop_cache = true;
+        }
+
+        if let Some(first) = entries.first() {
+            if first.index < first_index {
+                return Err(ConsensusError::Invalid(format!(
+                    "append at {} before the log start {first_index}",
+                    first.index
+                )));
+            }
+            if first.index > last_index + 1 {
+                return Err(ConsensusError::Invalid(format!(
+                    "append at {} leaves a hole after {last_index}",
+                    first.index
+                )));
+            }
+            if first.index <= last_index {
+                // Conflicting suffix from an old leader: drop it in the same batch as the new entries.
+                batch.delete_range_cf(log, key(first.index), key(last_index + 1));
+            }
+            for (i, e) in entries.iter().enumerate() {
+                if e.index != first.index + i as u64 {
+                    return Err(ConsensusError::Invalid(format!(
+                        "entries not contiguous at {}",
+                        e.index
+                    )));
+                }
+                batch.put_cf(log, key(e.index), encode(e));
+            }
+            last_index = entries.last().unwrap().index;
+        }
+
+        if let Some(hs) = hs {
+            hard_state = hs.clone();
+        }
+        if hard_state != self.hard_state {
+            batch.put_cf(meta, KEY_HARD_STATE, encode(&hard_state));
+        }
+        if first_index != self.first_index || truncated_term != self.truncated_term {
+            batch.put_cf(
+                meta,
+                KEY_FIRST_INDEX,
+                first_index_record(first_index, truncated_term),
+            );
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.write(batch, true)?;
+
+        self.first_index = first_index;
+        self.truncated_term = truncated_term;
+        self.last_index = last_index;
+        self.hard_state = hard_state;
+        if let Some(cs) = conf_state {
+            self.conf_state = cs;
+            self.snapshot_meta = snapshot.unwrap().clone();
+        }
+        if drop_cache {
+            self.cache.clear();
+        }
+        if let Some(first) = entries.first() {
+            while self.cache.back().is_some_and(|e| e.index >= first.index) {
+                self.cache.pop_back();
+            }
+            if self
+                .cache
+                .back()
+                .is_some_and(|e| e.index + 1 != first.index)
+            {
+                self.cache.clear();
+            }
+            self.cache.extend(entries.iter().cloned());
+            while self.cache.len() > CACHE_ENTRIES {
+                self.cache.pop_front();
+            }
+        }
+        Ok(())
+    }
+
+    /// Persists a membership applied from a committed conf-change entry.
+    pub fn set_conf_state(&mut self, cs: ConfState) -> Result<(), ConsensusError> {
+        let mut batch = WriteBatch::default();
+        batch.put_cf(cf(&self.db, CF_META), KEY_CONF_STATE, encode(&cs));
+        self.write(batch, true)?;
+        self.conf_state = cs;
+        Ok(())
+    }
+
+    /// Records a new commit index. Not synced: raft recomputes a lost commit from the quorum, and a
+    /// process crash (as opposed to power loss) keeps it anyway through RocksDB's WAL.
+    pub fn set_commit(&mut self, commit: u64) -> Result<(), ConsensusError> {
+        if commit == self.hard_state.commit {
+            return Ok(());
+        }
+        let mut hs = self.hard_state.clone();
+        hs.commit = commit;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(cf(&self.db, CF_META), KEY_HARD_STATE, encode(&hs));
+        self.write(batch, false)?;
+        self.hard_state = hs;
+        Ok(())
+    }
+
+    /// Records a durable snapshot and drops log entries up to `compact_to` (inclusive) in one synced
+    /// batch. `compact_to` is clamped to the snapshot index: the tree lives in memory, so entries
+    /// after the snapshot are the only way to rebuild it.
+    pub fn record_snapshot(
+        &mut self,
+        snap: &SnapshotMetadata,
+        compact_to: u64,
+    ) -> Result<(), ConsensusError> {
+        if snap.index > self.last_index || snap.index > self.hard_state.commit {
+            return Err(ConsensusError::Invalid(format!(
+                "snapshot at {} is past commit {} / last index {}",
+                snap.index, self.hard_state.commit, self.last_index
+            )));
+        }
+        let mut batch = WriteBatch::default();
+        batch.put_cf(cf(&self.db, CF_META), KEY_SNAPSHOT_META, encode(snap));
+        let compact_to = compact_to.min(snap.index);
+        let mut new_first = self.first_index;
+        let mut new_truncated_term = self.truncated_term;
+        if compact_to >= self.first_index {
+            new_truncated_term = self.term_of(compact_to)?;
+            new_first = compact_to + 1;
+            batch.delete_range_cf(cf(&self.db, CF_LOG), key(self.first_index), key(new_first));
+            batch.put_cf(
+                cf(&self.db, CF_META),
+                KEY_FIRST_INDEX,
+                first_index_record(new_first, new_truncated_term),
+            );
+        }
+        self.write(batch, true)?;
+        self.snapshot_meta = snap.clone();
+        self.first_index = new_first;
+        self.truncated_term = new_truncated_term;
+        while self.cache.front().is_some_and(|e| e.index < new_first) {
+            self.cache.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Drops log entries up to `compact_to` (inclusive); must not pass the newest snapshot.
+    pub fn compact(&mut self, compact_to: u64) -> Result<(), ConsensusError> {
+        if compact_to > self.snapshot_meta.index {
+            return Err(ConsensusError::Invalid(format!(
+                "compaction to {compact_to} would pass the snapshot at {}",
+                self.snapshot_meta.index
+            )));
+        }
+        let snap = self.snapshot_meta.clone();
+        self.record_snapshot(&snap, compact_to)
+    }
+
+    pub fn hard_state(&self) -> &HardState {
+        &self.hard_state
+    }
+
+    pub fn conf_state(&self) -> &ConfState {
+        &self.conf_state
+    }
+
+    pub fn snapshot_meta(&self) -> &SnapshotMetadata {
+        &self.snapshot_meta
+    }
+
+    pub fn first(&self) -> u64 {
+        self.first_index
+    }
+
+    pub fn last(&self) -> u64 {
+        self.last_index
+    }
+
+    /// Number of synced (fsync'ed) batches written since open: the group-commit counter.
+    pub fn synced_writes(&self) -> u64 {
+        self.synced_writes
+    }
+
+    /// The RocksDB directory.
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    pub(crate) fn set_snapshot_dir(&mut self, dir: PathBuf) {
+        self.snapshot_dir = Some(dir);
+    }
+
+    /// Term of the entry at `idx`, reading through the cache.
+    pub fn term_of(&self, idx: u64) -> Result<u64, ConsensusError> {
+        raft::Storage::term(self, idx).map_err(ConsensusError::Raft)
+    }
+
+    fn cached(&self, idx: u64) -> Option<&Entry> {
+        let front = self.cache.front()?.index;
+        if idx < front {
+            return None;
+        }
+        self.cache.get((idx - front) as usize)
+    }
+
+    fn read_entry(&self, idx: u64) -> raft::Result<Entry> {
+        if let Some(e) = self.cached(idx) {
+            return Ok(e.clone());
+        }
+        let bytes = self
+            .db
+            .get_cf(cf(&self.db, CF_LOG), key(idx))
+            .map_err(storage_err)?
+            .ok_or_else(|| storage_err(format!("entry {idx} missing from the log")))?;
+        decode::<Entry>("entry", &bytes).map_err(storage_err)
+    }
+}
+
+fn first_index_record(first_index: u64, truncated_term: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16);
+    v.extend_from_slice(&first_index.to_be_bytes());
+    v.extend_from_slice(&truncated_term.to_be_bytes());
+    v
+}
+
+impl raft::Storage for LogStore {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        Ok(RaftState::new(
+            self.hard_state.clone(),
+            self.conf_state.clone(),
+        ))
+    }
+
+    fn entries(
+        &self,
+        low: u64,
+        high: u64,
+        max_size: impl Into<Option<u64>>,
+        _context: GetEntriesContext,
+    ) -> raft::Result<Vec<Entry>> {
+        let max_size = max_size.into();
+        if low < self.first_index {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        if high > self.last_index + 1 || low > high {
+            return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        let mut out = Vec::with_capacity((high - low).min(1024) as usize);
+        let mut size = 0u64;
+        for idx in low..high {
+            let e = self.read_entry(idx)?;
+            size += u64::from(e.compute_size());
+            // Always return at least one entry, as raft-rs requires.
+            if !out.is_empty() && max_size.is_some_and(|m| m != raft::NO_LIMIT && size > m) {
+                break;
+            }
+            out.push(e);
+        }
+        Ok(out)
+    }
+
+    fn term(&self, idx: u64) -> raft::Result<u64> {
+        if idx + 1 == self.first_index {
+            return Ok(self.truncated_term);
+        }
+        if idx < self.first_index {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        if idx > self.last_index {
+            return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        Ok(self.read_entry(idx)?.term)
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        Ok(self.first_index)
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        Ok(self.last_index)
+    }
+
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        let meta = &self.snapshot_meta;
+        if meta.index < request_index {
+            return Err(raft::Error::Store(
+                StorageError::SnapshotTemporarilyUnavailable,
+            ));
+        }
+        let mut snap = Snapshot::default();
+        snap.set_metadata(meta.clone());
+        // The bootstrap snapshot has no file: its state machine is empty.
+        if let Some(dir) = &self.snapshot_dir {
+            match snapshot_file::read(dir, meta.index) {
+                Ok(Some(file)) => snap.data = file.data.into(),
+                Ok(None) if meta.index <= BOOTSTRAP_INDEX => {}
+                Ok(None) => {
+                    return Err(storage_err(format!(
+                        "snapshot file for {} is missing",
+                        meta.index
+                    )))
+                }
+                Err(e) => return Err(storage_err(e)),
+            }
+        }
+        Ok(snap)
+    }
+}

@@ -1,0 +1,65 @@
+//! Helpers shared by the consensus integration tests.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use consensus::{CommittedEntry, Event, Handle};
+use crossbeam_channel::Receiver;
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Collects committed entries (no-ops included) until one with index >= `until` arrives.
+pub fn committed_until(events: &Receiver<Event>, until: u64) -> Vec<CommittedEntry> {
+    let deadline = Instant::now() + WAIT;
+    let mut out: Vec<CommittedEntry> = Vec::new();
+    while !matches!(out.last(), Some(e) if e.index >= until) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left) {
+            Ok(Event::Committed(batch)) => out.extend(batch),
+            Ok(_) => {}
+            Err(_) => panic!(
+                "timed out waiting for index {until}; got up to {:?}",
+                out.last().map(|e| e.index)
+            ),
+        }
+    }
+    out
+}
+
+/// Entries carrying data (the applier's view: raft no-ops skipped).
+pub fn payloads(entries: &[CommittedEntry]) -> Vec<(u64, Vec<u8>)> {
+    entries
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| (e.index, e.data.clone()))
+        .collect()
+}
+
+/// Waits until `f(status)` holds.
+pub fn wait_status(
+    handle: &Handle,
+    what: &str,
+    f: impl Fn(&consensus::Status) -> bool,
+) -> consensus::Status {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = handle.status();
+        if f(&s) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; status {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Drains whatever events arrive within `quiet` of each other.
+pub fn drain(events: &Receiver<Event>, quiet: Duration) -> Vec<Event> {
+    let mut out = Vec::new();
+    while let Ok(e) = events.recv_timeout(quiet) {
+        out.push(e);
+    }
+    out
+}
