@@ -8,11 +8,18 @@ use wire::ops::children::GetChildrenRequest;
 use wire::ops::data::GetDataRequest;
 use wire::ops::exists::ExistsRequest;
 use wire::ops::watches::{watcher_type, AddWatchRequest, ErrorResponse, SetWatches2};
-use wire::{event_type as et, perms, Acl, ErrorCode, Id, Request, Response, WatcherEvent, STATE_SYNC_CONNECTED};
+use wire::{
+    event_type as et, perms, Acl, ErrorCode, Id, Request, Response, WatcherEvent,
+    STATE_SYNC_CONNECTED,
+};
 use znode_tree::{read_with_watch, Applied, ReadCtx, Txn, WatchKind, WatchRegistry, WatcherId};
 
 fn ev(t: i32, p: &str) -> WatcherEvent {
-    WatcherEvent { event_type: t, state: STATE_SYNC_CONNECTED, path: p.into() }
+    WatcherEvent {
+        event_type: t,
+        state: STATE_SYNC_CONNECTED,
+        path: p.into(),
+    }
 }
 
 struct W {
@@ -22,29 +29,59 @@ struct W {
 
 impl W {
     fn new() -> W {
-        W { h: H::with_session(), reg: WatchRegistry::new() }
+        W {
+            h: H::with_session(),
+            reg: WatchRegistry::new(),
+        }
     }
 
     fn read(&mut self, w: WatcherId, req: Request) -> Result<Response, ErrorCode> {
         let auth: Vec<Id> = vec![];
-        let ctx = ReadCtx { session_id: self.h.session, auth: &auth };
+        let ctx = ReadCtx {
+            session_id: self.h.session,
+            auth: &auth,
+        };
         read_with_watch(&self.h.tree, &mut self.reg, &ctx, w, &req)
     }
 
     fn exists(&mut self, w: WatcherId, p: &str) -> Result<Response, ErrorCode> {
-        self.read(w, Request::Exists(ExistsRequest { path: p.into(), watch: true }))
+        self.read(
+            w,
+            Request::Exists(ExistsRequest {
+                path: p.into(),
+                watch: true,
+            }),
+        )
     }
 
     fn get(&mut self, w: WatcherId, p: &str) -> Result<Response, ErrorCode> {
-        self.read(w, Request::GetData(GetDataRequest { path: p.into(), watch: true }))
+        self.read(
+            w,
+            Request::GetData(GetDataRequest {
+                path: p.into(),
+                watch: true,
+            }),
+        )
     }
 
     fn children(&mut self, w: WatcherId, p: &str) -> Result<Response, ErrorCode> {
-        self.read(w, Request::GetChildren(GetChildrenRequest { path: p.into(), watch: true }))
+        self.read(
+            w,
+            Request::GetChildren(GetChildrenRequest {
+                path: p.into(),
+                watch: true,
+            }),
+        )
     }
 
     fn add_watch(&mut self, w: WatcherId, p: &str, mode: i32) -> Result<Response, ErrorCode> {
-        self.read(w, Request::AddWatch(AddWatchRequest { path: p.into(), mode }))
+        self.read(
+            w,
+            Request::AddWatch(AddWatchRequest {
+                path: p.into(),
+                mode,
+            }),
+        )
     }
 
     fn fire(&mut self, a: Applied) -> Vec<(WatcherId, WatcherEvent)> {
@@ -52,23 +89,32 @@ impl W {
     }
 
     fn create(&mut self, p: &str) -> Vec<(WatcherId, WatcherEvent)> {
-        let a = self.h.apply(Txn::Write(Request::Create(H::create_req(p, b"", 0))));
+        let a = self
+            .h
+            .apply(Txn::Write(Request::Create(H::create_req(p, b"", 0))));
         assert!(a.reply.is_ok(), "{p}: {:?}", a.reply);
         self.fire(a)
     }
 
     fn delete(&mut self, p: &str) -> Vec<(WatcherId, WatcherEvent)> {
-        let a = self.h.apply(Txn::Write(Request::Delete(wire::ops::delete::DeleteRequest { path: p.into(), version: -1 })));
+        let a = self.h.apply(Txn::Write(Request::Delete(
+            wire::ops::delete::DeleteRequest {
+                path: p.into(),
+                version: -1,
+            },
+        )));
         assert!(a.reply.is_ok(), "{p}: {:?}", a.reply);
         self.fire(a)
     }
 
     fn set(&mut self, p: &str) -> Vec<(WatcherId, WatcherEvent)> {
-        let a = self.h.apply(Txn::Write(Request::SetData(wire::ops::data::SetDataRequest {
-            path: p.into(),
-            data: Some(b"v".to_vec()),
-            version: -1,
-        })));
+        let a = self.h.apply(Txn::Write(Request::SetData(
+            wire::ops::data::SetDataRequest {
+                path: p.into(),
+                data: Some(b"v".to_vec()),
+                version: -1,
+            },
+        )));
         assert!(a.reply.is_ok(), "{p}: {:?}", a.reply);
         self.fire(a)
     }
@@ -95,7 +141,8 @@ fn get_data_on_missing_node_registers_nothing() {
 #[test]
 fn reads_without_permission_register_nothing() {
     let mut w = W::new();
-    w.h.create_acl("/s", vec![Acl::new(perms::WRITE, "world", "anyone")]).unwrap();
+    w.h.create_acl("/s", vec![Acl::new(perms::WRITE, "world", "anyone")])
+        .unwrap();
     assert_eq!(w.exists(1, "/s"), Err(ErrorCode::NoAuth));
     assert_eq!(w.get(1, "/s"), Err(ErrorCode::NoAuth));
     assert_eq!(w.reg.stats().total(), 0);
@@ -110,7 +157,11 @@ fn create_fires_created_then_parent_children_changed() {
     w.children(1, "/p").unwrap();
     assert_eq!(
         w.create("/p/c"),
-        vec![(1, ev(et::NODE_CREATED, "/p/c")), (1, ev(et::NODE_CHILDREN_CHANGED, "/p")), (2, ev(et::NODE_CHILDREN_CHANGED, "/p"))]
+        vec![
+            (1, ev(et::NODE_CREATED, "/p/c")),
+            (1, ev(et::NODE_CHILDREN_CHANGED, "/p")),
+            (2, ev(et::NODE_CHILDREN_CHANGED, "/p"))
+        ]
     );
 }
 
@@ -150,12 +201,21 @@ fn set_data_fires_data_watchers_only() {
 #[test]
 fn persistent_watch_survives_firing_and_deletion_and_sees_child_changes_only_on_itself() {
     let mut w = W::new();
-    assert_eq!(w.add_watch(1, "/a", 0), Ok(Response::AddWatch(ErrorResponse { err: 0 })));
+    assert_eq!(
+        w.add_watch(1, "/a", 0),
+        Ok(Response::AddWatch(ErrorResponse { err: 0 }))
+    );
     assert_eq!(w.create("/a"), vec![(1, ev(et::NODE_CREATED, "/a"))]);
     assert_eq!(w.set("/a"), vec![(1, ev(et::NODE_DATA_CHANGED, "/a"))]);
-    assert_eq!(w.create("/a/b"), vec![(1, ev(et::NODE_CHILDREN_CHANGED, "/a"))]);
+    assert_eq!(
+        w.create("/a/b"),
+        vec![(1, ev(et::NODE_CHILDREN_CHANGED, "/a"))]
+    );
     assert_eq!(w.set("/a/b"), vec![]);
-    assert_eq!(w.delete("/a/b"), vec![(1, ev(et::NODE_CHILDREN_CHANGED, "/a"))]);
+    assert_eq!(
+        w.delete("/a/b"),
+        vec![(1, ev(et::NODE_CHILDREN_CHANGED, "/a"))]
+    );
     assert_eq!(w.delete("/a"), vec![(1, ev(et::NODE_DELETED, "/a"))]);
     assert_eq!(w.create("/a"), vec![(1, ev(et::NODE_CREATED, "/a"))]);
 }
@@ -166,9 +226,18 @@ fn recursive_watch_sees_descendants_but_never_children_changed() {
     w.add_watch(1, "/r", 1).unwrap();
     assert_eq!(w.create("/r"), vec![(1, ev(et::NODE_CREATED, "/r"))]);
     assert_eq!(w.create("/r/a"), vec![(1, ev(et::NODE_CREATED, "/r/a"))]);
-    assert_eq!(w.create("/r/a/b"), vec![(1, ev(et::NODE_CREATED, "/r/a/b"))]);
-    assert_eq!(w.set("/r/a/b"), vec![(1, ev(et::NODE_DATA_CHANGED, "/r/a/b"))]);
-    assert_eq!(w.delete("/r/a/b"), vec![(1, ev(et::NODE_DELETED, "/r/a/b"))]);
+    assert_eq!(
+        w.create("/r/a/b"),
+        vec![(1, ev(et::NODE_CREATED, "/r/a/b"))]
+    );
+    assert_eq!(
+        w.set("/r/a/b"),
+        vec![(1, ev(et::NODE_DATA_CHANGED, "/r/a/b"))]
+    );
+    assert_eq!(
+        w.delete("/r/a/b"),
+        vec![(1, ev(et::NODE_DELETED, "/r/a/b"))]
+    );
     assert_eq!(w.create("/rx"), vec![]);
 }
 
@@ -181,7 +250,10 @@ fn standard_and_persistent_on_same_path_give_one_event_and_keep_persistent() {
     w.add_watch(1, "/", 1).unwrap();
     assert_eq!(w.set("/a"), vec![(1, ev(et::NODE_DATA_CHANGED, "/a"))]);
     assert_eq!(w.set("/a"), vec![(1, ev(et::NODE_DATA_CHANGED, "/a"))]);
-    assert_eq!(w.reg.check(1, "/a", watcher_type::DATA), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        w.reg.check(1, "/a", watcher_type::DATA),
+        Err(ErrorCode::NoWatcher)
+    );
     assert_eq!(w.reg.check(1, "/a", watcher_type::PERSISTENT), Ok(()));
 }
 
@@ -191,11 +263,13 @@ fn acl_filter_drops_events_but_still_consumes_one_shot_watches() {
     w.create("/a");
     w.get(1, "/a").unwrap();
     w.get(2, "/a").unwrap();
-    let a = w.h.apply(Txn::Write(Request::SetData(wire::ops::data::SetDataRequest {
-        path: "/a".into(),
-        data: None,
-        version: -1,
-    })));
+    let a = w.h.apply(Txn::Write(Request::SetData(
+        wire::ops::data::SetDataRequest {
+            path: "/a".into(),
+            data: None,
+            version: -1,
+        },
+    )));
     let evs = w.reg.trigger(&a.changes, 3, |wid, acl| {
         assert_eq!(acl, Acl::open_unsafe().as_slice());
         wid == 2
@@ -207,17 +281,22 @@ fn acl_filter_drops_events_but_still_consumes_one_shot_watches() {
 #[test]
 fn children_changed_is_filtered_with_the_parents_acl() {
     let mut w = W::new();
-    w.h.create_acl("/p", vec![Acl::new(perms::ALL, "digest", "u:h")]).unwrap();
+    w.h.create_acl("/p", vec![Acl::new(perms::ALL, "digest", "u:h")])
+        .unwrap();
     w.reg.add(1, "/p", WatchKind::Child);
     w.h.auth = vec![Id::new("digest", "u:h")];
-    let a = w.h.apply(Txn::Write(Request::Create(H::create_req("/p/c", b"", 0))));
+    let a =
+        w.h.apply(Txn::Write(Request::Create(H::create_req("/p/c", b"", 0))));
     let seen = std::cell::RefCell::new(vec![]);
     let evs = w.reg.trigger(&a.changes, 0, |_, acl| {
         seen.borrow_mut().push(acl.to_vec());
         false
     });
     assert!(evs.is_empty());
-    assert_eq!(seen.into_inner(), vec![vec![Acl::new(perms::ALL, "digest", "u:h")]]);
+    assert_eq!(
+        seen.into_inner(),
+        vec![vec![Acl::new(perms::ALL, "digest", "u:h")]]
+    );
 }
 
 #[test]
@@ -231,7 +310,11 @@ fn session_close_fires_deletes_in_path_order() {
     let a = w.h.apply(Txn::CloseSession);
     assert_eq!(
         w.fire(a),
-        vec![(1, ev(et::NODE_DELETED, "/e1")), (2, ev(et::NODE_CHILDREN_CHANGED, "/")), (1, ev(et::NODE_DELETED, "/e2"))]
+        vec![
+            (1, ev(et::NODE_DELETED, "/e1")),
+            (2, ev(et::NODE_CHILDREN_CHANGED, "/")),
+            (1, ev(et::NODE_DELETED, "/e2"))
+        ]
     );
 }
 
@@ -267,10 +350,19 @@ fn set_watches_reports_missed_changes_and_registers_the_rest() {
     assert_eq!(w.reg.check(9, "/same", watcher_type::DATA), Ok(()));
     assert_eq!(w.reg.check(9, "/absent", watcher_type::DATA), Ok(()));
     assert_eq!(w.reg.check(9, "/quiet", watcher_type::CHILDREN), Ok(()));
-    assert_eq!(w.reg.check(9, "/changed", watcher_type::DATA), Err(ErrorCode::NoWatcher));
-    assert_eq!(w.reg.check(9, "/kids", watcher_type::CHILDREN), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        w.reg.check(9, "/changed", watcher_type::DATA),
+        Err(ErrorCode::NoWatcher)
+    );
+    assert_eq!(
+        w.reg.check(9, "/kids", watcher_type::CHILDREN),
+        Err(ErrorCode::NoWatcher)
+    );
     assert_eq!(w.reg.check(9, "/p", watcher_type::PERSISTENT), Ok(()));
-    assert_eq!(w.reg.check(9, "/r", watcher_type::PERSISTENT_RECURSIVE), Ok(()));
+    assert_eq!(
+        w.reg.check(9, "/r", watcher_type::PERSISTENT_RECURSIVE),
+        Ok(())
+    );
     assert_eq!(w.create("/r"), vec![(9, ev(et::NODE_CREATED, "/r"))]);
     assert_eq!(w.create("/r/x"), vec![(9, ev(et::NODE_CREATED, "/r/x"))]);
 }
@@ -283,21 +375,45 @@ fn check_and_remove_match_by_type() {
     reg.add(2, "/a", WatchKind::Persistent);
     reg.add(3, "/a", WatchKind::PersistentRecursive);
     assert_eq!(reg.check(1, "/a", watcher_type::DATA), Ok(()));
-    assert_eq!(reg.check(1, "/a", watcher_type::PERSISTENT), Err(ErrorCode::NoWatcher));
-    assert_eq!(reg.check(2, "/a", watcher_type::DATA), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        reg.check(1, "/a", watcher_type::PERSISTENT),
+        Err(ErrorCode::NoWatcher)
+    );
+    assert_eq!(
+        reg.check(2, "/a", watcher_type::DATA),
+        Err(ErrorCode::NoWatcher)
+    );
     assert_eq!(reg.check(2, "/a", watcher_type::ANY), Ok(()));
-    assert_eq!(reg.check(3, "/a", watcher_type::PERSISTENT_RECURSIVE), Ok(()));
-    assert_eq!(reg.check(3, "/a", watcher_type::PERSISTENT), Err(ErrorCode::NoWatcher));
-    assert_eq!(reg.check(1, "/b", watcher_type::ANY), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        reg.check(3, "/a", watcher_type::PERSISTENT_RECURSIVE),
+        Ok(())
+    );
+    assert_eq!(
+        reg.check(3, "/a", watcher_type::PERSISTENT),
+        Err(ErrorCode::NoWatcher)
+    );
+    assert_eq!(
+        reg.check(1, "/b", watcher_type::ANY),
+        Err(ErrorCode::NoWatcher)
+    );
     assert_eq!(reg.check(1, "/a", 9), Err(ErrorCode::MarshallingError));
 
     assert_eq!(reg.remove(1, "/a", watcher_type::CHILDREN), Ok(()));
-    assert_eq!(reg.remove(1, "/a", watcher_type::CHILDREN), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        reg.remove(1, "/a", watcher_type::CHILDREN),
+        Err(ErrorCode::NoWatcher)
+    );
     assert_eq!(reg.check(1, "/a", watcher_type::DATA), Ok(()));
     assert_eq!(reg.remove(2, "/a", watcher_type::PERSISTENT), Ok(()));
-    assert_eq!(reg.check(2, "/a", watcher_type::ANY), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        reg.check(2, "/a", watcher_type::ANY),
+        Err(ErrorCode::NoWatcher)
+    );
     assert_eq!(reg.remove(3, "/a", watcher_type::ANY), Ok(()));
-    assert_eq!(reg.remove(3, "/a", watcher_type::ANY), Err(ErrorCode::NoWatcher));
+    assert_eq!(
+        reg.remove(3, "/a", watcher_type::ANY),
+        Err(ErrorCode::NoWatcher)
+    );
     let s = reg.stats();
     assert_eq!((s.data_watches, s.child_watches), (1, 0));
 }
@@ -326,7 +442,10 @@ fn stats_count_the_data_table_by_watcher_and_by_path() {
     assert_eq!(s.data_watches, 4);
     assert_eq!(s.child_watches, 2);
     assert_eq!(s.total(), 6);
-    assert_eq!(s.data_by_watcher.get(&1), Some(&vec!["/a".to_string(), "/b".to_string()]));
+    assert_eq!(
+        s.data_by_watcher.get(&1),
+        Some(&vec!["/a".to_string(), "/b".to_string()])
+    );
     assert_eq!(s.data_by_watcher.get(&2), Some(&vec!["/a".to_string()]));
     assert_eq!(s.data_by_path.get("/a"), Some(&vec![1, 2]));
     assert_eq!(s.data_by_path.len(), 3);
@@ -348,10 +467,18 @@ fn multi_events_fire_per_op_in_order() {
     w.exists(2, "/b").unwrap_err();
     let a = w.h.apply(Txn::Write(Request::Multi(vec![
         Request::Create(H::create_req("/b", b"", 0)),
-        Request::SetData(wire::ops::data::SetDataRequest { path: "/a".into(), data: None, version: -1 }),
+        Request::SetData(wire::ops::data::SetDataRequest {
+            path: "/a".into(),
+            data: None,
+            version: -1,
+        }),
     ])));
     assert_eq!(
         w.fire(a),
-        vec![(2, ev(et::NODE_CREATED, "/b")), (1, ev(et::NODE_CHILDREN_CHANGED, "/")), (1, ev(et::NODE_DATA_CHANGED, "/a"))]
+        vec![
+            (2, ev(et::NODE_CREATED, "/b")),
+            (1, ev(et::NODE_CHILDREN_CHANGED, "/")),
+            (1, ev(et::NODE_DATA_CHANGED, "/a"))
+        ]
     );
 }
