@@ -1,0 +1,331 @@
+//! Conformance suite for the RocksDB log store: the contract raft-rs's `Storage` trait expects,
+//! plus the write side the Ready loop uses, checked again after reopening the database.
+
+use consensus::storage::{LogStore, BOOTSTRAP_INDEX, BOOTSTRAP_TERM};
+use consensus::ConsensusError;
+use raft::eraftpb::{ConfState, Entry, HardState, SnapshotMetadata};
+use raft::{GetEntriesContext, Storage, StorageError};
+
+fn entry(index: u64, term: u64) -> Entry {
+    Entry {
+        index,
+        term,
+        data: format!("e{index}t{term}").into_bytes().into(),
+        ..Default::default()
+    }
+}
+
+fn entries(range: std::ops::RangeInclusive<u64>, term: u64) -> Vec<Entry> {
+    range.map(|i| entry(i, term)).collect()
+}
+
+fn ctx() -> GetEntriesContext {
+    GetEntriesContext::empty(false)
+}
+
+fn read(store: &LogStore, low: u64, high: u64) -> Result<Vec<Entry>, raft::Error> {
+    store.entries(low, high, None, ctx())
+}
+
+fn is_compacted<T: std::fmt::Debug>(r: raft::Result<T>) -> bool {
+    matches!(r, Err(raft::Error::Store(StorageError::Compacted)))
+}
+
+fn is_unavailable<T: std::fmt::Debug>(r: raft::Result<T>) -> bool {
+    matches!(r, Err(raft::Error::Store(StorageError::Unavailable)))
+}
+
+/// A bootstrapped store with entries 2..=10 at term 2.
+fn store_with_log(dir: &std::path::Path) -> LogStore {
+    let mut s = LogStore::open(dir).unwrap();
+    s.bootstrap(&[1, 2, 3]).unwrap();
+    s.write_ready(None, &entries(2..=10, 2), None).unwrap();
+    s
+}
+
+#[test]
+fn new_store_is_empty_and_uninitialized() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = LogStore::open(dir.path()).unwrap();
+    assert!(!s.is_initialized());
+    assert_eq!((s.first_index().unwrap(), s.last_index().unwrap()), (1, 0));
+    let rs = s.initial_state().unwrap();
+    assert_eq!(rs.hard_state, HardState::default());
+    assert_eq!(rs.conf_state, ConfState::default());
+    assert_eq!(s.term(0).unwrap(), 0);
+}
+
+#[test]
+fn bootstrap_records_a_committed_snapshot_at_index_one_with_the_voters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = LogStore::open(dir.path()).unwrap();
+    s.bootstrap(&[1, 2, 3]).unwrap();
+    assert!(s.is_initialized());
+    let rs = s.initial_state().unwrap();
+    assert_eq!(rs.conf_state.voters, vec![1, 2, 3]);
+    assert_eq!(
+        (rs.hard_state.term, rs.hard_state.vote, rs.hard_state.commit),
+        (1, 0, 1)
+    );
+    assert_eq!((s.first_index().unwrap(), s.last_index().unwrap()), (2, 1));
+    assert_eq!(s.term(BOOTSTRAP_INDEX).unwrap(), BOOTSTRAP_TERM);
+    assert!(is_compacted(s.term(0)));
+    assert!(is_unavailable(s.term(2)));
+    let snap = s.snapshot(0, 2).unwrap();
+    assert_eq!(
+        (snap.get_metadata().index, snap.get_metadata().term),
+        (1, 1)
+    );
+    assert_eq!(snap.get_metadata().get_conf_state().voters, vec![1, 2, 3]);
+    assert!(snap.data.is_empty());
+}
+
+#[test]
+fn bootstrap_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = LogStore::open(dir.path()).unwrap();
+    s.bootstrap(&[1]).unwrap();
+    assert!(matches!(s.bootstrap(&[1]), Err(ConsensusError::Invalid(_))));
+}
+
+#[test]
+fn bootstrap_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    LogStore::open(dir.path())
+        .unwrap()
+        .bootstrap(&[4, 5])
+        .unwrap();
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.initial_state().unwrap().conf_state.voters, vec![4, 5]);
+    assert_eq!((s.first_index().unwrap(), s.last_index().unwrap()), (2, 1));
+    assert_eq!(s.term(1).unwrap(), 1);
+}
+
+#[test]
+fn appended_entries_read_back_by_range_and_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store_with_log(dir.path());
+    assert_eq!((s.first_index().unwrap(), s.last_index().unwrap()), (2, 10));
+    assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));
+    assert_eq!(read(&s, 4, 6).unwrap(), entries(4..=5, 2));
+    assert_eq!(read(&s, 5, 5).unwrap(), vec![]);
+    assert_eq!(s.term(10).unwrap(), 2);
+    assert!(is_compacted(read(&s, 1, 3)));
+    // Asking past the end is an error value, never a panic.
+    assert!(is_unavailable(read(&s, 2, 12)));
+    assert!(is_unavailable(s.term(11)));
+}
+
+#[test]
+fn max_size_limits_the_batch_but_returns_at_least_one_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store_with_log(dir.path());
+    let one = protobuf::Message::compute_size(&entry(2, 2)) as u64;
+    assert_eq!(s.entries(2, 11, Some(0), ctx()).unwrap(), entries(2..=2, 2));
+    assert_eq!(
+        s.entries(2, 11, Some(one * 3), ctx()).unwrap(),
+        entries(2..=4, 2)
+    );
+    assert_eq!(
+        s.entries(2, 11, Some(raft::NO_LIMIT), ctx()).unwrap(),
+        entries(2..=10, 2)
+    );
+}
+
+#[test]
+fn conflicting_append_truncates_the_old_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    let hs = HardState {
+        term: 3,
+        vote: 2,
+        commit: 5,
+        ..Default::default()
+    };
+    s.write_ready(None, &entries(6..=7, 3), Some(&hs)).unwrap();
+    let check = |s: &LogStore| {
+        assert_eq!(s.last_index().unwrap(), 7);
+        let mut want = entries(2..=5, 2);
+        want.extend(entries(6..=7, 3));
+        assert_eq!(read(s, 2, 8).unwrap(), want);
+        assert!(is_unavailable(s.term(8)));
+        assert_eq!(s.initial_state().unwrap().hard_state, hs);
+    };
+    check(&s);
+    drop(s);
+    check(&LogStore::open(dir.path()).unwrap());
+}
+
+#[test]
+fn append_leaving_a_hole_or_before_the_log_start_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    assert!(matches!(
+        s.write_ready(None, &entries(12..=12, 2), None),
+        Err(ConsensusError::Invalid(_))
+    ));
+    assert!(matches!(
+        s.write_ready(None, &entries(1..=2, 2), None),
+        Err(ConsensusError::Invalid(_))
+    ));
+    let gap = vec![entry(11, 2), entry(13, 2)];
+    assert!(matches!(
+        s.write_ready(None, &gap, None),
+        Err(ConsensusError::Invalid(_))
+    ));
+    // Refused writes change nothing.
+    assert_eq!(s.last_index().unwrap(), 10);
+    assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));
+}
+
+#[test]
+fn hard_state_and_commit_round_trip_through_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    let hs = HardState {
+        term: 7,
+        vote: 3,
+        commit: 4,
+        ..Default::default()
+    };
+    s.write_ready(None, &[], Some(&hs)).unwrap();
+    s.set_commit(9).unwrap();
+    drop(s);
+    let s = LogStore::open(dir.path()).unwrap();
+    let want = HardState {
+        term: 7,
+        vote: 3,
+        commit: 9,
+        ..Default::default()
+    };
+    assert_eq!(s.initial_state().unwrap().hard_state, want);
+}
+
+#[test]
+fn recording_a_snapshot_compacts_up_to_the_requested_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    s.set_commit(10).unwrap();
+    let meta = SnapshotMetadata {
+        index: 8,
+        term: 2,
+        conf_state: Some(ConfState {
+            voters: vec![1, 2, 3],
+            ..Default::default()
+        })
+        .into(),
+        ..Default::default()
+    };
+    s.record_snapshot(&meta, 5).unwrap();
+    let check = |s: &LogStore| {
+        assert_eq!((s.first_index().unwrap(), s.last_index().unwrap()), (6, 10));
+        assert_eq!(
+            s.term(5).unwrap(),
+            2,
+            "the term before the first index is kept"
+        );
+        assert!(is_compacted(s.term(4)));
+        assert!(is_compacted(read(s, 5, 7)));
+        assert_eq!(read(s, 6, 11).unwrap(), entries(6..=10, 2));
+        assert_eq!(s.snapshot_meta(), &meta);
+    };
+    check(&s);
+    drop(s);
+    check(&LogStore::open(dir.path()).unwrap());
+}
+
+#[test]
+fn compaction_never_passes_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    s.set_commit(10).unwrap();
+    let meta = SnapshotMetadata {
+        index: 4,
+        term: 2,
+        ..Default::default()
+    };
+    // Asking for more than the snapshot covers is clamped to the snapshot index.
+    s.record_snapshot(&meta, 9).unwrap();
+    assert_eq!(s.first_index().unwrap(), 5);
+    assert!(matches!(s.compact(6), Err(ConsensusError::Invalid(_))));
+    s.compact(4).unwrap();
+    assert_eq!(s.first_index().unwrap(), 5);
+}
+
+#[test]
+fn snapshot_past_the_commit_index_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    s.set_commit(5).unwrap();
+    let meta = SnapshotMetadata {
+        index: 6,
+        term: 2,
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.record_snapshot(&meta, 6),
+        Err(ConsensusError::Invalid(_))
+    ));
+    assert_eq!(s.first_index().unwrap(), 2);
+}
+
+#[test]
+fn installing_a_leader_snapshot_replaces_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    let cs = ConfState {
+        voters: vec![1, 2, 3],
+        learners: vec![4],
+        ..Default::default()
+    };
+    let meta = SnapshotMetadata {
+        index: 50,
+        term: 4,
+        conf_state: Some(cs.clone()).into(),
+        ..Default::default()
+    };
+    let hs = HardState {
+        term: 4,
+        vote: 0,
+        commit: 50,
+        ..Default::default()
+    };
+    s.write_ready(Some(&meta), &entries(51..=52, 4), Some(&hs))
+        .unwrap();
+    let check = |s: &LogStore| {
+        assert_eq!(
+            (s.first_index().unwrap(), s.last_index().unwrap()),
+            (51, 52)
+        );
+        assert_eq!(s.term(50).unwrap(), 4);
+        assert!(is_compacted(s.term(10)));
+        assert_eq!(read(s, 51, 53).unwrap(), entries(51..=52, 4));
+        let rs = s.initial_state().unwrap();
+        assert_eq!((rs.conf_state, rs.hard_state), (cs.clone(), hs.clone()));
+        assert_eq!(s.snapshot_meta(), &meta);
+    };
+    check(&s);
+    drop(s);
+    check(&LogStore::open(dir.path()).unwrap());
+}
+
+#[test]
+fn long_logs_read_back_beyond_the_cache_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = LogStore::open(dir.path()).unwrap();
+    s.bootstrap(&[1]).unwrap();
+    for chunk in (2..=10_001u64).collect::<Vec<_>>().chunks(1000) {
+        s.write_ready(None, &entries(chunk[0]..=*chunk.last().unwrap(), 2), None)
+            .unwrap();
+    }
+    let writes = s.synced_writes();
+    drop(s);
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(writes, 11, "bootstrap + one synced batch per write_ready");
+    assert_eq!(
+        (s.first_index().unwrap(), s.last_index().unwrap()),
+        (2, 10_001)
+    );
+    assert_eq!(read(&s, 2, 10_002).unwrap(), entries(2..=10_001, 2));
+    assert_eq!(s.term(3).unwrap(), 2);
+}
