@@ -1,0 +1,452 @@
+//! Expiry (containers, TTL), multiRead, entries on the wire, snapshots and determinism.
+
+mod common;
+
+use common::{stat, H, SESSION};
+use wire::ops::children::GetChildrenRequest;
+use wire::ops::data::GetDataRequest;
+use wire::{Acl, ErrorCode, Id, MultiResult, Request, Response};
+use znode_tree::{Change, Entry, Tree, TreeConfig, TreeError, Txn};
+
+fn ttl_cfg() -> TreeConfig {
+    TreeConfig {
+        extended_types: true,
+        ..TreeConfig::default()
+    }
+}
+
+#[test]
+fn container_expires_only_after_it_had_children_and_lost_them() {
+    let mut h = H::new();
+    let (p, st) = h.create_container("/box").unwrap();
+    assert_eq!(p, "/box");
+    // Wire owner is 0 even though the stored owner is Long.MIN_VALUE.
+    assert_eq!(st, stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1));
+    assert!(h.tree.expired_nodes(i64::MAX).is_empty());
+    h.create("/box/c", b"", 0).unwrap();
+    assert!(h.tree.expired_nodes(i64::MAX).is_empty());
+    h.delete("/box/c", -1).unwrap();
+    assert_eq!(h.tree.expired_nodes(0), vec!["/box"]);
+    // A child that appears before the cleanup entry applies wins: NotEmpty.
+    h.create("/box/d", b"", 0).unwrap();
+    let a = h.apply(Txn::DeleteExpired {
+        path: "/box".into(),
+    });
+    assert_eq!(a.reply, Err(ErrorCode::NotEmpty));
+    h.delete("/box/d", -1).unwrap();
+    let a = h.apply(Txn::DeleteExpired {
+        path: "/box".into(),
+    });
+    assert_eq!(a.reply, Ok(Response::Empty));
+    assert_eq!(
+        a.changes,
+        vec![
+            Change::Deleted {
+                path: "/box".into(),
+                acl: Acl::open_unsafe()
+            },
+            Change::ChildrenChanged {
+                path: "/".into(),
+                acl: Acl::open_unsafe()
+            }
+        ]
+    );
+    assert!(h.tree.expired_nodes(i64::MAX).is_empty());
+}
+
+#[test]
+fn ttl_node_expires_when_idle_longer_than_its_ttl_and_childless() {
+    let mut h = H::with(ttl_cfg());
+    let (_, st) = h.create_ttl("/t", 5, 100).unwrap(); // zxid 1, mtime 1010
+    assert_eq!(st.ephemeral_owner, 0);
+    assert!(h.tree.expired_nodes(1110).is_empty());
+    assert_eq!(h.tree.expired_nodes(1111), vec!["/t"]);
+    h.create("/t/c", b"", 0).unwrap();
+    assert!(h.tree.expired_nodes(10_000).is_empty());
+    h.delete("/t/c", -1).unwrap();
+    // Only setData moves mtime.
+    h.set("/t", b"x", -1).unwrap(); // zxid 4, time 1040
+    assert!(h.tree.expired_nodes(1140).is_empty());
+    assert_eq!(h.tree.expired_nodes(1141), vec!["/t"]);
+    assert_eq!(
+        h.apply(Txn::DeleteExpired { path: "/t".into() }).reply,
+        Ok(Response::Empty)
+    );
+}
+
+#[test]
+fn expired_nodes_are_sorted_and_skip_plain_nodes() {
+    let mut h = H::with(ttl_cfg());
+    h.create_ttl("/z", 5, 1).unwrap();
+    h.create_ttl("/a", 6, 1).unwrap();
+    h.create("/plain", b"", 0).unwrap();
+    assert_eq!(h.tree.expired_nodes(1_000_000), vec!["/a0000000001", "/z"]);
+}
+
+#[test]
+fn delete_expired_refuses_ephemerals_special_paths_and_missing_nodes() {
+    let mut h = H::with_session();
+    h.create("/e", b"", 1).unwrap();
+    assert_eq!(
+        h.apply(Txn::DeleteExpired { path: "/e".into() }).reply,
+        Err(ErrorCode::BadVersion)
+    );
+    assert_eq!(
+        h.apply(Txn::DeleteExpired {
+            path: "/zookeeper".into()
+        })
+        .reply,
+        Err(ErrorCode::BadArguments)
+    );
+    assert_eq!(
+        h.apply(Txn::DeleteExpired {
+            path: "/nope".into()
+        })
+        .reply,
+        Err(ErrorCode::NoNode)
+    );
+    // No ACL check: cleanup runs as the server.
+    h.create_acl(
+        "/locked",
+        vec![Acl::new(wire::perms::READ, "world", "anyone")],
+    )
+    .unwrap();
+    h.auth = vec![Id::new("super", "")];
+    h.create_container("/locked/box").unwrap();
+    h.auth = vec![];
+    assert_eq!(h.delete("/locked/box", -1), Err(ErrorCode::NoAuth));
+    assert_eq!(
+        h.apply(Txn::DeleteExpired {
+            path: "/locked/box".into()
+        })
+        .reply,
+        Ok(Response::Empty)
+    );
+}
+
+#[test]
+fn ttl_create_rules() {
+    let mut off = H::new();
+    assert_eq!(off.create_ttl("/t", 5, 100), Err(ErrorCode::Unimplemented));
+    assert_eq!(off.create_ttl("/t", 0, 100), Err(ErrorCode::BadArguments));
+    assert_eq!(off.create("/t", b"", 5), Err(ErrorCode::Unimplemented));
+    let mut on = H::with(ttl_cfg());
+    assert_eq!(on.create("/t", b"", 6), Err(ErrorCode::BadArguments));
+    assert_eq!(on.create_ttl("/t", 0, 100), Err(ErrorCode::BadArguments));
+    assert_eq!(on.create_ttl("/t", 5, -5), Err(ErrorCode::BadArguments));
+    assert_eq!(on.create_ttl("/t", 1, 100), Err(ErrorCode::BadArguments));
+    // createTTL with a plain mode and no ttl is a plain create.
+    assert_eq!(on.create_ttl("/t", 0, -1).map(|r| r.0), Ok("/t".into()));
+}
+
+#[test]
+fn multi_read_runs_each_op_independently() {
+    let mut h = H::new();
+    h.create("/a", b"data", 0).unwrap();
+    h.create("/a/k", b"", 0).unwrap();
+    h.create_acl("/s", vec![Acl::new(wire::perms::WRITE, "world", "anyone")])
+        .unwrap();
+    let r = h.read(Request::MultiRead(vec![
+        Request::GetData(GetDataRequest {
+            path: "/a".into(),
+            watch: true,
+        }),
+        Request::GetChildren(GetChildrenRequest {
+            path: "/missing".into(),
+            watch: false,
+        }),
+        Request::GetChildren(GetChildrenRequest {
+            path: "/a".into(),
+            watch: false,
+        }),
+        Request::GetData(GetDataRequest {
+            path: "/s".into(),
+            watch: false,
+        }),
+    ]));
+    assert_eq!(
+        r,
+        Ok(Response::Multi(vec![
+            MultiResult::GetData {
+                data: Some(b"data".to_vec()),
+                stat: stat(1, 1, 1010, 1010, 0, 1, 0, 0, 4, 1, 2)
+            },
+            MultiResult::Error(ErrorCode::NoNode.code()),
+            MultiResult::GetChildren {
+                children: vec!["k".into()]
+            },
+            MultiResult::Error(ErrorCode::NoAuth.code()),
+        ]))
+    );
+}
+
+#[test]
+fn multi_create2_result_carries_the_stat_and_plain_create_only_the_path() {
+    let mut h = H::new();
+    let r = h.write(Request::Multi(vec![
+        Request::Create(H::create_req("/a", b"", 0)),
+        Request::Create2(H::create_req("/b", b"xy", 0)),
+        Request::CreateContainer(H::create_req("/c", b"", 4)),
+    ]));
+    assert_eq!(
+        r,
+        Ok(Response::Multi(vec![
+            MultiResult::Create { path: "/a".into() },
+            MultiResult::Create2 {
+                path: "/b".into(),
+                stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 2, 0, 1)
+            },
+            MultiResult::Create2 {
+                path: "/c".into(),
+                stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1)
+            },
+        ]))
+    );
+}
+
+#[test]
+fn failed_multi_restores_counters_indexes_and_acl_table() {
+    let mut h = H::with_session();
+    h.create("/keep", b"12345", 0).unwrap();
+    let before = (
+        h.tree.digest(),
+        h.tree.node_count(),
+        h.tree.approximate_data_size(),
+        h.tree.ephemerals_count(),
+    );
+    let snap = h.tree.snapshot();
+    let a = h.apply(Txn::Write(Request::Multi(vec![
+        Request::Create(wire::ops::create::CreateRequest {
+            path: "/n".into(),
+            data: Some(b"abc".to_vec()),
+            acl: vec![Acl::new(31, "digest", "x:y")],
+            flags: 1,
+        }),
+        Request::SetData(wire::ops::data::SetDataRequest {
+            path: "/keep".into(),
+            data: None,
+            version: 0,
+        }),
+        Request::Delete(wire::ops::delete::DeleteRequest {
+            path: "/keep".into(),
+            version: -1,
+        }),
+        Request::Delete(wire::ops::delete::DeleteRequest {
+            path: "/keep".into(),
+            version: -1,
+        }),
+    ])));
+    assert_eq!(
+        a.reply,
+        Ok(Response::Multi(vec![
+            MultiResult::Error(0),
+            MultiResult::Error(0),
+            MultiResult::Error(0),
+            MultiResult::Error(ErrorCode::NoNode.code())
+        ]))
+    );
+    assert!(a.changes.is_empty());
+    // Everything but last_zxid is back; the snapshot differs only in that.
+    assert_eq!(h.tree.node_count(), before.1);
+    assert_eq!(h.tree.approximate_data_size(), before.2);
+    assert_eq!(h.tree.ephemerals_count(), before.3);
+    assert_eq!(h.get("/keep").unwrap().0, Some(b"12345".to_vec()));
+    let mut restored = Tree::restore(&snap, TreeConfig::default()).unwrap();
+    restored.apply(h.zxid, &h.entry(Txn::Write(Request::Ping)));
+    assert_eq!(restored.digest(), h.tree.digest());
+    assert_ne!(before.0, h.tree.digest());
+}
+
+#[test]
+fn entries_round_trip_and_bad_bytes_are_errors() {
+    let entries = vec![
+        Entry {
+            session_id: 1,
+            xid: 2,
+            time_ms: 3,
+            auth: vec![Id::new("digest", "u:h"), Id::new("ip", "1.2.3.4")],
+            txn: Txn::CloseSession,
+        },
+        Entry {
+            session_id: -1,
+            xid: 0,
+            time_ms: 0,
+            auth: vec![],
+            txn: Txn::CreateSession {
+                timeout_ms: 4000,
+                password: [9; 16],
+            },
+        },
+        Entry {
+            session_id: 5,
+            xid: 6,
+            time_ms: 7,
+            auth: vec![],
+            txn: Txn::DeleteExpired { path: "/c".into() },
+        },
+        Entry {
+            session_id: 5,
+            xid: 6,
+            time_ms: 7,
+            auth: vec![],
+            txn: Txn::Write(Request::Multi(vec![Request::Create(H::create_req(
+                "/x", b"d", 1,
+            ))])),
+        },
+    ];
+    for e in &entries {
+        let b = e.encode();
+        assert_eq!(b[0], 1);
+        assert_eq!(&Entry::decode(&b).unwrap(), e);
+        // Every strict prefix is refused with an error, never a panic.
+        for n in 0..b.len() {
+            assert!(Entry::decode(&b[..n]).is_err(), "prefix {n} of {e:?}");
+        }
+    }
+    assert_eq!(Entry::decode(&[]), Err(TreeError::EmptyEntry));
+    assert_eq!(Entry::decode(&[2]), Err(TreeError::EntryVersion(2)));
+    let mut b = entries[0].encode();
+    let tag_at = b.len() - 1;
+    b[tag_at] = 9;
+    assert_eq!(Entry::decode(&b), Err(TreeError::EntryTag(9)));
+}
+
+#[test]
+fn write_entries_with_read_requests_are_unimplemented_but_count() {
+    let mut h = H::new();
+    let r = h.write(Request::GetData(GetDataRequest {
+        path: "/".into(),
+        watch: false,
+    }));
+    assert_eq!(r, Err(ErrorCode::Unimplemented));
+    assert_eq!(h.tree.last_zxid(), 1);
+}
+
+fn busy_history(h: &mut H) {
+    h.open_session(SESSION);
+    h.open_session(77);
+    h.create("/a", b"one", 0).unwrap();
+    h.create("/a/s-", b"", 2).unwrap();
+    h.create("/e", b"eph", 1).unwrap();
+    h.create_acl(
+        "/acl",
+        vec![
+            Acl::new(31, "digest", "u:h"),
+            Acl::new(1, "world", "anyone"),
+        ],
+    )
+    .unwrap();
+    h.set("/a", b"two", -1).unwrap();
+    h.create_container("/box").unwrap();
+    h.create("/box/x", b"", 0).unwrap();
+    h.delete("/box/x", -1).unwrap();
+    h.write(Request::Multi(vec![
+        Request::Create(H::create_req("/m", b"", 0)),
+        Request::Delete(wire::ops::delete::DeleteRequest {
+            path: "/zz".into(),
+            version: -1,
+        }),
+    ]))
+    .unwrap();
+    h.create("/zookeeper/quota/a", b"", 0).unwrap();
+    h.create(
+        "/zookeeper/quota/a/zookeeper_limits",
+        b"count=10,bytes=100",
+        0,
+    )
+    .unwrap();
+    h.create("/zookeeper/quota/a/zookeeper_stats", b"", 0)
+        .unwrap();
+    h.create("/a/t", b"xx", 0).unwrap();
+}
+
+#[test]
+fn same_entries_give_same_digest_and_snapshot_bytes() {
+    let mut h1 = H::new();
+    let mut h2 = H::new();
+    busy_history(&mut h1);
+    busy_history(&mut h2);
+    assert_eq!(h1.tree.digest(), h2.tree.digest());
+    assert_eq!(h1.tree.snapshot(), h2.tree.snapshot());
+    let mut h3 = H::new();
+    busy_history(&mut h3);
+    h3.set("/a", b"different", -1).unwrap();
+    assert_ne!(h1.tree.digest(), h3.tree.digest());
+}
+
+#[test]
+fn restore_then_replay_matches_the_live_tree() {
+    let mut live = H::new();
+    busy_history(&mut live);
+    let snap = live.tree.snapshot();
+    let restored = Tree::restore(&snap, TreeConfig::default()).unwrap();
+    assert_eq!(restored.digest(), live.tree.digest());
+    assert_eq!(restored.snapshot(), snap);
+    assert_eq!(restored.last_zxid(), live.tree.last_zxid());
+    assert_eq!(restored.node_count(), live.tree.node_count());
+    assert_eq!(
+        restored.approximate_data_size(),
+        live.tree.approximate_data_size()
+    );
+    assert_eq!(restored.ephemerals_of(SESSION), vec!["/e"]);
+    assert_eq!(restored.expired_nodes(i64::MAX), vec!["/box"]);
+    assert_eq!(restored.session(77).map(|s| s.timeout_ms), Some(30_000));
+    // Replay more entries on both and compare again.
+    let mut replayed = H {
+        tree: restored,
+        zxid: live.zxid,
+        time: live.time,
+        session: live.session,
+        auth: vec![],
+    };
+    for h in [&mut live, &mut replayed] {
+        h.create("/a/u", b"123", 0).unwrap();
+        h.apply(Txn::CloseSession);
+        h.create("/a/s-", b"", 2).unwrap();
+    }
+    assert_eq!(live.tree.digest(), replayed.tree.digest());
+    assert_eq!(live.tree.snapshot(), replayed.tree.snapshot());
+    // Quota tracking survived the restore.
+    assert_eq!(
+        replayed
+            .get("/zookeeper/quota/a/zookeeper_stats")
+            .unwrap()
+            .0,
+        Some(b"count=5,bytes=8".to_vec())
+    );
+}
+
+#[test]
+fn corrupt_snapshots_are_refused() {
+    let mut h = H::new();
+    busy_history(&mut h);
+    let snap = h.tree.snapshot();
+    let mut flipped = snap.clone();
+    flipped[10] ^= 1;
+    assert!(matches!(
+        Tree::restore(&flipped, TreeConfig::default()),
+        Err(TreeError::Checksum { .. })
+    ));
+    assert!(matches!(
+        Tree::restore(&snap[..3], TreeConfig::default()),
+        Err(TreeError::SnapshotTooShort(3))
+    ));
+    // A truncated body with a recomputed checksum is a decode error, not a panic.
+    for cut in [6, 20, snap.len() / 2, snap.len() - 5] {
+        let mut body = snap[..cut].to_vec();
+        let crc = crc32fast::hash(&body);
+        body.extend_from_slice(&crc.to_be_bytes());
+        assert!(
+            Tree::restore(&body, TreeConfig::default()).is_err(),
+            "cut {cut}"
+        );
+    }
+    let mut magic = snap[..snap.len() - 4].to_vec();
+    magic[0] = b'X';
+    let crc = crc32fast::hash(&magic);
+    magic.extend_from_slice(&crc.to_be_bytes());
+    assert_eq!(
+        Tree::restore(&magic, TreeConfig::default()).err(),
+        Some(TreeError::SnapshotFormat)
+    );
+}
