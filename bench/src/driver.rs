@@ -1,0 +1,204 @@
+//! Sessions and the closed loop every throughput workload runs in.
+//!
+//! Each client is its own ZooKeeper session; each session carries `inflight` worker tasks that
+//! share it, so up to `clients * inflight` requests are outstanding at once and each session's
+//! requests are pipelined on one connection, as a real application would use it. A worker
+//! claims an operation index from the shared [`Budget`], runs it, and records its latency; the
+//! run ends when the budget's count or deadline is spent, so it always stops by itself.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::task::JoinSet;
+use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error as ZkError};
+
+use crate::report::Tally;
+
+pub const PERSISTENT: CreateOptions<'static> = CreateMode::Persistent.with_acls(Acls::anyone_all());
+
+/// How many requests setup and cleanup keep outstanding on their one session.
+const SETUP_WINDOW: usize = 512;
+
+pub async fn connect(hosts: &str, session_timeout: Duration) -> anyhow::Result<Client> {
+    Client::connector()
+        .with_session_timeout(session_timeout)
+        .with_fail_eagerly()
+        .connect(hosts)
+        .await
+        .with_context(|| format!("connecting to {hosts}"))
+}
+
+pub async fn connect_many(
+    hosts: &str,
+    n: usize,
+    session_timeout: Duration,
+) -> anyhow::Result<Vec<Client>> {
+    let mut clients = Vec::with_capacity(n);
+    for _ in 0..n {
+        clients.push(connect(hosts, session_timeout).await?);
+    }
+    Ok(clients)
+}
+
+/// The shared allowance of operations: at most `limit` of them, none started after `deadline`.
+pub struct Budget {
+    issued: AtomicU64,
+    limit: u64,
+    deadline: Instant,
+}
+
+impl Budget {
+    pub fn new(limit: u64, duration: Duration) -> Self {
+        Self {
+            issued: AtomicU64::new(0),
+            limit,
+            deadline: Instant::now() + duration,
+        }
+    }
+
+    /// The next operation index, or `None` once the run is over.
+    pub fn claim(&self) -> Option<u64> {
+        if Instant::now() >= self.deadline {
+            return None;
+        }
+        let i = self.issued.fetch_add(1, Ordering::Relaxed);
+        (i < self.limit).then_some(i)
+    }
+}
+
+/// One kind of request a worker repeats. `i` is the operation's index in the run, from which
+/// the operation picks its path, so runs are repeatable and workers never collide.
+pub trait Operation: Send + Sync + 'static {
+    fn run<'a>(
+        &'a self,
+        client: &'a Client,
+        i: u64,
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a;
+}
+
+/// Runs `op` from every worker of every session until `budget` is spent. Returns the merged
+/// tally and the wall time from the first claim to the last reply.
+pub async fn closed_loop<O: Operation>(
+    clients: &[Client],
+    inflight: usize,
+    budget: Arc<Budget>,
+    op: Arc<O>,
+) -> anyhow::Result<(Tally, Duration)> {
+    let started = Instant::now();
+    let mut workers = JoinSet::new();
+    for client in clients {
+        for _ in 0..inflight.max(1) {
+            let client = client.clone();
+            let budget = budget.clone();
+            let op = op.clone();
+            workers.spawn(async move {
+                let mut tally = Tally::new();
+                while let Some(i) = budget.claim() {
+                    let t0 = Instant::now();
+                    match op.run(&client, i).await {
+                        Ok(()) => tally.record_ok(t0.elapsed()),
+                        Err(e) => tally.record_error(e),
+                    }
+                }
+                tally
+            });
+        }
+    }
+    let mut total = Tally::new();
+    while let Some(joined) = workers.join_next().await {
+        total.merge(joined.context("benchmark worker panicked")?);
+    }
+    Ok((total, started.elapsed()))
+}
+
+/// Creates every path in order with pipelined requests; paths that already exist are fine, so
+/// a rerun against a kept root does not fail.
+pub async fn create_all(client: &Client, paths: &[String], data: &[u8]) -> anyhow::Result<()> {
+    for window in paths.chunks(SETUP_WINDOW) {
+        // The client sends a request when its future is made, so building the whole window
+        // first and then awaiting in order keeps the window in flight.
+        let pending: Vec<_> = window
+            .iter()
+            .map(|p| client.create(p, data, &PERSISTENT))
+            .collect();
+        for (path, reply) in window.iter().zip(pending) {
+            match reply.await {
+                Ok(_) | Err(ZkError::NodeExists) => {}
+                Err(e) => anyhow::bail!("creating {path}: {e}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Creates `path` and its missing ancestors.
+pub async fn ensure_path(client: &Client, path: &str) -> anyhow::Result<()> {
+    match client.mkdir(path, &PERSISTENT).await {
+        Ok(()) | Err(ZkError::NodeExists) => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("creating {path}")),
+    }
+}
+
+/// Deletes `root` and everything under it; returns how many znodes went. Walks the tree level
+/// by level, then deletes the deepest level first, each level with pipelined requests.
+pub async fn delete_tree(client: &Client, root: &str) -> anyhow::Result<u64> {
+    let mut levels: Vec<Vec<String>> = vec![vec![root.to_string()]];
+    loop {
+        let parents = levels.last().expect("levels starts non-empty");
+        let mut next = Vec::new();
+        for window in parents.chunks(SETUP_WINDOW) {
+            let pending: Vec<_> = window.iter().map(|p| client.list_children(p)).collect();
+            for (parent, reply) in window.iter().zip(pending) {
+                match reply.await {
+                    Ok(children) => {
+                        let base = if parent == "/" { "" } else { parent.as_str() };
+                        next.extend(children.into_iter().map(|c| format!("{base}/{c}")));
+                    }
+                    // Gone already (an ephemeral whose session closed): nothing below it either.
+                    Err(ZkError::NoNode) => {}
+                    Err(e) => anyhow::bail!("listing {parent}: {e}"),
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        levels.push(next);
+    }
+    let mut deleted = 0;
+    for level in levels.iter().rev() {
+        for window in level.chunks(SETUP_WINDOW) {
+            let pending: Vec<_> = window.iter().map(|p| client.delete(p, None)).collect();
+            for (path, reply) in window.iter().zip(pending) {
+                match reply.await {
+                    Ok(()) => deleted += 1,
+                    Err(ZkError::NoNode) => {}
+                    Err(e) => anyhow::bail!("deleting {path}: {e}"),
+                }
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_hands_out_exactly_limit_indices_in_order() {
+        let b = Budget::new(3, Duration::from_secs(60));
+        let got: Vec<_> = std::iter::from_fn(|| b.claim()).collect();
+        assert_eq!(got, vec![0, 1, 2]);
+        assert_eq!(b.claim(), None);
+    }
+
+    #[test]
+    fn budget_past_its_deadline_hands_out_nothing() {
+        let b = Budget::new(u64::MAX, Duration::ZERO);
+        assert_eq!(b.claim(), None);
+    }
+}

@@ -1,0 +1,299 @@
+//! What a workload run measured, and how it is printed: one JSON object per run for scripts, and a
+//! short text block on stderr for people.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Highest latency the histograms track, in microseconds. Anything slower is clamped here: a
+/// 60 s operation has already failed the benchmark, its exact length no longer matters.
+const MAX_TRACKED_US: u64 = 60_000_000;
+
+/// Per-worker tally. Each worker owns one so the hot path takes no lock; the driver merges
+/// them when the run is over.
+pub struct Tally {
+    pub latency: Histogram<u64>,
+    pub ok: u64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+}
+
+impl Tally {
+    pub fn new() -> Self {
+        Self {
+            // Three significant figures keep the histogram at a few tens of KiB per worker.
+            latency: Histogram::new_with_bounds(1, MAX_TRACKED_US, 3)
+                .expect("static histogram bounds are valid"),
+            ok: 0,
+            errors: 0,
+            first_error: None,
+        }
+    }
+
+    pub fn record_ok(&mut self, elapsed: Duration) {
+        self.ok += 1;
+        let us = u64::try_from(elapsed.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, MAX_TRACKED_US);
+        self.latency.saturating_record(us);
+    }
+
+    pub fn record_error(&mut self, what: impl std::fmt::Display) {
+        self.errors += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(what.to_string());
+        }
+    }
+
+    pub fn merge(&mut self, other: Tally) {
+        // Both histograms share bounds, so `add` cannot fail for range reasons.
+        let _ = self.latency.add(&other.latency);
+        self.ok += other.ok;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Latency percentiles in microseconds, over successful operations only.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+impl Latency {
+    fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self {
+                p50: 0,
+                p90: 0,
+                p99: 0,
+                p999: 0,
+                max: 0,
+                mean: 0.0,
+            };
+        }
+        Self {
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+            mean: (h.mean() * 10.0).round() / 10.0,
+        }
+    }
+}
+
+/// Numbers only the lock workload has.
+#[derive(Debug, Clone, Serialize)]
+pub struct LockStats {
+    pub contenders: usize,
+    pub handoffs: u64,
+    pub handoffs_per_sec: f64,
+    /// Times a contender believed it held the lock while another did; must be zero.
+    pub exclusion_violations: u64,
+    /// Waits on a predecessor that outlived the safety timeout and were re-checked.
+    pub watch_timeouts: u64,
+}
+
+/// Numbers only the fill workload has.
+#[derive(Debug, Clone, Serialize)]
+pub struct FillStats {
+    pub znodes: u64,
+    /// The znode created last in index order; the restart probe reads it to prove the whole
+    /// tree is back.
+    pub last_path: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub workload: String,
+    pub label: String,
+    pub hosts: String,
+    pub clients: usize,
+    pub inflight: usize,
+    pub value_size: usize,
+    pub elapsed_secs: f64,
+    pub count: u64,
+    pub errors: u64,
+    pub ops_per_sec: f64,
+    pub latency_us: Latency,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<LockStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill: Option<FillStats>,
+    /// Milliseconds until the probed znode was readable (probe workload only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_ms: Option<u64>,
+}
+
+/// The run-wide facts a report is built from besides the tally.
+pub struct RunShape<'a> {
+    pub workload: &'a str,
+    pub label: &'a str,
+    pub hosts: &'a str,
+    pub clients: usize,
+    pub inflight: usize,
+    pub value_size: usize,
+}
+
+impl RunReport {
+    pub fn new(shape: &RunShape<'_>, tally: &Tally, elapsed: Duration) -> Self {
+        let secs = elapsed.as_secs_f64();
+        let ops_per_sec = if secs > 0.0 {
+            tally.ok as f64 / secs
+        } else {
+            0.0
+        };
+        Self {
+            workload: shape.workload.to_string(),
+            label: shape.label.to_string(),
+            hosts: shape.hosts.to_string(),
+            clients: shape.clients,
+            inflight: shape.inflight,
+            value_size: shape.value_size,
+            elapsed_secs: (secs * 1000.0).round() / 1000.0,
+            count: tally.ok,
+            errors: tally.errors,
+            ops_per_sec: ops_per_sec.round(),
+            latency_us: Latency::from_histogram(&tally.latency),
+            first_error: tally.first_error.clone(),
+            lock: None,
+            fill: None,
+            ready_ms: None,
+        }
+    }
+
+    /// The correctness failures that must turn the run's exit code to 1.
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.errors > 0 {
+            out.push(format!(
+                "{}: {} operations failed (first: {})",
+                self.workload,
+                self.errors,
+                self.first_error.as_deref().unwrap_or("?")
+            ));
+        }
+        if let Some(lock) = &self.lock {
+            if lock.exclusion_violations > 0 {
+                out.push(format!(
+                    "lock: {} mutual-exclusion violations",
+                    lock.exclusion_violations
+                ));
+            }
+        }
+        out
+    }
+
+    /// Human-readable summary for stderr.
+    pub fn text(&self) -> String {
+        let l = &self.latency_us;
+        let mut s = format!(
+            "[{}] {} on {}: {} ops in {:.2}s = {:.0} ops/s, {} errors\n  latency us: p50 {} p90 {} p99 {} p999 {} max {} mean {:.1}\n",
+            self.label,
+            self.workload,
+            self.hosts,
+            self.count,
+            self.elapsed_secs,
+            self.ops_per_sec,
+            self.errors,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.p999,
+            l.max,
+            l.mean
+        );
+        if let Some(lock) = &self.lock {
+            s.push_str(&format!(
+                "  lock: {} contenders, {} hand-offs = {:.0}/s, {} exclusion violations, {} watch timeouts\n",
+                lock.contenders, lock.handoffs, lock.handoffs_per_sec, lock.exclusion_violations, lock.watch_timeouts
+            ));
+        }
+        if let Some(fill) = &self.fill {
+            s.push_str(&format!(
+                "  fill: {} znodes, last {}\n",
+                fill.znodes, fill.last_path
+            ));
+        }
+        if let Some(ms) = self.ready_ms {
+            s.push_str(&format!("  probe: readable after {ms} ms\n"));
+        }
+        if let Some(e) = &self.first_error {
+            s.push_str(&format!("  first error: {e}\n"));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_tallies_add_counts_and_keep_the_first_error() {
+        let mut a = Tally::new();
+        a.record_ok(Duration::from_micros(100));
+        let mut b = Tally::new();
+        b.record_ok(Duration::from_micros(300));
+        b.record_error("NoNode");
+        b.record_error("BadVersion");
+        a.merge(b);
+        assert_eq!((a.ok, a.errors), (2, 2));
+        assert_eq!(a.first_error.as_deref(), Some("NoNode"));
+        assert_eq!(a.latency.len(), 2);
+        assert_eq!(a.latency.max(), a.latency.highest_equivalent(300));
+    }
+
+    #[test]
+    fn errors_and_exclusion_violations_are_failures() {
+        let shape = RunShape {
+            workload: "lock",
+            label: "x",
+            hosts: "h",
+            clients: 1,
+            inflight: 1,
+            value_size: 0,
+        };
+        let mut tally = Tally::new();
+        tally.record_ok(Duration::from_millis(1));
+        let mut report = RunReport::new(&shape, &tally, Duration::from_secs(1));
+        assert!(report.failures().is_empty());
+        report.lock = Some(LockStats {
+            contenders: 2,
+            handoffs: 1,
+            handoffs_per_sec: 1.0,
+            exclusion_violations: 1,
+            watch_timeouts: 0,
+        });
+        assert_eq!(
+            report.failures(),
+            vec!["lock: 1 mutual-exclusion violations".to_string()]
+        );
+    }
+
+    #[test]
+    fn sub_microsecond_latencies_count_as_one_microsecond() {
+        let mut t = Tally::new();
+        t.record_ok(Duration::from_nanos(10));
+        assert_eq!(t.latency.min(), 1);
+        let l = Latency::from_histogram(&t.latency);
+        assert_eq!(l.p50, 1);
+    }
+}
