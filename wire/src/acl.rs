@@ -29,7 +29,10 @@ pub mod perms {
 
 impl Id {
     pub fn new(scheme: &str, id: &str) -> Id {
-        Id { scheme: scheme.to_owned(), id: id.to_owned() }
+        Id {
+            scheme: scheme.to_owned(),
+            id: id.to_owned(),
+        }
     }
 
     /// `world:anyone`.
@@ -40,7 +43,10 @@ impl Id {
 
 impl Acl {
     pub fn new(perms: i32, scheme: &str, id: &str) -> Acl {
-        Acl { perms, id: Id::new(scheme, id) }
+        Acl {
+            perms,
+            id: Id::new(scheme, id),
+        }
     }
 
     /// `OPEN_ACL_UNSAFE`.

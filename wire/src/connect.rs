@@ -45,7 +45,11 @@ impl Record for ConnectRequest {
             timeout: r.read_i32("ConnectRequest.timeOut")?,
             session_id: r.read_i64("ConnectRequest.sessionId")?,
             passwd: r.read_buffer("ConnectRequest.passwd")?,
-            read_only: if r.is_empty() { None } else { Some(r.read_bool("ConnectRequest.readOnly")?) },
+            read_only: if r.is_empty() {
+                None
+            } else {
+                Some(r.read_bool("ConnectRequest.readOnly")?)
+            },
         })
     }
 }
@@ -67,7 +71,11 @@ impl Record for ConnectResponse {
             timeout: r.read_i32("ConnectResponse.timeOut")?,
             session_id: r.read_i64("ConnectResponse.sessionId")?,
             passwd: r.read_buffer("ConnectResponse.passwd")?,
-            read_only: if r.is_empty() { None } else { Some(r.read_bool("ConnectResponse.readOnly")?) },
+            read_only: if r.is_empty() {
+                None
+            } else {
+                Some(r.read_bool("ConnectResponse.readOnly")?)
+            },
         })
     }
 }

@@ -93,7 +93,11 @@ pub enum DecodeError {
     #[error("record ended early reading {what} at byte {at}")]
     Truncated { what: &'static str, at: usize },
     #[error("invalid length {len} for {what} at byte {at}")]
-    BadLength { what: &'static str, len: i32, at: usize },
+    BadLength {
+        what: &'static str,
+        len: i32,
+        at: usize,
+    },
     #[error("{what} at byte {at} is not valid UTF-8")]
     BadUtf8 { what: &'static str, at: usize },
     #[error("unknown opcode {0}")]

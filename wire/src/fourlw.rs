@@ -71,11 +71,16 @@ impl FourLetterWord {
     }
 
     pub fn from_name(name: &str) -> Option<FourLetterWord> {
-        FourLetterWord::ALL.iter().copied().find(|w| w.as_str() == name)
+        FourLetterWord::ALL
+            .iter()
+            .copied()
+            .find(|w| w.as_str() == name)
     }
 
     /// Reads the first four bytes of a fresh connection as a command, if they are one.
     pub fn detect(first4: [u8; 4]) -> Option<FourLetterWord> {
-        std::str::from_utf8(&first4).ok().and_then(FourLetterWord::from_name)
+        std::str::from_utf8(&first4)
+            .ok()
+            .and_then(FourLetterWord::from_name)
     }
 }

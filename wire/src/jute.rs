@@ -41,7 +41,11 @@ impl<'a> Reader<'a> {
         &self.buf[self.pos..]
     }
 
-    fn step<T>(&mut self, what: &'static str, res: Result<(&'a [u8], T), NomErr<'a>>) -> Result<T, DecodeError> {
+    fn step<T>(
+        &mut self,
+        what: &'static str,
+        res: Result<(&'a [u8], T), NomErr<'a>>,
+    ) -> Result<T, DecodeError> {
         match res {
             Ok((rest, v)) => {
                 self.pos = self.buf.len() - rest.len();
@@ -123,7 +127,11 @@ impl<'a> Reader<'a> {
 
     /// A vector count: `None` is the null vector. Each element takes at least `min_elem`
     /// bytes, so a count that cannot fit in the rest of the frame is refused up front.
-    pub fn read_count(&mut self, what: &'static str, min_elem: usize) -> Result<Option<usize>, DecodeError> {
+    pub fn read_count(
+        &mut self,
+        what: &'static str,
+        min_elem: usize,
+    ) -> Result<Option<usize>, DecodeError> {
         let at = self.pos;
         let n = self.read_i32(what)?;
         if n == -1 {
@@ -173,7 +181,9 @@ impl Writer {
     }
 
     pub fn with_capacity(n: usize) -> Self {
-        Writer { buf: Vec::with_capacity(n) }
+        Writer {
+            buf: Vec::with_capacity(n),
+        }
     }
 
     pub fn into_inner(self) -> Vec<u8> {

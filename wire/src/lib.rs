@@ -39,8 +39,8 @@ pub use fourlw::FourLetterWord;
 pub use header::{event_type, ReplyHeader, RequestHeader, WatcherEvent, STATE_SYNC_CONNECTED};
 pub use jute::{Reader, Record, Writer};
 pub use message::{
-    decode_connect_frame, decode_reply_frame, decode_request_frame, encode_connect_request, encode_connect_response,
-    encode_notification, encode_reply, encode_request,
+    decode_connect_frame, decode_reply_frame, decode_request_frame, encode_connect_request,
+    encode_connect_response, encode_notification, encode_reply, encode_request,
 };
 pub use opcode::{xid, OpCode};
 pub use ops::create::CreateMode;

@@ -163,7 +163,9 @@ impl Request {
             OpCode::SetWatches2 => Request::SetWatches2(SetWatches2::decode(r)?),
             OpCode::Sasl => Request::Sasl(GetSaslRequest::decode(r)?),
             OpCode::GetEphemerals => Request::GetEphemerals(GetEphemeralsRequest::decode(r)?),
-            OpCode::GetAllChildrenNumber => Request::GetAllChildrenNumber(GetAllChildrenNumberRequest::decode(r)?),
+            OpCode::GetAllChildrenNumber => {
+                Request::GetAllChildrenNumber(GetAllChildrenNumberRequest::decode(r)?)
+            }
             OpCode::AddWatch => Request::AddWatch(AddWatchRequest::decode(r)?),
             OpCode::WhoAmI => Request::WhoAmI,
             OpCode::CloseSession => Request::CloseSession,

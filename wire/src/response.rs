@@ -4,7 +4,9 @@ use crate::error::{DecodeError, ErrorCode};
 use crate::jute::{Reader, Record, Writer};
 use crate::opcode::OpCode;
 use crate::ops::auth::SetSaslResponse;
-use crate::ops::children::{GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse};
+use crate::ops::children::{
+    GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse,
+};
 use crate::ops::create::{Create2Response, CreateResponse};
 use crate::ops::data::{GetDataResponse, SetDataResponse};
 use crate::ops::ephemerals::GetEphemeralsResponse;
@@ -46,14 +48,26 @@ pub enum Response {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MultiResult {
     /// create (1): MultiHeader.type 1.
-    Create { path: String },
+    Create {
+        path: String,
+    },
     /// create2, createContainer, createTTL: MultiHeader.type 15.
-    Create2 { path: String, stat: Stat },
+    Create2 {
+        path: String,
+        stat: Stat,
+    },
     Delete,
-    SetData { stat: Stat },
+    SetData {
+        stat: Stat,
+    },
     Check,
-    GetChildren { children: Vec<String> },
-    GetData { data: Option<Vec<u8>>, stat: Stat },
+    GetChildren {
+        children: Vec<String>,
+    },
+    GetData {
+        data: Option<Vec<u8>>,
+        stat: Stat,
+    },
     /// MultiHeader.type -1, the code in both the header and the body.
     Error(i32),
 }
@@ -81,7 +95,12 @@ impl MultiResult {
             MultiResult::Error(e) => *e,
             _ => 0,
         };
-        MultiHeader { op_type: self.header_type(), done: false, err }.encode(w);
+        MultiHeader {
+            op_type: self.header_type(),
+            done: false,
+            err,
+        }
+        .encode(w);
         match self {
             MultiResult::Create { path } => w.write_string(path),
             MultiResult::Create2 { path, stat } => {
@@ -102,18 +121,30 @@ impl MultiResult {
     pub fn decode_body(h: &MultiHeader, r: &mut Reader<'_>) -> Result<MultiResult, DecodeError> {
         let op = OpCode::from_code(h.op_type).ok_or(DecodeError::UnknownOpcode(h.op_type))?;
         Ok(match op {
-            OpCode::Create => MultiResult::Create { path: r.read_string("CreateResponse.path")? },
+            OpCode::Create => MultiResult::Create {
+                path: r.read_string("CreateResponse.path")?,
+            },
             OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl => {
                 let c = Create2Response::decode(r)?;
-                MultiResult::Create2 { path: c.path, stat: c.stat }
+                MultiResult::Create2 {
+                    path: c.path,
+                    stat: c.stat,
+                }
             }
             OpCode::Delete => MultiResult::Delete,
-            OpCode::SetData => MultiResult::SetData { stat: Stat::decode(r)? },
+            OpCode::SetData => MultiResult::SetData {
+                stat: Stat::decode(r)?,
+            },
             OpCode::Check => MultiResult::Check,
-            OpCode::GetChildren => MultiResult::GetChildren { children: r.read_string_vec("GetChildrenResponse.children")? },
+            OpCode::GetChildren => MultiResult::GetChildren {
+                children: r.read_string_vec("GetChildrenResponse.children")?,
+            },
             OpCode::GetData => {
                 let d = GetDataResponse::decode(r)?;
-                MultiResult::GetData { data: d.data, stat: d.stat }
+                MultiResult::GetData {
+                    data: d.data,
+                    stat: d.stat,
+                }
             }
             OpCode::Error => MultiResult::Error(ErrorResponse::decode(r)?.err),
             _ => return Err(DecodeError::Invalid("unexpected op type in multi result")),
@@ -156,7 +187,9 @@ impl Response {
         let r = &mut Reader::new(body);
         Ok(match op {
             OpCode::Create => Response::Create(CreateResponse::decode(r)?),
-            OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl => Response::Create2(Create2Response::decode(r)?),
+            OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl => {
+                Response::Create2(Create2Response::decode(r)?)
+            }
             OpCode::Exists => Response::Exists(ExistsResponse::decode(r)?),
             OpCode::GetData => Response::GetData(GetDataResponse::decode(r)?),
             OpCode::SetData => Response::SetData(SetDataResponse::decode(r)?),
@@ -169,7 +202,9 @@ impl Response {
             OpCode::Reconfig => Response::Reconfig(GetDataResponse::decode(r)?),
             OpCode::Sasl => Response::Sasl(SetSaslResponse::decode(r)?),
             OpCode::GetEphemerals => Response::GetEphemerals(GetEphemeralsResponse::decode(r)?),
-            OpCode::GetAllChildrenNumber => Response::GetAllChildrenNumber(GetAllChildrenNumberResponse::decode(r)?),
+            OpCode::GetAllChildrenNumber => {
+                Response::GetAllChildrenNumber(GetAllChildrenNumberResponse::decode(r)?)
+            }
             OpCode::AddWatch => Response::AddWatch(ErrorResponse::decode(r)?),
             OpCode::WhoAmI => Response::WhoAmI(WhoAmIResponse::decode(r)?),
             _ => Response::Empty,

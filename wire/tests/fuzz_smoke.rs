@@ -75,8 +75,11 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
     v
 }
 
-/// C and S frames of every vector file: `(connect requests, later requests, replies)`.
-fn seeds() -> (Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+/// Frames of every vector file, by the target they seed: `(connect requests, later
+/// requests, replies)`.
+type Seeds = (Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+fn seeds() -> Seeds {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
     let (mut connect, mut requests, mut replies) = (Vec::new(), Vec::new(), Vec::new());
     let mut paths: Vec<_> = std::fs::read_dir(dir)

@@ -38,7 +38,7 @@ struct Line {
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if digits.len() & 1 == 1 {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     digits

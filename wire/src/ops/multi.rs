@@ -17,14 +17,24 @@ record! {
 }
 
 impl MultiHeader {
-    pub const END: MultiHeader = MultiHeader { op_type: -1, done: true, err: -1 };
+    pub const END: MultiHeader = MultiHeader {
+        op_type: -1,
+        done: true,
+        err: -1,
+    };
 }
 
 /// Ops that may stand inside a multi (14).
 pub fn is_multi_write_op(op: OpCode) -> bool {
     matches!(
         op,
-        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl | OpCode::Delete | OpCode::SetData | OpCode::Check
+        OpCode::Create
+            | OpCode::Create2
+            | OpCode::CreateContainer
+            | OpCode::CreateTtl
+            | OpCode::Delete
+            | OpCode::SetData
+            | OpCode::Check
     )
 }
 
@@ -55,7 +65,12 @@ pub fn decode_ops(r: &mut Reader<'_>) -> Result<Vec<Request>, DecodeError> {
 
 pub fn encode_ops(ops: &[Request], w: &mut Writer) {
     for op in ops {
-        MultiHeader { op_type: op.opcode().code(), done: false, err: -1 }.encode(w);
+        MultiHeader {
+            op_type: op.opcode().code(),
+            done: false,
+            err: -1,
+        }
+        .encode(w);
         op.encode_body(w);
     }
     MultiHeader::END.encode(w);
