@@ -2,15 +2,18 @@
 //! no tokio.
 //!
 //! ```text
-//!   socket bytes ──frame::check──▶ frame body ──RequestHeader + Request::decode──▶ Request
-//!   Response ──ReplyHeader + Response::encode──▶ body ──frame::frame──▶ socket bytes
+//!   socket bytes ──frame::check──▶ frame body ──decode_request_frame──▶ (RequestHeader, Request)
+//!   (ReplyHeader, Response) ──encode_reply / encode_notification──▶ socket bytes
 //! ```
 //!
 //! Contract:
-//! - decoding never panics and never allocates more than the frame holds, whatever the bytes;
-//!   a malformed record is a `DecodeError` value;
+//! - decoding never panics and never reserves more than the frame holds, whatever the bytes:
+//!   every length and vector count is weighed against the bytes left before anything is
+//!   allocated; a malformed record is a `DecodeError` value;
 //! - encoding is the exact inverse of decoding for every record (property-tested), and matches
-//!   the bytes real clients and Apache ZooKeeper put on the wire (captured vectors);
+//!   the bytes real clients and Apache ZooKeeper put on the wire (captured vectors). Two
+//!   deliberate exceptions, both as Java reads them: a null `ustring` reads as "" (kazoo sends
+//!   every empty string as null), and bytes after a request's record are ignored;
 //! - the handshake records remember whether the optional readOnly byte was present.
 //!
 //! Layout: `jute` (primitives and the `record!` macro), `frame`, `message` (whole frames:

@@ -162,3 +162,58 @@ fn notification_frame_has_xid_minus_one_and_err_zero() {
         ]
     );
 }
+
+#[test]
+fn connect_response_frame_mirrors_an_old_client_without_read_only() {
+    let req = wire::decode_connect_frame(&[
+        0, 0, 0, 0, // protocolVersion
+        0, 0, 0, 0, 0, 0, 0, 0, // lastZxidSeen
+        0, 0, 0x75, 0x30, // timeOut 30000
+        0, 0, 0, 0, 0, 0, 0, 0, // sessionId
+        0, 0, 0, 0, // passwd: empty
+    ])
+    .unwrap();
+    assert_eq!(req.read_only, None);
+    let mut w = Writer::new();
+    wire::encode_connect_response(
+        &mut w,
+        &wire::ConnectResponse {
+            protocol_version: 0,
+            timeout: req.timeout,
+            session_id: 1,
+            passwd: Some(vec![]),
+            read_only: req.read_only,
+        },
+    );
+    assert_eq!(
+        w.into_inner(),
+        vec![0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0x75, 0x30, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
+    );
+}
+
+#[test]
+fn reply_frame_splits_header_from_body() {
+    let mut w = Writer::new();
+    encode_reply(
+        &mut w,
+        &ReplyHeader {
+            xid: 2,
+            zxid: 3,
+            err: 0,
+        },
+        Some(&Response::Sync(wire::ops::sync::SyncResponse {
+            path: "/s".into(),
+        })),
+    );
+    let bytes = w.into_inner();
+    let (h, rest) = wire::decode_reply_frame(&bytes[4..]).unwrap();
+    assert_eq!(
+        h,
+        ReplyHeader {
+            xid: 2,
+            zxid: 3,
+            err: 0
+        }
+    );
+    assert_eq!(rest, &[0, 0, 0, 2, b'/', b's']);
+}
