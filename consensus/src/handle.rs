@@ -144,10 +144,11 @@ impl Handle {
         data: Vec<u8>,
     ) -> Result<(), ConsensusError> {
         let status = self.inner.shared.status();
-        if index > status.commit {
+        // `applied` is published before entries are emitted, so it covers all the caller has seen.
+        if index > status.applied {
             return Err(ConsensusError::Invalid(format!(
-                "snapshot at {index} is past the commit index {}",
-                status.commit
+                "snapshot at {index} is past the last delivered index {}",
+                status.applied
             )));
         }
         self.send(Command::SaveSnapshot { index, term, data })

@@ -231,12 +231,13 @@ impl Node {
                 term = meta.term,
                 "installing snapshot from leader"
             );
+            self.delivered = meta.index;
+            self.publish_status();
             self.emit(Event::InstallSnapshot(Snapshot {
                 index: meta.index,
                 term: meta.term,
                 data: snap.data.to_vec(),
             }));
-            self.delivered = meta.index;
             Some(meta)
         };
 
@@ -327,6 +328,9 @@ impl Node {
                 data,
             });
         }
+        // Publish before emitting so an applier that reacts to these entries (save_snapshot at
+        // the last one) sees a status that already covers them.
+        self.publish_status();
         self.emit(Event::Committed(out));
         Ok(())
     }

@@ -1,0 +1,335 @@
+//! Three nodes in one process over a channel transport: election, replication, leader failure,
+//! re-election, a restarted node catching up from the log, and a lagging node catching up from a
+//! snapshot after the leader compacted its log.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use consensus::{
+    start_with_transport, CommittedEntry, Config, ConsensusError, Event, Handle, Message, Snapshot,
+    Transport,
+};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+/// Delivers messages straight into the addressee's handle; nodes not registered are unreachable.
+#[derive(Clone, Default)]
+struct Router {
+    nodes: Arc<Mutex<HashMap<u64, Handle>>>,
+}
+
+struct RouterTransport(Router);
+
+impl Transport for RouterTransport {
+    fn send(&mut self, msgs: Vec<Message>) {
+        let nodes = self.0.nodes.lock().unwrap();
+        for m in msgs {
+            if let Some(h) = nodes.get(&m.to) {
+                let _ = h.step(m);
+            }
+        }
+    }
+}
+
+/// What the applier of one node has seen.
+#[derive(Default)]
+struct Applied {
+    entries: Vec<CommittedEntry>,
+    snapshots: Vec<Snapshot>,
+    reads: Vec<(u64, u64)>,
+}
+
+struct Node {
+    handle: Handle,
+    applied: Arc<Mutex<Applied>>,
+    loaded: Option<Snapshot>,
+}
+
+struct Cluster {
+    router: Router,
+    dirs: HashMap<u64, tempfile::TempDir>,
+    nodes: HashMap<u64, Node>,
+    keep: u64,
+}
+
+impl Cluster {
+    fn new(ids: &[u64], keep: u64) -> Cluster {
+        let mut c = Cluster {
+            router: Router::default(),
+            dirs: ids
+                .iter()
+                .map(|&id| (id, tempfile::tempdir().unwrap()))
+                .collect(),
+            nodes: HashMap::new(),
+            keep,
+        };
+        for &id in ids {
+            c.start(id);
+        }
+        c
+    }
+
+    fn dir(&self, id: u64) -> PathBuf {
+        self.dirs[&id].path().to_path_buf()
+    }
+
+    fn start(&mut self, id: u64) {
+        let cfg = Config {
+            id,
+            dir: self.dir(id),
+            voters: vec![1, 2, 3],
+            tick: Duration::from_millis(10),
+            election_tick: 10,
+            heartbeat_tick: 3,
+            snapshot_keep_entries: self.keep,
+        };
+        let started =
+            start_with_transport(cfg, Box::new(RouterTransport(self.router.clone()))).unwrap();
+        let applied = Arc::new(Mutex::new(Applied::default()));
+        let sink = applied.clone();
+        let events = started.events;
+        std::thread::spawn(move || {
+            for ev in events.iter() {
+                let mut a = sink.lock().unwrap();
+                match ev {
+                    Event::Committed(batch) => {
+                        let next = a.entries.last().map(|e| e.index + 1);
+                        assert!(
+                            next.is_none_or(|n| n == batch[0].index) || !a.snapshots.is_empty()
+                        );
+                        a.entries.extend(batch);
+                    }
+                    Event::InstallSnapshot(s) => a.snapshots.push(s),
+                    Event::ReadIndexReady { ctx, index } => a.reads.push((ctx, index)),
+                    _ => {}
+                }
+            }
+        });
+        self.router
+            .nodes
+            .lock()
+            .unwrap()
+            .insert(id, started.handle.clone());
+        self.nodes.insert(
+            id,
+            Node {
+                handle: started.handle,
+                applied,
+                loaded: started.snapshot,
+            },
+        );
+    }
+
+    fn stop(&mut self, id: u64) {
+        self.router.nodes.lock().unwrap().remove(&id);
+        let node = self.nodes.remove(&id).unwrap();
+        node.handle.shutdown();
+    }
+
+    fn handle(&self, id: u64) -> &Handle {
+        &self.nodes[&id].handle
+    }
+
+    /// Waits until exactly one running node leads and every running node agrees on it.
+    fn leader(&self) -> u64 {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let statuses: Vec<_> = self.nodes.values().map(|n| n.handle.status()).collect();
+            let leaders: Vec<_> = statuses.iter().filter(|s| s.is_leader).collect();
+            if leaders.len() == 1 {
+                let l = leaders[0];
+                if statuses
+                    .iter()
+                    .all(|s| s.leader_id == l.id && s.term == l.term)
+                {
+                    return l.id;
+                }
+            }
+            assert!(Instant::now() < deadline, "no agreed leader: {statuses:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Data entries applied by `id`, as (index, data).
+    fn payloads(&self, id: u64) -> Vec<(u64, Vec<u8>)> {
+        let a = self.nodes[&id].applied.lock().unwrap();
+        a.entries
+            .iter()
+            .filter(|e| !e.data.is_empty())
+            .map(|e| (e.index, e.data.clone()))
+            .collect()
+    }
+
+    fn wait_applied(&self, id: u64, index: u64) {
+        let deadline = Instant::now() + WAIT;
+        while self.nodes[&id]
+            .applied
+            .lock()
+            .unwrap()
+            .entries
+            .last()
+            .map_or(0, |e| e.index)
+            < index
+        {
+            assert!(
+                Instant::now() < deadline,
+                "node {id} did not apply {index}: {:?}",
+                self.handle(id).status()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Proposes `data` on the leader, retrying through leader changes, until `count` payloads have
+    /// been proposed; returns the highest index once committed on the leader.
+    fn propose_all(&self, data: &[Vec<u8>]) -> u64 {
+        let leader = self.leader();
+        for d in data {
+            self.handle(leader).propose(d.clone()).unwrap();
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = self.payloads(leader);
+            if data.iter().all(|d| got.iter().any(|(_, g)| g == d)) {
+                return got
+                    .iter()
+                    .filter(|(_, g)| data.contains(g))
+                    .map(|(i, _)| *i)
+                    .max()
+                    .unwrap();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "proposals not committed on {leader}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn batch(prefix: &str, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("{prefix}{i}").into_bytes())
+        .collect()
+}
+
+#[test]
+fn three_nodes_elect_one_leader_and_replicate_in_the_same_order() {
+    let c = Cluster::new(&[1, 2, 3], 1000);
+    let leader = c.leader();
+    let follower = [1, 2, 3].into_iter().find(|&i| i != leader).unwrap();
+    match c.handle(follower).propose(b"x".to_vec()) {
+        Err(ConsensusError::NotLeader { leader_id }) => assert_eq!(leader_id, leader),
+        other => panic!("follower accepted a proposal: {other:?}"),
+    }
+    let last = c.propose_all(&batch("a", 200));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    let reference = c.payloads(leader);
+    assert_eq!(reference.len(), 200);
+    for id in [1, 2, 3] {
+        assert_eq!(
+            c.payloads(id),
+            reference,
+            "node {id} applied a different log"
+        );
+    }
+    // A follower's read barrier is answered through the leader, at an index covering every
+    // write committed before it was asked.
+    c.handle(follower).read_index(5).unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let reads = c.nodes[&follower].applied.lock().unwrap().reads.clone();
+        if let Some(&(ctx, index)) = reads.first() {
+            assert_eq!(ctx, 5);
+            assert!(index >= last, "read index {index} behind commit {last}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no read index answer");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn killing_the_leader_elects_another_and_the_old_one_catches_up_on_restart() {
+    let mut c = Cluster::new(&[1, 2, 3], 1000);
+    let first = c.leader();
+    let term1 = c.handle(first).status().term;
+    let last = c.propose_all(&batch("before", 50));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+
+    c.stop(first);
+    let second = c.leader();
+    assert_ne!(second, first);
+    assert!(c.handle(second).status().term > term1);
+    let last = c.propose_all(&batch("after", 50));
+    for id in c.nodes.keys().copied().collect::<Vec<_>>() {
+        c.wait_applied(id, last);
+    }
+
+    c.start(first);
+    c.wait_applied(first, last);
+    let reference = c.payloads(second);
+    assert_eq!(reference.len(), 100);
+    assert_eq!(c.payloads(first), reference);
+    assert_eq!(
+        c.leader(),
+        second,
+        "a rejoining node must not disrupt the leader (pre-vote)"
+    );
+}
+
+#[test]
+fn lagging_follower_catches_up_from_a_snapshot_after_compaction() {
+    let mut c = Cluster::new(&[1, 2, 3], 0);
+    let leader = c.leader();
+    let lagging = [1, 2, 3].into_iter().find(|&i| i != leader).unwrap();
+    let first = c.propose_all(&batch("a", 20));
+    c.wait_applied(lagging, first);
+    c.stop(lagging);
+
+    // Two snapshots so the leader compacts past everything the lagging node has.
+    let mut last = first;
+    for round in 0..2 {
+        last = c.propose_all(&batch(&format!("r{round}-"), 20));
+        let term = c.handle(leader).status().term;
+        let state = format!("state@{last}").into_bytes();
+        c.handle(leader).save_snapshot(last, term, state).unwrap();
+        let deadline = Instant::now() + WAIT;
+        while c.handle(leader).status().snapshot_index != last {
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    assert!(c.handle(leader).status().first_index > first + 1);
+
+    c.start(lagging);
+    assert_eq!(
+        c.nodes[&lagging].loaded, None,
+        "it had no snapshot of its own"
+    );
+    let more = c.propose_all(&batch("b", 5));
+    c.wait_applied(lagging, more);
+    let a = c.nodes[&lagging].applied.lock().unwrap();
+    assert_eq!(a.snapshots.len(), 1);
+    let snap = &a.snapshots[0];
+    assert_eq!(snap.data, format!("state@{}", snap.index).into_bytes());
+    assert!(
+        snap.index >= last - 20 && snap.index <= last,
+        "snapshot at {}",
+        snap.index
+    );
+    // After the snapshot the entries continue from the next index.
+    let after: Vec<u64> = a
+        .entries
+        .iter()
+        .map(|e| e.index)
+        .filter(|&i| i > snap.index)
+        .collect();
+    assert_eq!(after, (snap.index + 1..=more).collect::<Vec<_>>());
+}
