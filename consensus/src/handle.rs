@@ -164,6 +164,12 @@ impl Handle {
         self.send(Command::Unreachable(peer))
     }
 
+    /// Tells raft how sending a snapshot to `peer` ended (a transport that ships snapshots out of
+    /// band calls this when the transfer finishes or fails).
+    pub fn report_snapshot(&self, peer: u64, ok: bool) -> Result<(), ConsensusError> {
+        self.send(Command::SnapshotReport { peer, ok })
+    }
+
     pub fn status(&self) -> Status {
         self.inner.shared.status()
     }

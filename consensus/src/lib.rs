@@ -24,6 +24,17 @@
 //! delivered exactly once per process lifetime, in log order; the log is never compacted past the
 //! second-newest durable snapshot, so a damaged newest snapshot can fall back to the previous one.
 //! A standalone node is a group of one voter that elects itself at start.
+//!
+//! The applier's side of the contract:
+//! - Load `Started::snapshot` (if any) first; the first `Committed` entry is the one after it.
+//! - Apply `Committed` entries in order; skip entries with empty `data` (raft no-ops).
+//!   Index 1 is the bootstrap snapshot, so the first entry ever delivered is index 2.
+//! - On `InstallSnapshot`, replace the whole state; entries continue from its `index + 1`.
+//! - On `RoleChanged`, fail proposals and read barriers still waiting: raft may have dropped them.
+//! - Call `save_snapshot(index, term, bytes)` with the state exactly as of a delivered `index`;
+//!   only then can the log shrink.
+//! - A node whose id is in `Config::voters` bootstraps a new group on first start; every initial
+//!   member must list the same voters.
 
 mod config;
 mod error;

@@ -34,6 +34,10 @@ pub(crate) enum Command {
     ReadIndex(u64),
     Step(Message),
     Unreachable(u64),
+    SnapshotReport {
+        peer: u64,
+        ok: bool,
+    },
     SaveSnapshot {
         index: u64,
         term: u64,
@@ -184,6 +188,14 @@ impl Node {
                 }
             }
             Command::Unreachable(peer) => self.raw.report_unreachable(peer),
+            Command::SnapshotReport { peer, ok } => {
+                let status = if ok {
+                    raft::SnapshotStatus::Finish
+                } else {
+                    raft::SnapshotStatus::Failure
+                };
+                self.raw.report_snapshot(peer, status);
+            }
             Command::SaveSnapshot { index, term, data } => self.save_snapshot(index, term, data)?,
             Command::Shutdown => self.shutting_down = true,
         }
