@@ -1,0 +1,180 @@
+//! The command line: `paddock serve [--config FILE] [flags]`. Flags override the file; each
+//! flag is turned into the zoo.cfg entry it stands for and goes through the same parser, so a
+//! bad flag value is reported exactly like a bad line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, ConfigError, Entry, Origin};
+
+const AFTER_HELP: &str = "\
+Defaults: with no --config, paddock uses its embedded defaults: tickTime 2000, dataDir ./data,
+port 2181 on 127.0.0.1 only, and every four-letter word enabled. With --config FILE the file is
+read as ZooKeeper reads it: keys it leaves out take ZooKeeper's defaults (tickTime 3000, every
+interface (0.0.0.0) unless clientPortAddress is set, only the `srvr` four-letter word), dataDir
+is required, and myid is read from dataDir. Unknown keys are logged and ignored.
+
+Example: paddock serve --config conf/zoo.cfg --port 2182";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "paddock",
+    version = crate::fourlw::VERSION_REVISION,
+    about = "A ZooKeeper-compatible coordination server on Raft.",
+    long_about = "A ZooKeeper-compatible coordination server on Raft. It speaks the ZooKeeper 3.9 client \
+                  protocol, so existing clients (kazoo, zkCli, Curator, go-zookeeper, Kafka) work unchanged.",
+    after_help = AFTER_HELP,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server in the foreground.
+    #[command(after_help = AFTER_HELP)]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Read settings from this ZooKeeper zoo.cfg (Java properties: key=value lines, # comments).
+    /// myid is read from its dataDir. Without it, the embedded defaults apply.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Client port to listen on; 0 picks a free port. Default 2181. zoo.cfg key: clientPort.
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+
+    /// Address to listen on for clients. Default 127.0.0.1 (ZooKeeper itself binds all
+    /// interfaces; pass 0.0.0.0 for that). zoo.cfg key: clientPortAddress.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+
+    /// Directory for the Raft log, snapshots and myid. Default ./data (relative to the
+    /// working directory). zoo.cfg key: dataDir.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Length of a tick in milliseconds: session expiry granularity; session timeouts default to
+    /// 2 and 20 ticks. Default 2000 (3000 when a zoo.cfg leaves it out). zoo.cfg key: tickTime.
+    #[arg(long, value_name = "MS")]
+    pub tick_time: Option<u32>,
+
+    /// Four-letter words to answer, comma-separated, or * for all; srvr is always on. Default *
+    /// without --config, srvr only with one. zoo.cfg key: 4lw.commands.whitelist.
+    #[arg(long, value_name = "LIST")]
+    pub four_letter_words: Option<String>,
+
+    /// Allow TTL nodes (CreateMode PERSISTENT_WITH_TTL and friends). Default off. zoo.cfg key:
+    /// extendedTypesEnabled (also read as the property zookeeper.extendedTypesEnabled).
+    #[arg(long)]
+    pub extended_types: bool,
+
+    /// Digest of the super user, user:base64(sha1(user:password)), as
+    /// DigestAuthenticationProvider prints it. Default none. zoo.cfg key:
+    /// DigestAuthenticationProvider.superDigest (or zookeeper.DigestAuthenticationProvider.superDigest).
+    #[arg(long, value_name = "USER:HASH")]
+    pub super_digest: Option<String>,
+
+    /// Most concurrent connections from one client IP; 0 = unlimited. Default 60. zoo.cfg key:
+    /// maxClientCnxns.
+    #[arg(long, value_name = "N")]
+    pub max_client_cnxns: Option<u32>,
+
+    /// Set any zoo.cfg key or ZooKeeper system property, as if written in the file (for example
+    /// -D zookeeper.extendedTypesEnabled=true or -D readonlymode.enabled=true). Repeatable;
+    /// applied after the file and before the flags above.
+    #[arg(short = 'D', long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// Parses the process arguments; exits with clap's usage message on error or `--help`.
+pub fn parse_args() -> Cli {
+    Cli::parse()
+}
+
+impl Cli {
+    pub fn into_config(self) -> Result<Config, ConfigError> {
+        match self.command {
+            Command::Serve(args) => args.into_config(),
+        }
+    }
+}
+
+impl ServeArgs {
+    /// The zoo.cfg entries the flags stand for, in the order they apply.
+    pub fn overrides(&self) -> Result<Vec<Entry>, ConfigError> {
+        let mut out = Vec::new();
+        for kv in &self.set {
+            let (key, value) = kv
+                .split_once('=')
+                .ok_or_else(|| ConfigError::InvalidValue {
+                    origin: Origin::Flag("-D".into()),
+                    key: kv.clone(),
+                    reason: "expected KEY=VALUE".into(),
+                })?;
+            out.push(flag_entry("-D", key.trim(), value.trim().to_string()));
+        }
+        let mut push = |flag: &str, key: &str, value: Option<String>| {
+            if let Some(v) = value {
+                out.push(flag_entry(flag, key, v));
+            }
+        };
+        push("--port", "clientPort", self.port.map(|p| p.to_string()));
+        push("--bind", "clientPortAddress", self.bind.clone());
+        push(
+            "--data-dir",
+            "dataDir",
+            self.data_dir
+                .as_ref()
+                .map(|d| d.to_string_lossy().into_owned()),
+        );
+        push(
+            "--tick-time",
+            "tickTime",
+            self.tick_time.map(|t| t.to_string()),
+        );
+        push(
+            "--four-letter-words",
+            "4lw.commands.whitelist",
+            self.four_letter_words.clone(),
+        );
+        push(
+            "--extended-types",
+            "extendedTypesEnabled",
+            self.extended_types.then(|| "true".to_string()),
+        );
+        push(
+            "--super-digest",
+            "DigestAuthenticationProvider.superDigest",
+            self.super_digest.clone(),
+        );
+        push(
+            "--max-client-cnxns",
+            "maxClientCnxns",
+            self.max_client_cnxns.map(|n| n.to_string()),
+        );
+        Ok(out)
+    }
+
+    pub fn into_config(self) -> Result<Config, ConfigError> {
+        let overrides = self.overrides()?;
+        match &self.config {
+            Some(path) => Config::from_zoo_cfg_with(path, overrides),
+            None => Config::embedded_with(overrides),
+        }
+    }
+}
+
+fn flag_entry(flag: &str, key: &str, value: String) -> Entry {
+    Entry {
+        key: key.to_string(),
+        value,
+        origin: Origin::Flag(flag.to_string()),
+    }
+}

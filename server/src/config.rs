@@ -1,0 +1,868 @@
+//! The server's one validated configuration, built from ZooKeeper's `zoo.cfg` format, from
+//! paddock's embedded defaults, or from either plus command-line overrides (`cli.rs`).
+//!
+//! A zoo.cfg is a Java properties file. ZooKeeper's `QuorumPeerConfig` handles a fixed set of
+//! keys and turns every other key into the system property `zookeeper.<key>`; several settings
+//! (`4lw.commands.whitelist`, `extendedTypesEnabled`, `DigestAuthenticationProvider.superDigest`,
+//! `enforceQuota`, `skipACL`) are read from those properties. So each such key is accepted here
+//! with or without the `zookeeper.` prefix, which also lets the CLI pass Java `-D` settings
+//! through unchanged. Keys ZooKeeper knows but paddock does not use (TLS, admin server, quorum
+//! timing) are logged and ignored; unknown keys are logged at warn level. Neither is fatal,
+//! because the client test harnesses (kazoo, go-zookeeper) write many of them.
+//!
+//! Every entry carries its origin (file and line, or flag), so a bad value is reported as
+//! `zoo.cfg:7: clientPort: "abc" is not a valid port number` and the server refuses to start.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+use wire::FourLetterWord;
+
+/// ZooKeeper's code default when a zoo.cfg has no `tickTime` (`ZooKeeperServer.DEFAULT_TICK_TIME`).
+pub const ZK_DEFAULT_TICK_TIME_MS: u32 = 3000;
+/// The tick of `conf/zoo_sample.cfg`, used by paddock's embedded default.
+pub const SAMPLE_TICK_TIME_MS: u32 = 2000;
+/// `jute.maxbuffer` default: the largest frame a client may send, 1 MiB - 1.
+pub const DEFAULT_JUTE_MAX_BUFFER: usize = 0xfffff;
+
+/// Which four-letter words the client port answers (`4lw.commands.whitelist`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FourLetterWhitelist {
+    /// `*`: every word.
+    All,
+    /// Only these words. `srvr` is always among them, as in ZooKeeper (`zkServer.sh status`
+    /// depends on it).
+    Only(BTreeSet<&'static str>),
+}
+
+impl FourLetterWhitelist {
+    /// ZooKeeper's default for a server started from a zoo.cfg: `srvr` only.
+    pub fn zookeeper_default() -> FourLetterWhitelist {
+        FourLetterWhitelist::only(std::iter::empty())
+    }
+
+    /// The given words plus `srvr`.
+    pub fn only(words: impl IntoIterator<Item = FourLetterWord>) -> FourLetterWhitelist {
+        let mut set: BTreeSet<&'static str> =
+            words.into_iter().map(FourLetterWord::as_str).collect();
+        set.insert(FourLetterWord::Srvr.as_str());
+        FourLetterWhitelist::Only(set)
+    }
+
+    /// Parses ZooKeeper's comma-separated form. Any `*` item means all words. Names that are not
+    /// four-letter words are returned separately so the caller can warn; ZooKeeper ignores them.
+    pub fn parse(list: &str) -> (FourLetterWhitelist, Vec<String>) {
+        let mut words = Vec::new();
+        let mut unknown = Vec::new();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if item == "*" {
+                return (FourLetterWhitelist::All, Vec::new());
+            }
+            match FourLetterWord::from_name(item) {
+                Some(w) => words.push(w),
+                None => unknown.push(item.to_string()),
+            }
+        }
+        (FourLetterWhitelist::only(words), unknown)
+    }
+
+    pub fn allows(&self, word: FourLetterWord) -> bool {
+        match self {
+            FourLetterWhitelist::All => true,
+            FourLetterWhitelist::Only(set) => set.contains(word.as_str()),
+        }
+    }
+
+    fn add(&mut self, word: FourLetterWord) {
+        if let FourLetterWhitelist::Only(set) = self {
+            set.insert(word.as_str());
+        }
+    }
+}
+
+impl fmt::Display for FourLetterWhitelist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FourLetterWhitelist::All => f.write_str("*"),
+            FourLetterWhitelist::Only(set) => {
+                let list: Vec<&str> = set.iter().copied().collect();
+                f.write_str(&list.join(","))
+            }
+        }
+    }
+}
+
+/// A server's role in an ensemble (`server.N=...:participant|observer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerRole {
+    Participant,
+    Observer,
+}
+
+/// One `server.N=host:peerPort:electionPort[:role][;[clientHost:]clientPort]` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub id: u64,
+    pub host: String,
+    /// ZooKeeper's quorum port; paddock uses it for Raft traffic.
+    pub peer_port: u16,
+    pub election_port: u16,
+    /// `None` when the line names no role; ZooKeeper then treats the server as a participant.
+    pub role: Option<PeerRole>,
+    pub client_host: Option<String>,
+    pub client_port: Option<u16>,
+}
+
+impl ServerSpec {
+    /// Parses the value of a `server.<id>` key.
+    pub fn parse(id: u64, value: &str) -> Result<ServerSpec, String> {
+        let (server_part, client_part) = match value.split_once(';') {
+            Some((s, c)) => (s.trim(), Some(c.trim())),
+            None => (value.trim(), None),
+        };
+        if server_part.contains('|') {
+            return Err("multiple addresses per server (multiAddress) are not supported".into());
+        }
+        let (host, rest) = split_host(server_part)?;
+        let fields: Vec<&str> = rest.split(':').collect();
+        if fields.len() < 2 || fields.len() > 3 {
+            return Err("expected host:peerPort:electionPort[:participant|observer]".into());
+        }
+        let peer_port = parse_port(fields[0])?;
+        let election_port = parse_port(fields[1])?;
+        let role = match fields.get(2).map(|s| s.to_ascii_lowercase()) {
+            None => None,
+            Some(r) if r == "participant" => Some(PeerRole::Participant),
+            Some(r) if r == "observer" => Some(PeerRole::Observer),
+            Some(r) => {
+                return Err(format!(
+                    "unknown server role {r:?} (participant or observer)"
+                ))
+            }
+        };
+        let (client_host, client_port) = match client_part.filter(|c| !c.is_empty()) {
+            None => (None, None),
+            Some(c) if c.parse::<u16>().is_ok() => (None, Some(parse_port(c)?)),
+            Some(c) => {
+                let (h, p) = split_host(c)?;
+                (Some(h), Some(parse_port(p)?))
+            }
+        };
+        Ok(ServerSpec {
+            id,
+            host,
+            peer_port,
+            election_port,
+            role,
+            client_host,
+            client_port,
+        })
+    }
+}
+
+impl fmt::Display for ServerSpec {
+    /// ZooKeeper's `QuorumServer.toString` form, as used in `/zookeeper/config`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}",
+            bracket_v6(&self.host),
+            self.peer_port,
+            self.election_port
+        )?;
+        match self.role {
+            Some(PeerRole::Observer) => f.write_str(":observer")?,
+            // An unnamed role is a participant; ZooKeeper always prints it.
+            _ => f.write_str(":participant")?,
+        }
+        if let Some(port) = self.client_port {
+            let host = self.client_host.as_deref().unwrap_or("0.0.0.0");
+            write!(f, ";{}:{}", bracket_v6(host), port)?;
+        }
+        Ok(())
+    }
+}
+
+fn bracket_v6(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// Splits `host:rest` or `[v6]:rest` into the host and what follows the first port colon.
+fn split_host(s: &str) -> Result<(String, &str), String> {
+    if let Some(inner) = s.strip_prefix('[') {
+        let (host, after) = inner
+            .split_once(']')
+            .ok_or("unterminated [ in IPv6 address")?;
+        let rest = after.strip_prefix(':').ok_or("expected : after ]")?;
+        Ok((host.to_string(), rest))
+    } else {
+        let (host, rest) = s.split_once(':').ok_or("expected host:port")?;
+        if host.is_empty() {
+            return Err("empty host".into());
+        }
+        Ok((host.to_string(), rest))
+    }
+}
+
+fn parse_port(s: &str) -> Result<u16, String> {
+    s.trim()
+        .parse::<u16>()
+        .map_err(|_| format!("{:?} is not a valid port number", s.trim()))
+}
+
+/// Where a setting came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Line { file: PathBuf, line: usize },
+    Flag(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Line { file, line } => write!(f, "{}:{}", file.display(), line),
+            Origin::Flag(flag) => write!(f, "command-line {flag}"),
+        }
+    }
+}
+
+/// One `key=value` setting, before interpretation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub value: String,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: {key}: {reason}")]
+    InvalidValue {
+        origin: Origin,
+        key: String,
+        reason: String,
+    },
+    #[error("{}: {key} is not set", file.display())]
+    Missing { file: PathBuf, key: String },
+    #[error("{}: {reason}", path.display())]
+    MyId { path: PathBuf, reason: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// The validated settings, passed down from `main`; no global mutable settings elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub tick_time_ms: u32,
+    pub data_dir: PathBuf,
+    /// Where the Raft log lives, if not in `data_dir`.
+    pub data_log_dir: Option<PathBuf>,
+    /// 0 asks the OS for a free port (tests).
+    pub client_port: u16,
+    pub client_port_address: IpAddr,
+    /// Per client IP; 0 = unlimited.
+    pub max_client_cnxns: u32,
+    pub min_session_timeout_ms: u32,
+    pub max_session_timeout_ms: u32,
+    pub four_letter_words: FourLetterWhitelist,
+    /// TTL nodes.
+    pub extended_types_enabled: bool,
+    /// `user:base64(sha1(user:password))`.
+    pub super_digest: Option<String>,
+    pub enforce_quota: bool,
+    pub skip_acl: bool,
+    pub jute_max_buffer: usize,
+    pub my_id: Option<u64>,
+    pub servers: Vec<ServerSpec>,
+    pub reconfig_enabled: bool,
+    pub standalone_enabled: bool,
+    pub container_check_interval_ms: u64,
+    /// Take a snapshot after this many applied log entries (ZooKeeper's `snapCount` analogue).
+    pub snapshot_every_entries: u64,
+    pub source: Option<PathBuf>,
+}
+
+impl Config {
+    /// What `paddock serve` uses with no config file: zoo_sample.cfg's timing, `./data`, port
+    /// 2181 on loopback only (ZooKeeper binds all interfaces, as a zoo.cfg without
+    /// clientPortAddress does here too; an embedded default should not expose itself), and every
+    /// four-letter word (ZooKeeper enables only `srvr`).
+    pub fn embedded_default() -> Config {
+        let mut c = Config::zookeeper_base(SAMPLE_TICK_TIME_MS);
+        c.data_dir = PathBuf::from("./data");
+        c.client_port_address = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        c.four_letter_words = FourLetterWhitelist::All;
+        c
+    }
+
+    /// ZooKeeper's own defaults for keys a zoo.cfg leaves out.
+    fn zookeeper_base(tick: u32) -> Config {
+        Config {
+            tick_time_ms: tick,
+            data_dir: PathBuf::new(),
+            data_log_dir: None,
+            client_port: 2181,
+            client_port_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            max_client_cnxns: 60,
+            min_session_timeout_ms: tick.saturating_mul(2),
+            max_session_timeout_ms: tick.saturating_mul(20),
+            four_letter_words: FourLetterWhitelist::zookeeper_default(),
+            extended_types_enabled: false,
+            super_digest: None,
+            enforce_quota: false,
+            skip_acl: false,
+            jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
+            my_id: None,
+            servers: Vec::new(),
+            reconfig_enabled: false,
+            standalone_enabled: true,
+            container_check_interval_ms: 60_000,
+            snapshot_every_entries: 100_000,
+            source: None,
+        }
+    }
+
+    /// Reads a zoo.cfg, then `myid` from its dataDir (required when the config is distributed).
+    pub fn from_zoo_cfg(path: &Path) -> Result<Config, ConfigError> {
+        Config::from_zoo_cfg_with(path, Vec::new())
+    }
+
+    /// As `from_zoo_cfg`, with `overrides` applied after the file's own lines (the CLI's flags).
+    pub fn from_zoo_cfg_with(path: &Path, overrides: Vec<Entry>) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut entries = parse_properties(&text, path);
+        entries.extend(overrides);
+        let mut b = Builder::new(
+            Config::zookeeper_base(ZK_DEFAULT_TICK_TIME_MS),
+            path.to_path_buf(),
+            true,
+        );
+        for e in &entries {
+            b.apply(e)?;
+        }
+        let myid_path = b.cfg.data_dir.join("myid");
+        match std::fs::read_to_string(&myid_path) {
+            Ok(text) => b.cfg.my_id = Some(parse_myid(&text, &myid_path)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ConfigError::Io {
+                    path: myid_path,
+                    source,
+                })
+            }
+        }
+        if b.cfg.my_id.is_none() && b.cfg.is_distributed() {
+            return Err(ConfigError::MyId {
+                path: myid_path,
+                reason: "myid file is missing (required when the config lists servers and is not standalone)"
+                    .into(),
+            });
+        }
+        b.finish()
+    }
+
+    /// Interprets zoo.cfg text without touching the disk (so `my_id` stays `None`). `base` is
+    /// the file the text came from; it names lines in errors and becomes `source`. A relative
+    /// dataDir stays relative: it is resolved against the process's cwd, as ZooKeeper does.
+    pub fn parse_zoo_cfg(text: &str, base: &Path) -> Result<Config, ConfigError> {
+        let mut b = Builder::new(
+            Config::zookeeper_base(ZK_DEFAULT_TICK_TIME_MS),
+            base.to_path_buf(),
+            true,
+        );
+        for e in parse_properties(text, base) {
+            b.apply(&e)?;
+        }
+        b.finish()
+    }
+
+    /// The embedded default with `overrides` applied (the CLI without `--config`).
+    pub fn embedded_with(overrides: Vec<Entry>) -> Result<Config, ConfigError> {
+        let mut b = Builder::new(
+            Config::embedded_default(),
+            PathBuf::from("<embedded default>"),
+            false,
+        );
+        for e in &overrides {
+            b.apply(e)?;
+        }
+        b.finish()
+    }
+
+    /// More than one server, or standalone mode switched off: paddock runs Raft with peers (or
+    /// a group of one that can grow by reconfig).
+    pub fn is_distributed(&self) -> bool {
+        self.servers.len() > 1 || (!self.standalone_enabled && !self.servers.is_empty())
+    }
+
+    /// The `server.N` line for this server, if the config lists servers and myid is known.
+    pub fn my_server(&self) -> Option<&ServerSpec> {
+        let id = self.my_id?;
+        self.servers.iter().find(|s| s.id == id)
+    }
+
+    /// Checks the rules that hold whatever the settings came from.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.tick_time_ms == 0 {
+            return bad("tickTime must be greater than 0".into());
+        }
+        if self.min_session_timeout_ms > self.max_session_timeout_ms {
+            return bad(format!(
+                "minSessionTimeout ({}) must not be larger than maxSessionTimeout ({})",
+                self.min_session_timeout_ms, self.max_session_timeout_ms
+            ));
+        }
+        if self.max_session_timeout_ms > i32::MAX as u32 {
+            return bad(format!(
+                "maxSessionTimeout ({}) does not fit the protocol's 32-bit timeout",
+                self.max_session_timeout_ms
+            ));
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return bad("dataDir is empty".into());
+        }
+        if self.jute_max_buffer == 0 {
+            return bad("jute.maxbuffer must be greater than 0".into());
+        }
+        if self.snapshot_every_entries == 0 {
+            return bad("snapCount must be greater than 0".into());
+        }
+        if self.container_check_interval_ms == 0 {
+            return bad("znode.container.checkIntervalMs must be greater than 0".into());
+        }
+        if let Some(d) = &self.super_digest {
+            validate_super_digest(d).map_err(ConfigError::Invalid)?;
+        }
+        let mut ids = BTreeSet::new();
+        for s in &self.servers {
+            if !ids.insert(s.id) {
+                return bad(format!("server.{} is listed twice", s.id));
+            }
+        }
+        // A missing myid is caught where it is read (`from_zoo_cfg`); text-only parsing leaves it
+        // unknown.
+        if let Some(id) = self.my_id {
+            if !self.servers.is_empty() && !ids.contains(&id) {
+                return bad(format!("myid is {id} but there is no server.{id} line"));
+            }
+        }
+        Ok(())
+    }
+
+    /// ZooKeeper's negotiation: the client's request clamped to [min, max].
+    pub fn negotiate_timeout(&self, requested: i32) -> i32 {
+        let min = i64::from(self.min_session_timeout_ms);
+        let max = i64::from(self.max_session_timeout_ms);
+        // validate() keeps max within i32, so the clamp result fits.
+        i64::from(requested).clamp(min, max) as i32
+    }
+
+    /// The static lines of the `conf` 4lw, in ZooKeeper's order (`ZooKeeperServer.dumpConf`).
+    /// The measured `dataDirSize` and `dataLogSize` lines are not here: `fourlw::render` inserts
+    /// them after `dataDir` and `dataLogDir` from its `ServerView`.
+    pub fn as_conf_lines(&self) -> Vec<(String, String)> {
+        let data_dir = absolute(&self.data_dir);
+        let log_dir = self
+            .data_log_dir
+            .as_deref()
+            .map(absolute)
+            .unwrap_or_else(|| data_dir.clone());
+        let mut lines = vec![
+            ("clientPort".to_string(), self.client_port.to_string()),
+            // No TLS port: ZooKeeper prints -1 when it has none.
+            ("secureClientPort".to_string(), "-1".to_string()),
+            ("dataDir".to_string(), data_dir.display().to_string()),
+            ("dataLogDir".to_string(), log_dir.display().to_string()),
+            ("tickTime".to_string(), self.tick_time_ms.to_string()),
+            (
+                "maxClientCnxns".to_string(),
+                self.max_client_cnxns.to_string(),
+            ),
+            (
+                "minSessionTimeout".to_string(),
+                self.min_session_timeout_ms.to_string(),
+            ),
+            (
+                "maxSessionTimeout".to_string(),
+                self.max_session_timeout_ms.to_string(),
+            ),
+            // The OS default backlog; ZooKeeper prints -1 for "not set".
+            ("clientPortListenBacklog".to_string(), "-1".to_string()),
+            // A standalone ZooKeeper server reports 0 whatever myid says.
+            (
+                "serverId".to_string(),
+                if self.is_distributed() {
+                    self.my_id.unwrap_or(0)
+                } else {
+                    0
+                }
+                .to_string(),
+            ),
+        ];
+        if self.is_distributed() {
+            lines.push(("membership: ".to_string(), String::new()));
+            for s in &self.servers {
+                lines.push((format!("server.{}", s.id), s.to_string()));
+            }
+        }
+        lines
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn parse_myid(text: &str, path: &Path) -> Result<u64, ConfigError> {
+    let t = text.trim();
+    t.parse::<u64>().map_err(|_| ConfigError::MyId {
+        path: path.to_path_buf(),
+        reason: format!("{t:?} is not a server id (a non-negative integer)"),
+    })
+}
+
+fn validate_super_digest(d: &str) -> Result<(), String> {
+    match d.split_once(':') {
+        Some((user, hash)) if !user.is_empty() && !hash.is_empty() => Ok(()),
+        _ => Err(format!(
+            "superDigest {d:?} must be user:base64-sha1 (as printed by DigestAuthenticationProvider)"
+        )),
+    }
+}
+
+/// Splits Java properties text into entries: `#`/`!` comments, `key=value`, `key: value` or
+/// `key value`, whitespace around both trimmed, a trailing backslash continuing the line.
+/// Escapes inside keys and values are not interpreted (zoo.cfg files do not use them).
+pub fn parse_properties(text: &str, file: &Path) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((idx, raw)) = lines.next() {
+        let mut logical = raw.trim_start().to_string();
+        if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
+            continue;
+        }
+        while ends_with_continuation(&logical) {
+            logical.pop();
+            match lines.next() {
+                Some((_, next)) => logical.push_str(next.trim_start()),
+                None => break,
+            }
+        }
+        let key_end = logical
+            .find(|c: char| c == '=' || c == ':' || c.is_whitespace())
+            .unwrap_or(logical.len());
+        let key = logical[..key_end].to_string();
+        let mut rest = logical[key_end..].trim_start();
+        if let Some(r) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) {
+            rest = r;
+        }
+        out.push(Entry {
+            key,
+            value: rest.trim().to_string(),
+            origin: Origin::Line {
+                file: file.to_path_buf(),
+                line: idx + 1,
+            },
+        });
+    }
+    out
+}
+
+fn ends_with_continuation(s: &str) -> bool {
+    s.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
+}
+
+/// Keys ZooKeeper understands that have no meaning for paddock. They are logged at info
+/// level rather than warned about, since real harnesses always write some of them.
+const IGNORED_KEYS: &[&str] = &[
+    "initLimit",
+    "syncLimit",
+    "connectToLearnerMasterLimit",
+    "localSessionsEnabled",
+    "localSessionsUpgradingEnabled",
+    "secureClientPort",
+    "secureClientPortAddress",
+    "serverCnxnFactory",
+    "clientPortListenBacklog",
+    "observerMasterPort",
+    "quorumListenOnAllIPs",
+    "syncEnabled",
+    "autopurge.snapRetainCount",
+    "autopurge.purgeInterval",
+    "sslQuorum",
+    "portUnification",
+    "sslQuorumReloadCertFiles",
+    "metricsProvider.className",
+    "multiAddress.enabled",
+    "admin.enableServer",
+    "admin.serverPort",
+    "admin.serverAddress",
+    "admin.commandURL",
+    "emulate353TTLNodes",
+    "preAllocSize",
+    "globalOutstandingLimit",
+    "forceSync",
+    "fsync.warningthresholdms",
+];
+
+const IGNORED_PREFIXES: &[&str] = &[
+    "ssl.",
+    "admin.",
+    "authProvider.",
+    "metricsProvider.",
+    "quorum.",
+    "jvm.pause.",
+    "multiAddress.",
+    "group.",
+    "weight.",
+];
+
+/// Accumulates entries over a starting config, then derives what depends on other keys.
+struct Builder {
+    cfg: Config,
+    file: PathBuf,
+    from_file: bool,
+    data_dir_set: bool,
+    client_port_set: bool,
+    client_address_set: bool,
+    min_set: bool,
+    max_set: bool,
+    read_only_mode: bool,
+}
+
+impl Builder {
+    fn new(cfg: Config, file: PathBuf, from_file: bool) -> Builder {
+        Builder {
+            cfg,
+            file,
+            from_file,
+            data_dir_set: false,
+            client_port_set: false,
+            client_address_set: false,
+            min_set: false,
+            max_set: false,
+            read_only_mode: false,
+        }
+    }
+
+    fn apply(&mut self, e: &Entry) -> Result<(), ConfigError> {
+        let invalid = |reason: String| ConfigError::InvalidValue {
+            origin: e.origin.clone(),
+            key: e.key.clone(),
+            reason,
+        };
+        let v = e.value.as_str();
+        // Settings ZooKeeper reads from `zookeeper.*` system properties may be written with or
+        // without the prefix (the file form sets the property, `-D` sets it directly).
+        let key = e.key.strip_prefix("zookeeper.").unwrap_or(&e.key);
+        match key {
+            "tickTime" => self.cfg.tick_time_ms = parse_num(v).map_err(invalid)?,
+            "dataDir" => {
+                self.cfg.data_dir = non_empty_path(v).map_err(invalid)?;
+                self.data_dir_set = true;
+            }
+            "dataLogDir" => self.cfg.data_log_dir = Some(non_empty_path(v).map_err(invalid)?),
+            "clientPort" => {
+                self.cfg.client_port = parse_port(v).map_err(invalid)?;
+                self.client_port_set = true;
+            }
+            "clientPortAddress" => {
+                self.cfg.client_port_address = parse_ip(v).map_err(invalid)?;
+                self.client_address_set = true;
+            }
+            "maxClientCnxns" => self.cfg.max_client_cnxns = parse_num(v).map_err(invalid)?,
+            "minSessionTimeout" => {
+                self.cfg.min_session_timeout_ms = parse_timeout(v).map_err(invalid)?;
+                self.min_set = true;
+            }
+            "maxSessionTimeout" => {
+                self.cfg.max_session_timeout_ms = parse_timeout(v).map_err(invalid)?;
+                self.max_set = true;
+            }
+            "4lw.commands.whitelist" => {
+                let (list, unknown) = FourLetterWhitelist::parse(v);
+                if !unknown.is_empty() {
+                    tracing::warn!(origin = %e.origin, ?unknown, "ignoring unknown four-letter words in whitelist");
+                }
+                self.cfg.four_letter_words = list;
+            }
+            "readonlymode.enabled" => self.read_only_mode = parse_bool(v).map_err(invalid)?,
+            "extendedTypesEnabled" => {
+                self.cfg.extended_types_enabled = parse_bool(v).map_err(invalid)?
+            }
+            "DigestAuthenticationProvider.superDigest" => {
+                validate_super_digest(v).map_err(invalid)?;
+                self.cfg.super_digest = Some(v.to_string());
+            }
+            "enforceQuota" => self.cfg.enforce_quota = parse_bool(v).map_err(invalid)?,
+            "skipACL" => self.cfg.skip_acl = parse_bool(v).map_err(invalid)?,
+            "jute.maxbuffer" => self.cfg.jute_max_buffer = parse_java_int(v).map_err(invalid)?,
+            "reconfigEnabled" => self.cfg.reconfig_enabled = parse_bool(v).map_err(invalid)?,
+            "standaloneEnabled" => self.cfg.standalone_enabled = parse_bool(v).map_err(invalid)?,
+            "znode.container.checkIntervalMs" => {
+                self.cfg.container_check_interval_ms = parse_num(v).map_err(invalid)?
+            }
+            "snapCount" => self.cfg.snapshot_every_entries = parse_num(v).map_err(invalid)?,
+            "electionAlg" => {
+                if v != "3" {
+                    return Err(invalid(format!("{v:?}: only electionAlg 3 exists")));
+                }
+            }
+            "peerType" => {
+                let t = v.to_ascii_lowercase();
+                if t != "participant" && t != "observer" {
+                    return Err(invalid(format!("{v:?} is not participant or observer")));
+                }
+            }
+            "dynamicConfigFile" => {
+                return Err(invalid(
+                    "a separate dynamic config file is not supported; put the server.N lines in this file".into(),
+                ));
+            }
+            _ => {
+                if let Some(id) = key.strip_prefix("server.") {
+                    let id: u64 = id
+                        .parse()
+                        .map_err(|_| invalid(format!("{id:?} is not a server id")))?;
+                    let spec = ServerSpec::parse(id, v).map_err(invalid)?;
+                    self.cfg.servers.retain(|s| s.id != id);
+                    self.cfg.servers.push(spec);
+                } else if IGNORED_KEYS.contains(&key)
+                    || IGNORED_PREFIXES.iter().any(|p| key.starts_with(p))
+                {
+                    tracing::info!(origin = %e.origin, key = %e.key, "ignoring setting paddock does not use");
+                } else {
+                    tracing::warn!(origin = %e.origin, key = %e.key, "ignoring unknown setting");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Config, ConfigError> {
+        let c = &mut self.cfg;
+        if self.from_file && !self.data_dir_set {
+            return Err(ConfigError::Missing {
+                file: self.file,
+                key: "dataDir".into(),
+            });
+        }
+        // Derived after all keys are read, so the order of lines does not matter.
+        if !self.min_set {
+            c.min_session_timeout_ms = c.tick_time_ms.saturating_mul(2);
+        }
+        if !self.max_set {
+            c.max_session_timeout_ms = c.tick_time_ms.saturating_mul(20);
+        }
+        if self.read_only_mode {
+            c.four_letter_words.add(FourLetterWord::Isro);
+        }
+        c.servers.sort_by_key(|s| s.id);
+        // Without clientPort, ZooKeeper takes the client address from this server's line.
+        if !self.client_port_set {
+            let mine = c.my_server().cloned();
+            match mine.as_ref().and_then(|s| s.client_port) {
+                Some(port) => {
+                    c.client_port = port;
+                    if !self.client_address_set {
+                        if let Some(host) = mine.as_ref().and_then(|s| s.client_host.as_deref()) {
+                            c.client_port_address = parse_ip(host).map_err(|reason| {
+                                ConfigError::Invalid(format!(
+                                    "server.{} client address: {reason}",
+                                    c.my_id.unwrap_or(0)
+                                ))
+                            })?;
+                        }
+                    }
+                }
+                None if self.from_file => {
+                    return Err(ConfigError::Missing {
+                        file: self.file,
+                        key: "clientPort".into(),
+                    })
+                }
+                None => {}
+            }
+        }
+        if self.from_file {
+            c.source = Some(self.file.clone());
+        }
+        self.cfg.validate()?;
+        Ok(self.cfg)
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    v.parse::<T>()
+        .map_err(|_| format!("{v:?} is not a valid non-negative number"))
+}
+
+fn parse_timeout(v: &str) -> Result<u32, String> {
+    // ZooKeeper stores -1 for "derive from tickTime"; a config never needs to write it.
+    parse_num(v)
+}
+
+/// `Integer.decode` as used by `Integer.getInteger("jute.maxbuffer")`: decimal, `0x`/`#` hex.
+fn parse_java_int(v: &str) -> Result<usize, String> {
+    let parsed = if let Some(h) = v
+        .strip_prefix("0x")
+        .or_else(|| v.strip_prefix("0X"))
+        .or_else(|| v.strip_prefix('#'))
+    {
+        usize::from_str_radix(h, 16).ok()
+    } else {
+        v.parse::<usize>().ok()
+    };
+    match parsed {
+        Some(n) if n <= i32::MAX as usize => Ok(n),
+        _ => Err(format!("{v:?} is not a valid positive 32-bit integer")),
+    }
+}
+
+/// Java's `Boolean.parseBoolean` is lenient (anything but "true" is false); ZooKeeper's own
+/// `parseBoolean` rejects other words, and so do we, so a typo cannot silently disable a
+/// setting. `skipACL` uses yes/no, so those are accepted too.
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" => Ok(true),
+        "false" | "no" => Ok(false),
+        _ => Err(format!("{v:?} is not a boolean (true/false)")),
+    }
+}
+
+fn parse_ip(v: &str) -> Result<IpAddr, String> {
+    if v.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    v.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .map_err(|_| {
+            format!("{v:?} is not an IP address (host names other than localhost are not resolved)")
+        })
+}
+
+fn non_empty_path(v: &str) -> Result<PathBuf, String> {
+    if v.is_empty() {
+        Err("empty path".into())
+    } else {
+        Ok(PathBuf::from(v))
+    }
+}

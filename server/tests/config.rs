@@ -1,0 +1,588 @@
+//! Config parsing against the zoo.cfg files real client harnesses generate
+//! (`compat-notes.md` §1 and §5), ZooKeeper's defaults, bad values, myid and the CLI.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use paddock::cli::Cli;
+use paddock::config::{Config, ConfigError, FourLetterWhitelist, PeerRole, ServerSpec};
+use wire::FourLetterWord;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse_zoo_cfg(text, Path::new("zoo.cfg"))
+}
+
+fn write_cfg(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("zoo.cfg");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// kazoo's `ManagedZooKeeper.run()` config for a 3-server cluster (server 1's view), with the
+/// harness's extra entries; it starts with an empty line.
+fn kazoo_cfg(data_dir: &Path) -> String {
+    format!(
+        "
+tickTime=2000
+dataDir={}
+clientPort=20000
+secureClientPort=20004
+maxClientCnxns=0
+admin.serverPort=20003
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+ssl.keyStore.location=/tmp/k/keystore.jks
+ssl.keyStore.password=apassword
+ssl.trustStore.location=/tmp/k/truststore.jks
+ssl.trustStore.password=apassword
+4lw.commands.whitelist=*
+reconfigEnabled=true
+localSessionsEnabled=false
+
+initLimit=4
+syncLimit=2
+server.1=localhost:20002:20001:participant
+server.2=localhost:20012:20011:participant
+server.3=localhost:20022:20021:participant
+peerType=participant
+",
+        data_dir.display()
+    )
+}
+
+#[test]
+fn kazoo_cluster_config_parses_with_myid_and_ignores_tls_and_admin_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("myid"), "2").unwrap();
+    let path = write_cfg(dir.path(), &kazoo_cfg(&data));
+
+    let c = Config::from_zoo_cfg(&path).unwrap();
+    assert_eq!(c.tick_time_ms, 2000);
+    assert_eq!(c.data_dir, data);
+    assert_eq!(c.data_log_dir, None);
+    assert_eq!(c.client_port, 20000);
+    // No clientPortAddress: ZooKeeper binds every interface.
+    assert_eq!(c.client_port_address, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    assert_eq!(c.max_client_cnxns, 0);
+    assert_eq!(c.min_session_timeout_ms, 4000);
+    assert_eq!(c.max_session_timeout_ms, 40000);
+    assert_eq!(c.four_letter_words, FourLetterWhitelist::All);
+    assert!(c.reconfig_enabled);
+    assert!(c.standalone_enabled);
+    assert_eq!(c.my_id, Some(2));
+    assert!(c.is_distributed());
+    assert_eq!(
+        c.servers,
+        vec![
+            ServerSpec {
+                id: 1,
+                host: "localhost".into(),
+                peer_port: 20002,
+                election_port: 20001,
+                role: Some(PeerRole::Participant),
+                client_host: None,
+                client_port: None,
+            },
+            ServerSpec {
+                id: 2,
+                host: "localhost".into(),
+                peer_port: 20012,
+                election_port: 20011,
+                role: Some(PeerRole::Participant),
+                client_host: None,
+                client_port: None,
+            },
+            ServerSpec {
+                id: 3,
+                host: "localhost".into(),
+                peer_port: 20022,
+                election_port: 20021,
+                role: Some(PeerRole::Participant),
+                client_host: None,
+                client_port: None,
+            },
+        ]
+    );
+    assert_eq!(c.my_server().map(|s| s.peer_port), Some(20012));
+    assert_eq!(c.source.as_deref(), Some(path.as_path()));
+}
+
+#[test]
+fn go_zookeeper_single_server_config_parses() {
+    let text =
+        "admin.enableServer=false\ndataDir=/tmp/gozk123\ntickTime=500\ninitLimit=10\nsyncLimit=5\n\
+                clientPort=12345\n4lw.commands.whitelist=*\nreconfigEnabled=true\n";
+    let c = parse(text).unwrap();
+    assert_eq!(c.tick_time_ms, 500);
+    assert_eq!(c.min_session_timeout_ms, 1000);
+    assert_eq!(c.max_session_timeout_ms, 10000);
+    assert_eq!(c.client_port, 12345);
+    assert_eq!(c.data_dir, PathBuf::from("/tmp/gozk123"));
+    assert!(c.servers.is_empty());
+    assert!(!c.is_distributed());
+    assert_eq!(c.my_id, None);
+}
+
+#[test]
+fn go_zookeeper_three_server_config_needs_and_reads_myid() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "admin.enableServer=false\ndataDir={}\ntickTime=500\ninitLimit=10\nsyncLimit=5\nclientPort=10003\n\
+         4lw.commands.whitelist=*\nreconfigEnabled=true\nstandaloneEnabled=false\n\
+         server.1=127.0.0.1:10001:10002\nserver.2=127.0.0.1:10004:10005\nserver.3=127.0.0.1:10007:10008\n",
+        dir.path().display()
+    );
+    let path = write_cfg(dir.path(), &text);
+    let err = Config::from_zoo_cfg(&path).unwrap_err();
+    assert!(matches!(err, ConfigError::MyId { .. }), "{err}");
+    assert!(err.to_string().contains("myid file is missing"), "{err}");
+
+    std::fs::write(dir.path().join("myid"), "3\n").unwrap();
+    let c = Config::from_zoo_cfg(&path).unwrap();
+    assert_eq!(c.my_id, Some(3));
+    assert!(!c.standalone_enabled);
+    assert_eq!(c.servers.len(), 3);
+    assert_eq!(c.servers[2].role, None);
+    assert_eq!(
+        c.servers[2].to_string(),
+        "127.0.0.1:10007:10008:participant"
+    );
+}
+
+#[test]
+fn client_port_comes_from_my_server_line_when_client_port_is_absent() {
+    // The quorum-of-one used for kazoo's 479-pass run (compat-notes §1).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "1").unwrap();
+    let text = format!(
+        "tickTime=2000\ndataDir={}\nstandaloneEnabled=false\nreconfigEnabled=true\n\
+         server.1=127.0.0.1:22888:23888:participant;127.0.0.1:2182\n4lw.commands.whitelist=*\n",
+        dir.path().display()
+    );
+    let c = Config::from_zoo_cfg(&write_cfg(dir.path(), &text)).unwrap();
+    assert_eq!(c.client_port, 2182);
+    assert_eq!(c.client_port_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    assert!(c.is_distributed());
+    assert_eq!(
+        c.servers[0].to_string(),
+        "127.0.0.1:22888:23888:participant;127.0.0.1:2182"
+    );
+}
+
+#[test]
+fn missing_client_port_without_server_line_is_an_error() {
+    let err = parse("dataDir=/tmp/x\n").unwrap_err();
+    assert_eq!(err.to_string(), "zoo.cfg: clientPort is not set");
+}
+
+#[test]
+fn missing_data_dir_in_a_file_is_an_error() {
+    let err = parse("clientPort=2181\n").unwrap_err();
+    assert_eq!(err.to_string(), "zoo.cfg: dataDir is not set");
+}
+
+#[test]
+fn zoo_cfg_without_tick_time_uses_zookeepers_code_default() {
+    let c = parse("dataDir=/d\nclientPort=2181\n").unwrap();
+    assert_eq!(c.tick_time_ms, 3000);
+    assert_eq!(c.min_session_timeout_ms, 6000);
+    assert_eq!(c.max_session_timeout_ms, 60000);
+    // ZooKeeper's default whitelist is srvr alone.
+    assert!(c.four_letter_words.allows(FourLetterWord::Srvr));
+    assert!(!c.four_letter_words.allows(FourLetterWord::Ruok));
+    assert!(!c.four_letter_words.allows(FourLetterWord::Isro));
+    assert!(!c.extended_types_enabled);
+    assert_eq!(c.jute_max_buffer, 0xfffff);
+    assert_eq!(c.max_client_cnxns, 60);
+    assert_eq!(c.container_check_interval_ms, 60000);
+    assert_eq!(c.snapshot_every_entries, 100000);
+}
+
+#[test]
+fn session_timeouts_are_derived_after_all_lines_whatever_their_order() {
+    let c = parse("minSessionTimeout=1500\ndataDir=/d\nclientPort=1\ntickTime=100\n").unwrap();
+    assert_eq!(c.min_session_timeout_ms, 1500);
+    assert_eq!(c.max_session_timeout_ms, 2000);
+}
+
+#[test]
+fn properties_syntax_spaces_colons_comments_and_continuations() {
+    let text =
+        "# comment\n! also a comment\n   tickTime = 1000  \nclientPort: 2189\ndataDir /var/zk\n\
+                4lw.commands.whitelist = ruok, \\\n    stat ,mntr\n";
+    let c = parse(text).unwrap();
+    assert_eq!(c.tick_time_ms, 1000);
+    assert_eq!(c.client_port, 2189);
+    assert_eq!(c.data_dir, PathBuf::from("/var/zk"));
+    for w in [
+        FourLetterWord::Ruok,
+        FourLetterWord::Stat,
+        FourLetterWord::Mntr,
+        FourLetterWord::Srvr,
+    ] {
+        assert!(c.four_letter_words.allows(w), "{w:?}");
+    }
+    assert!(!c.four_letter_words.allows(FourLetterWord::Dump));
+    assert_eq!(c.four_letter_words.to_string(), "mntr,ruok,srvr,stat");
+}
+
+#[test]
+fn system_property_forms_set_the_same_settings() {
+    let text = "dataDir=/d\nclientPort=1\n\
+                zookeeper.extendedTypesEnabled=true\n\
+                zookeeper.DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n\
+                enforceQuota=true\nskipACL=yes\njute.maxbuffer=0x400000\n\
+                znode.container.checkIntervalMs=1000\nsnapCount=500\nreadonlymode.enabled=true\n";
+    let c = parse(text).unwrap();
+    assert!(c.extended_types_enabled);
+    assert_eq!(
+        c.super_digest.as_deref(),
+        Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=")
+    );
+    assert!(c.enforce_quota);
+    assert!(c.skip_acl);
+    assert_eq!(c.jute_max_buffer, 0x400000);
+    assert_eq!(c.container_check_interval_ms, 1000);
+    assert_eq!(c.snapshot_every_entries, 500);
+    // readonlymode.enabled adds isro to ZooKeeper's whitelist.
+    assert!(c.four_letter_words.allows(FourLetterWord::Isro));
+    assert!(!c.four_letter_words.allows(FourLetterWord::Ruok));
+}
+
+#[test]
+fn unknown_keys_are_not_fatal() {
+    let c = parse(
+        "dataDir=/d\nclientPort=7\nsomeFutureKey=whatever\nfoo\nmetricsProvider.httpPort=7000\n",
+    )
+    .unwrap();
+    assert_eq!(c.client_port, 7);
+}
+
+#[test]
+fn non_number_port_names_key_and_line() {
+    let err = parse("dataDir=/d\n\nclientPort=abc\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "zoo.cfg:3: clientPort: \"abc\" is not a valid port number"
+    );
+}
+
+#[test]
+fn out_of_range_port_is_rejected() {
+    let err = parse("dataDir=/d\nclientPort=70000\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "zoo.cfg:2: clientPort: \"70000\" is not a valid port number"
+    );
+}
+
+#[test]
+fn min_session_timeout_above_max_is_rejected() {
+    let err = parse("dataDir=/d\nclientPort=1\nminSessionTimeout=50000\nmaxSessionTimeout=40000\n")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: minSessionTimeout (50000) must not be larger than maxSessionTimeout (40000)"
+    );
+}
+
+#[test]
+fn zero_tick_time_is_rejected() {
+    let err = parse("dataDir=/d\nclientPort=1\ntickTime=0\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: tickTime must be greater than 0"
+    );
+}
+
+#[test]
+fn negative_and_non_boolean_values_are_rejected_with_their_line() {
+    let err = parse("dataDir=/d\nclientPort=1\nmaxClientCnxns=-1\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "zoo.cfg:3: maxClientCnxns: \"-1\" is not a valid non-negative number"
+    );
+    let err = parse("dataDir=/d\nclientPort=1\nreconfigEnabled=yes please\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "zoo.cfg:3: reconfigEnabled: \"yes please\" is not a boolean (true/false)"
+    );
+}
+
+#[test]
+fn bad_server_lines_are_rejected() {
+    let err = parse("dataDir=/d\nclientPort=1\nserver.x=h:1:2\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "zoo.cfg:3: server.x: \"x\" is not a server id"
+    );
+    let err = parse("dataDir=/d\nclientPort=1\nserver.1=h:1\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("zoo.cfg:3: server.1: expected host:peerPort"),
+        "{err}"
+    );
+    let err = parse("dataDir=/d\nclientPort=1\nserver.1=h:1:2:leader\n").unwrap_err();
+    assert!(err.to_string().contains("unknown server role"), "{err}");
+}
+
+#[test]
+fn super_digest_without_user_is_rejected() {
+    let err = parse("dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest=nocolon\n")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("zoo.cfg:3: DigestAuthenticationProvider.superDigest: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn server_spec_parses_ipv6_observer_and_client_forms() {
+    let s = ServerSpec::parse(4, "[::1]:2888:3888:observer;[::1]:2181").unwrap();
+    assert_eq!(s.host, "::1");
+    assert_eq!(s.role, Some(PeerRole::Observer));
+    assert_eq!(s.client_host.as_deref(), Some("::1"));
+    assert_eq!(s.client_port, Some(2181));
+    assert_eq!(s.to_string(), "[::1]:2888:3888:observer;[::1]:2181");
+
+    let s = ServerSpec::parse(1, "zk1:2888:3888;2181").unwrap();
+    assert_eq!(s.client_host, None);
+    assert_eq!(s.client_port, Some(2181));
+    assert_eq!(s.to_string(), "zk1:2888:3888:participant;0.0.0.0:2181");
+}
+
+#[test]
+fn invalid_myid_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "one\n").unwrap();
+    let path = write_cfg(
+        dir.path(),
+        &format!("dataDir={}\nclientPort=1\n", dir.path().display()),
+    );
+    let err = Config::from_zoo_cfg(&path).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: \"one\" is not a server id (a non-negative integer)",
+            dir.path().join("myid").display()
+        )
+    );
+}
+
+#[test]
+fn myid_not_in_server_list_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "9").unwrap();
+    let text = format!(
+        "dataDir={}\nclientPort=1\nserver.1=a:1:2\nserver.2=b:1:2\n",
+        dir.path().display()
+    );
+    let err = Config::from_zoo_cfg(&write_cfg(dir.path(), &text)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: myid is 9 but there is no server.9 line"
+    );
+}
+
+#[test]
+fn standalone_myid_is_read_when_present() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "5").unwrap();
+    let c = Config::from_zoo_cfg(&write_cfg(
+        dir.path(),
+        &format!("dataDir={}\nclientPort=1\n", dir.path().display()),
+    ))
+    .unwrap();
+    assert_eq!(c.my_id, Some(5));
+    // A standalone ZooKeeper reports serverId=0 in conf whatever myid says.
+    let conf = c.as_conf_lines();
+    assert_eq!(
+        conf.last().unwrap(),
+        &("serverId".to_string(), "0".to_string())
+    );
+}
+
+#[test]
+fn missing_file_is_an_io_error_naming_it() {
+    let err = Config::from_zoo_cfg(Path::new("/nonexistent/zoo.cfg")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("cannot read /nonexistent/zoo.cfg: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn negotiate_timeout_clamps_to_min_and_max() {
+    let c = parse("dataDir=/d\nclientPort=1\ntickTime=2000\n").unwrap();
+    assert_eq!(c.negotiate_timeout(100), 4000);
+    assert_eq!(c.negotiate_timeout(-5), 4000);
+    assert_eq!(c.negotiate_timeout(10000), 10000);
+    assert_eq!(c.negotiate_timeout(40000), 40000);
+    assert_eq!(c.negotiate_timeout(i32::MAX), 40000);
+}
+
+#[test]
+fn conf_lines_follow_zookeepers_dump_conf_order() {
+    let c =
+        parse("dataDir=/var/zk\ndataLogDir=/var/zklog\nclientPort=2181\ntickTime=2000\n").unwrap();
+    let lines: Vec<String> = c
+        .as_conf_lines()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "clientPort=2181",
+            "secureClientPort=-1",
+            "dataDir=/var/zk",
+            "dataLogDir=/var/zklog",
+            "tickTime=2000",
+            "maxClientCnxns=60",
+            "minSessionTimeout=4000",
+            "maxSessionTimeout=40000",
+            "clientPortListenBacklog=-1",
+            "serverId=0",
+        ]
+    );
+}
+
+#[test]
+fn embedded_default_is_loopback_port_2181_all_words() {
+    let c = Config::embedded_default();
+    assert_eq!(c.tick_time_ms, 2000);
+    assert_eq!(c.client_port, 2181);
+    assert_eq!(c.client_port_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    assert_eq!(c.data_dir, PathBuf::from("./data"));
+    assert_eq!(c.min_session_timeout_ms, 4000);
+    assert_eq!(c.max_session_timeout_ms, 40000);
+    assert_eq!(c.four_letter_words, FourLetterWhitelist::All);
+    assert_eq!(c.source, None);
+    c.validate().unwrap();
+}
+
+#[test]
+fn serve_without_config_uses_embedded_default_with_flags_applied() {
+    let cli = Cli::try_parse_from([
+        "paddock",
+        "serve",
+        "--port",
+        "0",
+        "--bind",
+        "0.0.0.0",
+        "--data-dir",
+        "/tmp/pd",
+        "--tick-time",
+        "100",
+        "--four-letter-words",
+        "ruok,mntr",
+        "--extended-types",
+        "--super-digest",
+        "super:abc=",
+        "--max-client-cnxns",
+        "7",
+    ])
+    .unwrap();
+    let c = cli.into_config().unwrap();
+    assert_eq!(c.client_port, 0);
+    assert_eq!(c.client_port_address, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    assert_eq!(c.data_dir, PathBuf::from("/tmp/pd"));
+    assert_eq!(c.tick_time_ms, 100);
+    assert_eq!(c.min_session_timeout_ms, 200);
+    assert_eq!(c.max_session_timeout_ms, 2000);
+    assert_eq!(c.four_letter_words.to_string(), "mntr,ruok,srvr");
+    assert!(c.extended_types_enabled);
+    assert_eq!(c.super_digest.as_deref(), Some("super:abc="));
+    assert_eq!(c.max_client_cnxns, 7);
+}
+
+#[test]
+fn flags_override_the_file_and_dash_d_sets_properties() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cfg(
+        dir.path(),
+        &format!(
+            "dataDir={}\nclientPort=2181\ntickTime=2000\n",
+            dir.path().display()
+        ),
+    );
+    let cli = Cli::try_parse_from([
+        "paddock".as_ref(),
+        "serve".as_ref(),
+        "--config".as_ref(),
+        path.as_os_str(),
+        "--port".as_ref(),
+        "2999".as_ref(),
+        "-D".as_ref(),
+        "zookeeper.extendedTypesEnabled=true".as_ref(),
+        "-D".as_ref(),
+        "tickTime=500".as_ref(),
+    ])
+    .unwrap();
+    let c = cli.into_config().unwrap();
+    assert_eq!(c.client_port, 2999);
+    assert!(c.extended_types_enabled);
+    assert_eq!(c.tick_time_ms, 500);
+    // Still the zoo.cfg defaults, not the embedded ones.
+    assert!(!c.four_letter_words.allows(FourLetterWord::Ruok));
+    assert_eq!(c.source.as_deref(), Some(path.as_path()));
+}
+
+#[test]
+fn bad_flag_value_names_the_flag() {
+    let cli = Cli::try_parse_from(["paddock", "serve", "--bind", "example.org"]).unwrap();
+    let err = cli.into_config().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "command-line --bind: clientPortAddress: \"example.org\" is not an IP address (host names other than \
+         localhost are not resolved)"
+    );
+    let cli = Cli::try_parse_from(["paddock", "serve", "-D", "novalue"]).unwrap();
+    assert_eq!(
+        cli.into_config().unwrap_err().to_string(),
+        "command-line -D: novalue: expected KEY=VALUE"
+    );
+}
+
+#[test]
+fn help_explains_every_flag_with_default_and_zoo_cfg_key() {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let serve = cmd.find_subcommand_mut("serve").unwrap();
+    let help = serve.render_long_help().to_string();
+    for key in [
+        "clientPort",
+        "clientPortAddress",
+        "dataDir",
+        "tickTime",
+        "4lw.commands.whitelist",
+        "extendedTypesEnabled",
+        "DigestAuthenticationProvider.superDigest",
+        "maxClientCnxns",
+    ] {
+        assert!(
+            help.contains(&format!("zoo.cfg key: {key}")),
+            "missing {key} in\n{help}"
+        );
+    }
+    for flag in [
+        "--config",
+        "--port",
+        "--bind",
+        "--data-dir",
+        "--tick-time",
+        "--four-letter-words",
+        "--extended-types",
+        "--super-digest",
+        "--max-client-cnxns",
+        "--set",
+    ] {
+        assert!(help.contains(flag), "missing {flag}");
+    }
+    assert!(help.contains("every four-letter word enabled"), "{help}");
+}
