@@ -29,7 +29,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// A group of one: id 1, voters [1], 100 ms tick, election after 10 ticks, heartbeat every 3.
+    /// A group of one: id 1, voters `[1]`, 100 ms tick, election after 10 ticks, heartbeat every 3.
     pub fn standalone(dir: impl Into<PathBuf>) -> Config {
         Config {
             id: 1,

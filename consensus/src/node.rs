@@ -26,6 +26,10 @@ use crate::storage::LogStore;
 use crate::transport::Transport;
 use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot};
 
+/// Commands taken from the channel before handling a Ready: enough to amortise an fsync over a
+/// large burst, small enough to keep one iteration's latency and memory bounded.
+const MAX_COMMANDS_PER_READY: usize = 4096;
+
 /// Snapshot files kept on disk: the newest and one fallback.
 const SNAPSHOTS_KEPT: usize = 2;
 
@@ -159,9 +163,13 @@ impl Node {
                 },
                 default(timeout) => {}
             }
-            // Drain everything queued so one Ready (one fsync) carries the whole burst.
-            while let Ok(cmd) = self.commands.try_recv() {
-                self.command(cmd)?;
+            // Drain what is queued so one Ready (one fsync) carries the whole burst; bounded, so
+            // producers faster than us cannot hold the Ready (and every commit) back forever.
+            for _ in 0..MAX_COMMANDS_PER_READY {
+                match self.commands.try_recv() {
+                    Ok(cmd) => self.command(cmd)?,
+                    Err(_) => break,
+                }
             }
             while let Ok(saved) = self.saved.try_recv() {
                 self.snapshot_saved(saved)?;
