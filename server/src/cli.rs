@@ -50,8 +50,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub port: Option<u16>,
 
-    /// Address to listen on for clients. Default 127.0.0.1 (ZooKeeper itself binds all
-    /// interfaces; pass 0.0.0.0 for that). zoo.cfg key: clientPortAddress.
+    /// Address to listen on for clients. Default 127.0.0.1 without --config; with --config,
+    /// ZooKeeper's default of every interface (0.0.0.0). zoo.cfg key: clientPortAddress.
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<String>,
 

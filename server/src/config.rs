@@ -259,7 +259,8 @@ pub enum ConfigError {
     Missing { file: PathBuf, key: String },
     #[error("{}: {reason}", path.display())]
     MyId { path: PathBuf, reason: String },
-    #[error("invalid configuration: {0}")]
+    /// A rule across settings (min > max, duplicate server ids, ...).
+    #[error("{0}")]
     Invalid(String),
 }
 

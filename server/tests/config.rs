@@ -285,17 +285,14 @@ fn min_session_timeout_above_max_is_rejected() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid configuration: minSessionTimeout (50000) must not be larger than maxSessionTimeout (40000)"
+        "minSessionTimeout (50000) must not be larger than maxSessionTimeout (40000)"
     );
 }
 
 #[test]
 fn zero_tick_time_is_rejected() {
     let err = parse("dataDir=/d\nclientPort=1\ntickTime=0\n").unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "invalid configuration: tickTime must be greater than 0"
-    );
+    assert_eq!(err.to_string(), "tickTime must be greater than 0");
 }
 
 #[test]
@@ -382,10 +379,7 @@ fn myid_not_in_server_list_is_rejected() {
         dir.path().display()
     );
     let err = Config::from_zoo_cfg(&write_cfg(dir.path(), &text)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "invalid configuration: myid is 9 but there is no server.9 line"
-    );
+    assert_eq!(err.to_string(), "myid is 9 but there is no server.9 line");
 }
 
 #[test]
@@ -585,4 +579,59 @@ fn help_explains_every_flag_with_default_and_zoo_cfg_key() {
         assert!(help.contains(flag), "missing {flag}");
     }
     assert!(help.contains("every four-letter word enabled"), "{help}");
+}
+
+#[test]
+fn data_dir_flag_supplies_a_file_without_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_cfg(dir.path(), "clientPort=2181\n");
+    let data = dir.path().join("d");
+    let cli = Cli::try_parse_from([
+        "paddock".as_ref(),
+        "serve".as_ref(),
+        "--config".as_ref(),
+        path.as_os_str(),
+        "--data-dir".as_ref(),
+        data.as_os_str(),
+    ])
+    .unwrap();
+    assert_eq!(cli.into_config().unwrap().data_dir, data);
+}
+
+#[test]
+fn named_flags_win_over_dash_d() {
+    let cli = Cli::try_parse_from([
+        "paddock",
+        "serve",
+        "-D",
+        "clientPort=1111",
+        "--port",
+        "2222",
+    ])
+    .unwrap();
+    assert_eq!(cli.into_config().unwrap().client_port, 2222);
+}
+
+#[test]
+fn validate_rejects_duplicate_server_ids_and_empty_data_dir() {
+    let mut c = Config::embedded_default();
+    let s = ServerSpec::parse(1, "a:1:2").unwrap();
+    c.servers = vec![s.clone(), s];
+    assert_eq!(
+        c.validate().unwrap_err().to_string(),
+        "server.1 is listed twice"
+    );
+    let mut c = Config::embedded_default();
+    c.data_dir = PathBuf::new();
+    assert_eq!(c.validate().unwrap_err().to_string(), "dataDir is empty");
+}
+
+#[test]
+fn whitelist_star_anywhere_in_the_list_means_all() {
+    let (list, unknown) = FourLetterWhitelist::parse("ruok, *, bogus");
+    assert_eq!(list, FourLetterWhitelist::All);
+    assert!(unknown.is_empty());
+    let (list, unknown) = FourLetterWhitelist::parse("ruok,bogus");
+    assert_eq!(list.to_string(), "ruok,srvr");
+    assert_eq!(unknown, vec!["bogus".to_string()]);
 }
