@@ -131,7 +131,14 @@ impl Handle {
 
     /// Asks for a linearizable read point; answered by `Event::ReadIndexReady { ctx, .. }`. Use a
     /// fresh `ctx` for every attempt. Works on followers too (forwarded to the leader).
+    /// `Err(NotLeader { leader_id: 0 })` while no leader is known.
     pub fn read_index(&self, ctx: u64) -> Result<(), ConsensusError> {
+        // raft-rs drops a read request silently when no leader is known; refuse it here instead so
+        // the caller does not wait for an answer that never comes.
+        let status = self.inner.shared.status();
+        if status.leader_id == 0 && !self.inner.shared.is_stopped() {
+            return Err(ConsensusError::NotLeader { leader_id: 0 });
+        }
         self.send(Command::ReadIndex(ctx))
     }
 

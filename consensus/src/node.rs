@@ -471,7 +471,16 @@ impl Node {
 
 /// The snapshot writer thread: file IO and fsyncs stay off the raft thread.
 fn write_snapshots(dir: PathBuf, jobs: Receiver<SnapshotJob>, saved: Sender<SnapshotSaved>) {
-    for job in jobs {
+    while let Ok(mut job) = jobs.recv() {
+        // If the applier got ahead of the disk, only the newest state is worth writing.
+        while let Ok(newer) = jobs.try_recv() {
+            tracing::debug!(
+                skipped = job.index,
+                newer = newer.index,
+                "snapshot superseded before it was written"
+            );
+            job = newer;
+        }
         let started = Instant::now();
         match snapshot_file::write(&dir, job.index, job.term, &job.conf_state, &job.data) {
             Ok(path) => {

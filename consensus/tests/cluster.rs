@@ -2,7 +2,7 @@
 //! re-election, a restarted node catching up from the log, and a lagging node catching up from a
 //! snapshot after the leader compacted its log.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,6 +18,8 @@ const WAIT: Duration = Duration::from_secs(15);
 #[derive(Clone, Default)]
 struct Router {
     nodes: Arc<Mutex<HashMap<u64, Handle>>>,
+    /// Nodes cut off from everyone: messages from or to them are dropped.
+    isolated: Arc<Mutex<HashSet<u64>>>,
 }
 
 struct RouterTransport(Router);
@@ -25,7 +27,11 @@ struct RouterTransport(Router);
 impl Transport for RouterTransport {
     fn send(&mut self, msgs: Vec<Message>) {
         let nodes = self.0.nodes.lock().unwrap();
+        let isolated = self.0.isolated.lock().unwrap();
         for m in msgs {
+            if isolated.contains(&m.from) || isolated.contains(&m.to) {
+                continue;
+            }
             if let Some(h) = nodes.get(&m.to) {
                 let _ = h.step(m);
             }
@@ -132,11 +138,17 @@ impl Cluster {
         &self.nodes[&id].handle
     }
 
-    /// Waits until exactly one running node leads and every running node agrees on it.
+    /// Waits until exactly one reachable node leads and every reachable node agrees on it.
     fn leader(&self) -> u64 {
         let deadline = Instant::now() + WAIT;
         loop {
-            let statuses: Vec<_> = self.nodes.values().map(|n| n.handle.status()).collect();
+            let isolated = self.router.isolated.lock().unwrap().clone();
+            let statuses: Vec<_> = self
+                .nodes
+                .iter()
+                .filter(|(id, _)| !isolated.contains(id))
+                .map(|(_, n)| n.handle.status())
+                .collect();
             let leaders: Vec<_> = statuses.iter().filter(|s| s.is_leader).collect();
             if leaders.len() == 1 {
                 let l = leaders[0];
@@ -332,4 +344,68 @@ fn lagging_follower_catches_up_from_a_snapshot_after_compaction() {
         .filter(|&i| i > snap.index)
         .collect();
     assert_eq!(after, (snap.index + 1..=more).collect::<Vec<_>>());
+}
+
+#[test]
+fn isolated_leader_steps_down_and_its_uncommitted_entries_are_discarded_on_heal() {
+    let c = Cluster::new(&[1, 2, 3], 1000);
+    let old = c.leader();
+    let last = c.propose_all(&batch("a", 20));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+
+    c.router.isolated.lock().unwrap().insert(old);
+    // Accepted locally while it still believes it leads, but never committed.
+    for d in batch("lost", 5) {
+        let _ = c.handle(old).propose(d);
+    }
+    let new = c.leader();
+    assert_ne!(new, old);
+    // check_quorum: a leader that cannot hear a majority steps down.
+    let deadline = Instant::now() + WAIT;
+    while c.handle(old).status().is_leader {
+        assert!(Instant::now() < deadline, "isolated leader kept leading");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let last = c.propose_all(&batch("b", 20));
+
+    c.router.isolated.lock().unwrap().clear();
+    c.wait_applied(old, last);
+    assert_eq!(c.leader(), new);
+    let reference = c.payloads(new);
+    assert_eq!(reference.len(), 40);
+    for id in [1, 2, 3] {
+        let got = c.payloads(id);
+        assert_eq!(got, reference, "node {id} diverged");
+        assert!(got.iter().all(|(_, d)| !d.starts_with(b"lost")));
+    }
+}
+
+#[test]
+fn a_node_without_quorum_refuses_proposals_and_reads_instead_of_hanging() {
+    // Node 1 of a three-voter group whose peers never start: it can never elect a leader.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        id: 1,
+        dir: dir.path().to_path_buf(),
+        voters: vec![1, 2, 3],
+        tick: Duration::from_millis(10),
+        election_tick: 10,
+        heartbeat_tick: 3,
+        snapshot_keep_entries: 1000,
+    };
+    let started = start_with_transport(cfg, Box::new(RouterTransport(Router::default()))).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let s = started.handle.status();
+    assert_eq!((s.is_leader, s.leader_id), (false, 0));
+    assert!(matches!(
+        started.handle.propose(b"x".to_vec()),
+        Err(ConsensusError::NotLeader { leader_id: 0 })
+    ));
+    assert!(matches!(
+        started.handle.read_index(1),
+        Err(ConsensusError::NotLeader { leader_id: 0 })
+    ));
+    started.handle.shutdown();
 }
