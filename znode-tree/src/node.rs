@@ -1,7 +1,7 @@
 //! One znode as stored: the persisted stat (ZooKeeper's `StatPersisted`), data, an index into
-//! the interned ACL table and the sorted set of child names.
-
-use std::collections::BTreeSet;
+//! the interned ACL table and the number of children. Child names are not stored: the tree is
+//! keyed by full path in an ordered map, so a node's children are a key range (see
+//! `Tree::child_names`). That saves a set and a copy of every name per znode.
 
 use wire::Stat;
 
@@ -56,7 +56,7 @@ pub struct Node {
     pub stat: StoredStat,
     pub data: Option<Box<[u8]>>,
     pub acl: u32,
-    pub children: BTreeSet<Box<str>>,
+    pub num_children: u32,
 }
 
 impl Node {
@@ -71,7 +71,7 @@ impl Node {
     /// The client-visible Stat (`DataNode.copyStat`).
     pub fn wire_stat(&self) -> Stat {
         let s = &self.stat;
-        let n = self.children.len() as i32;
+        let n = self.num_children as i32;
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,

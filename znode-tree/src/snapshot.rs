@@ -8,7 +8,7 @@
 //! pzxid, ctime, mtime, ephemeralOwner, i32 version, cversion, aversion)`, then the CRC32 of
 //! everything before it as a big-endian u32.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Acl, DecodeError};
@@ -205,7 +205,7 @@ impl Tree {
                     stat,
                     data: data.map(Vec::into_boxed_slice),
                     acl,
-                    children: BTreeSet::new(),
+                    num_children: 0,
                 },
             );
             prev = Some(p);

@@ -72,7 +72,7 @@ pub struct Applied {
 }
 
 /// An inverse step recorded while a multi runs.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Undo {
     Inserted(Box<str>),
     Removed(Box<str>, Node, Vec<Acl>),
@@ -95,11 +95,12 @@ pub(crate) struct Cx<'a> {
 pub(crate) const SPECIAL_PATHS: [&str; 4] =
     ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
 
-/// The replicated state machine. See the crate documentation for the contract.
-#[derive(Debug)]
+/// The replicated state machine. See the crate documentation for the contract. `Clone` gives
+/// a full copy (for snapshotting off the apply task; it costs O(tree)).
+#[derive(Debug, Clone)]
 pub struct Tree {
     pub(crate) config: TreeConfig,
-    pub(crate) nodes: BTreeMap<Box<str>, Node>,
+    pub(crate) nodes: BTreeMap<Box<str>, Box<Node>>,
     pub(crate) acls: AclTable,
     pub(crate) sessions: BTreeMap<i64, Session>,
     pub(crate) ephemerals: BTreeMap<i64, BTreeSet<Box<str>>>,
@@ -125,7 +126,7 @@ impl Tree {
             stat: StoredStat::default(),
             data: Some(Box::from(&[][..])),
             acl,
-            children: BTreeSet::new(),
+            num_children: 0,
         };
         t.insert_node("/", blank(open));
         t.insert_node("/zookeeper", blank(open));
@@ -214,15 +215,15 @@ impl Tree {
                 }))
             }
             Request::GetChildren(r) => {
-                let n = self.readable(&r.path, ctx)?;
+                self.readable(&r.path, ctx)?;
                 Ok(Response::GetChildren(GetChildrenResponse {
-                    children: child_list(n),
+                    children: self.child_names(&r.path),
                 }))
             }
             Request::GetChildren2(r) => {
                 let n = self.readable(&r.path, ctx)?;
                 Ok(Response::GetChildren2(GetChildren2Response {
-                    children: child_list(n),
+                    children: self.child_names(&r.path),
                     stat: n.wire_stat(),
                 }))
             }
@@ -332,7 +333,7 @@ impl Tree {
                 let Some(n) = self.nodes.get(&***p) else {
                     return false;
                 };
-                n.children.is_empty()
+                n.num_children == 0
                     && match n.kind() {
                         Kind::Container => n.stat.cversion > 0,
                         Kind::Ttl(ttl) => ttl != 0 && now_ms.saturating_sub(n.stat.mtime) > ttl,
@@ -361,18 +362,58 @@ impl Tree {
     }
 
     pub(crate) fn node(&self, p: &str) -> Option<&Node> {
-        self.nodes.get(p)
+        self.nodes.get(p).map(|n| &**n)
     }
 
     pub(crate) fn acl_of(&self, n: &Node) -> Vec<Acl> {
         self.acls.get(n.acl).to_vec()
     }
 
+    /// The names of `p`'s children, sorted. Children are the keys in `p/`..`p0` without a
+    /// further `/`; on meeting a grandchild the scan jumps past that child's whole subtree
+    /// (`p/c/`..`p/c0`), so the cost is O(children × log n) however deep the subtree is.
+    pub(crate) fn child_names(&self, p: &str) -> Vec<String> {
+        use std::ops::Bound::{Excluded, Included};
+        let prefix = if p == "/" {
+            "/".to_string()
+        } else {
+            format!("{p}/")
+        };
+        let end = if p == "/" {
+            "0".to_string()
+        } else {
+            format!("{p}0")
+        };
+        let mut out = Vec::new();
+        let mut lo = prefix.clone();
+        loop {
+            let mut next = None;
+            for (k, _) in self
+                .nodes
+                .range::<str, _>((Included(lo.as_str()), Excluded(end.as_str())))
+            {
+                let rest = &k[prefix.len()..];
+                match rest.find('/') {
+                    None if rest.is_empty() => {}
+                    None => out.push(rest.to_owned()),
+                    Some(i) => {
+                        next = Some(format!("{prefix}{}0", &rest[..i]));
+                        break;
+                    }
+                }
+            }
+            match next {
+                Some(n) => lo = n,
+                None => return out,
+            }
+        }
+    }
+
     /// All nodes strictly below `p`, in path order.
     pub(crate) fn descendants<'a>(
         &'a self,
         p: &str,
-    ) -> impl Iterator<Item = (&'a Box<str>, &'a Node)> + 'a {
+    ) -> impl Iterator<Item = (&'a Box<str>, &'a Box<Node>)> + 'a {
         let (lo, hi): (String, String) = if p == "/" {
             ("/".into(), "0".into())
         } else {
@@ -393,12 +434,11 @@ impl Tree {
     /// and the indexes.
     pub(crate) fn insert_node(&mut self, p: &str, node: Node) {
         if p != "/" {
-            let (parent, name) = path::split(p).expect("absolute path");
+            let (parent, _) = path::split(p).expect("absolute path");
             self.nodes
                 .get_mut(parent)
                 .expect("parent exists")
-                .children
-                .insert(name.into());
+                .num_children += 1;
         }
         match node.kind() {
             Kind::Ephemeral(owner) => {
@@ -413,7 +453,7 @@ impl Tree {
             self.quota_roots.insert(root.into());
         }
         self.data_size += (p.len() + node.data_len()) as u64;
-        self.nodes.insert(p.into(), node);
+        self.nodes.insert(p.into(), Box::new(node));
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Inserted(p.into()));
         }
@@ -421,10 +461,10 @@ impl Tree {
 
     /// Unlinks a childless node and releases its ACL reference.
     pub(crate) fn remove_node(&mut self, p: &str) -> Node {
-        let node = self.nodes.remove(p).expect("node exists");
-        if let Some((parent, name)) = path::split(p).filter(|_| p != "/") {
+        let node = *self.nodes.remove(p).expect("node exists");
+        if let Some((parent, _)) = path::split(p).filter(|_| p != "/") {
             if let Some(pn) = self.nodes.get_mut(parent) {
-                pn.children.remove(name);
+                pn.num_children -= 1;
             }
         }
         match node.kind() {
@@ -507,10 +547,6 @@ impl Tree {
             }
         }
     }
-}
-
-fn child_list(n: &Node) -> Vec<String> {
-    n.children.iter().map(|c| c.to_string()).collect()
 }
 
 /// `/zookeeper/quota/a/zookeeper_limits` → `Some("/a")`.

@@ -1,8 +1,6 @@
 //! The write ops, each checking in the Java server's order (`zk-protocol.md` §5.2) before it
 //! changes anything, so that an error leaves the tree untouched.
 
-use std::collections::BTreeSet;
-
 use wire::ops::create::{Create2Response, CreateResponse};
 use wire::ops::data::SetDataResponse;
 use wire::ops::set_acl::SetAclResponse;
@@ -236,7 +234,7 @@ impl Tree {
             stat,
             data: data.as_deref().map(Box::from),
             acl: idx,
-            children: BTreeSet::new(),
+            num_children: 0,
         };
         self.insert_node(&full, node);
         if path::split(&full).map(|(_, n)| n) == Some(quota::STAT_NODE)
@@ -274,7 +272,7 @@ impl Tree {
         self.require(pnode, perms::DELETE, cx.auth)?;
         let n = self.node(p).ok_or(ErrorCode::NoNode)?;
         check_version(version, n.stat.version)?;
-        if !n.children.is_empty() {
+        if n.num_children != 0 {
             return Err(ErrorCode::NotEmpty);
         }
         self.unlink(cx.zxid, p, changes);
@@ -384,7 +382,7 @@ impl Tree {
     ) -> Result<(), ErrorCode> {
         let parent = deletable_parent(p)?;
         let n = self.node(p).ok_or(ErrorCode::NoNode)?;
-        if !n.children.is_empty() {
+        if n.num_children != 0 {
             return Err(ErrorCode::NotEmpty);
         }
         if matches!(n.kind(), Kind::Ephemeral(_)) {

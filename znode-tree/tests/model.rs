@@ -241,7 +241,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut zxid = 0i64;
     let mut alive = false;
     let auth = vec![];
-    let mut apply = |tree: &mut Tree, txn: Txn, zxid: &mut i64| {
+    let apply = |tree: &mut Tree, txn: Txn, zxid: &mut i64| {
         *zxid += 1;
         tree.apply(
             *zxid,

@@ -557,3 +557,24 @@ fn exists_request_round_trip_helper_is_sane() {
     assert!(matches!(r, Ok(Response::Exists(_))));
     let _ = Tree::new(TreeConfig::default());
 }
+
+#[test]
+fn child_lists_skip_grandchildren_whatever_their_names_sort_like() {
+    let mut h = H::new();
+    // '-' and '.' sort before '/', '0' right after it: subtrees interleave with siblings.
+    for p in [
+        "/a", "/a/x", "/a/x/y", "/a-b", "/a-b/c", "/a.b", "/a0", "/a/z", "/b", "/b/a", "/b/a/a",
+    ] {
+        h.create(p, b"", 0).unwrap();
+    }
+    assert_eq!(
+        h.children("/").unwrap(),
+        vec!["a", "a-b", "a.b", "a0", "b", "zookeeper"]
+    );
+    assert_eq!(h.children("/a").unwrap(), vec!["x", "z"]);
+    assert_eq!(h.children("/a/x").unwrap(), vec!["y"]);
+    assert_eq!(h.children("/a/x/y").unwrap(), Vec::<String>::new());
+    assert_eq!(h.children("/b").unwrap(), vec!["a"]);
+    assert_eq!(h.stat("/").unwrap().num_children, 6);
+    assert_eq!(h.stat("/a").unwrap().num_children, 2);
+}

@@ -1,0 +1,61 @@
+//! Scale check (ignored by default; run with `--ignored --nocapture`): 500k znodes with 100
+//! bytes of data each, reporting resident memory per znode. ZooKeeper needs roughly 1 KB per
+//! such znode; the budget is a third of that.
+
+use wire::ops::create::CreateRequest;
+use wire::{Acl, Request};
+use znode_tree::{Entry, Tree, TreeConfig, Txn};
+
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[test]
+#[ignore]
+fn half_a_million_znodes_fit_the_memory_budget() {
+    const N: usize = 500_000;
+    let before = rss_bytes();
+    let mut tree = Tree::new(TreeConfig::default());
+    let mut zxid = 0;
+    let mut apply = |tree: &mut Tree, path: String| {
+        zxid += 1;
+        let req = CreateRequest {
+            path,
+            data: Some(vec![b'x'; 100]),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        };
+        let e = Entry {
+            session_id: 1,
+            xid: 1,
+            time_ms: zxid,
+            auth: vec![],
+            txn: Txn::Write(Request::Create(req)),
+        };
+        assert!(tree.apply(zxid, &e).reply.is_ok());
+    };
+    for d in 0..1000 {
+        apply(&mut tree, format!("/dir{d:04}"));
+    }
+    for i in 0..N - 1000 {
+        apply(&mut tree, format!("/dir{:04}/node{i:07}", i % 1000));
+    }
+    let used = rss_bytes().saturating_sub(before);
+    println!(
+        "{} znodes: {} MiB resident, {} bytes per znode",
+        tree.node_count(),
+        used >> 20,
+        used / N as u64
+    );
+    assert!(
+        used / (N as u64) < 340,
+        "over budget: {} bytes per znode",
+        used / N as u64
+    );
+}
