@@ -127,13 +127,25 @@ pub(crate) fn spawn(
         .spawn(move || {
             let span = tracing::info_span!("raft", node = id);
             let _enter = span.enter();
+            // Marks the node stopped however the loop ends, panics (broken invariants) included,
+            // so handles answer Stopped instead of queueing into a dead channel.
+            let _stopped = StopOnExit(node.shared.clone());
             if let Err(e) = node.run() {
                 tracing::error!("raft loop stopped: {e}");
             }
-            node.shared.stopped.store(true, Ordering::Release);
-            node.publish_status();
         })?;
     Ok(vec![raft, writer])
+}
+
+struct StopOnExit(Arc<Shared>);
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        self.0.stopped.store(true, Ordering::Release);
+        let mut status = self.0.status();
+        status.is_leader = false;
+        self.0.set_status(status);
+    }
 }
 
 impl Node {
@@ -456,8 +468,7 @@ impl Node {
             id: self.cfg.id,
             leader_id: raft.leader_id,
             term: raft.term,
-            is_leader: raft.state == StateRole::Leader
-                && !self.shared.stopped.load(Ordering::Acquire),
+            is_leader: raft.state == StateRole::Leader,
             commit: raft.raft_log.committed,
             last_index: store.last(),
             first_index: store.first(),
