@@ -1,7 +1,9 @@
-//! Snapshot, restore and digest. All three walk one canonical encoding of the state: sessions
+//! Snapshot, restore and digest. Snapshots are one canonical encoding of the state: sessions
 //! by id, ACL lists numbered by first use in path order, nodes in path order. Internal
 //! numbering (ACL table slots) never leaks into it, so two replicas with the same history, or
-//! a tree and its restored copy, encode to the same bytes.
+//! a tree and its restored copy, encode to the same bytes. The digest is kept incrementally
+//! (see `tree::node_hash`); restore rebuilds it from scratch, which is what the determinism
+//! tests compare against.
 //!
 //! Layout: `"PDKT" u8 version=1, i64 last_zxid, i32 n, n × (i64 id, i32 timeout, 16 bytes),
 //! i32 n, n × vector<ACL>, i32 n, n × (ustring path, buffer data, i32 acl, i64 czxid, mzxid,
@@ -17,22 +19,10 @@ use crate::error::TreeError;
 use crate::node::{Node, StoredStat};
 use crate::path;
 use crate::session::Session;
-use crate::tree::{Tree, TreeConfig};
+use crate::tree::{Fnv, Tree, TreeConfig};
 
 const MAGIC: &[u8; 4] = b"PDKT";
 const VERSION: u8 = 1;
-
-/// FNV-1a, 64 bit: small, stable across platforms and releases (unlike std's hashers).
-struct Fnv(u64);
-
-impl Fnv {
-    fn put(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-}
 
 impl Tree {
     /// Feeds the canonical encoding to `sink` in pieces.
@@ -95,10 +85,18 @@ impl Tree {
         out
     }
 
-    /// A deterministic 64-bit hash of the whole state (the canonical encoding, FNV-1a).
+    /// A deterministic 64-bit hash of the whole state: the running sum of per-node hashes
+    /// (kept by apply, like ZooKeeper's `NodeHashMap` digest) mixed with the sessions and
+    /// `last_zxid`. O(sessions), so the `hash` four-letter word and divergence checks are cheap.
     pub fn digest(&self) -> u64 {
-        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-        self.encode_state(&mut |b| h.put(b));
+        let mut h = Fnv::new();
+        h.put(&self.node_digest.to_be_bytes());
+        h.put(&self.last_zxid.to_be_bytes());
+        for s in self.sessions.values() {
+            h.put(&s.id.to_be_bytes());
+            h.put(&s.timeout_ms.to_be_bytes());
+            h.put(&s.password);
+        }
         h.0
     }
 

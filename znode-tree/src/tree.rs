@@ -109,6 +109,8 @@ pub struct Tree {
     /// Paths that have a `zookeeper_limits` node (ZooKeeper's `pTrie`).
     pub(crate) quota_roots: BTreeSet<Box<str>>,
     pub(crate) data_size: u64,
+    /// Wrapping sum of `node_hash` over all nodes, kept up to date by the primitives.
+    pub(crate) node_digest: u64,
     pub(crate) last_zxid: i64,
     pub(crate) undo: Option<Vec<Undo>>,
 }
@@ -147,6 +149,7 @@ impl Tree {
             expirable: BTreeSet::new(),
             quota_roots: BTreeSet::new(),
             data_size: 0,
+            node_digest: 0,
             last_zxid: 0,
             undo: None,
         }
@@ -453,6 +456,9 @@ impl Tree {
             self.quota_roots.insert(root.into());
         }
         self.data_size += (p.len() + node.data_len()) as u64;
+        self.node_digest =
+            self.node_digest
+                .wrapping_add(node_hash(p, &node, self.acls.get(node.acl)));
         self.nodes.insert(p.into(), Box::new(node));
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Inserted(p.into()));
@@ -486,6 +492,7 @@ impl Tree {
         }
         self.data_size -= (p.len() + node.data_len()) as u64;
         let acl = self.acls.get(node.acl).to_vec();
+        self.node_digest = self.node_digest.wrapping_sub(node_hash(p, &node, &acl));
         self.acls.release(node.acl);
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Removed(p.into(), node.clone(), acl));
@@ -493,9 +500,26 @@ impl Tree {
         node
     }
 
-    /// Records the node's stat, data and ACL so a failing multi can restore them; call before
-    /// any in-place change.
-    pub(crate) fn save_meta(&mut self, p: &str) {
+    /// Changes a node in place (stat, data, ACL; never its children), recording its old state
+    /// for a failing multi and keeping the size counter and the digest right.
+    pub(crate) fn update<R>(
+        &mut self,
+        p: &str,
+        f: impl FnOnce(&mut Node, &mut AclTable) -> R,
+    ) -> R {
+        self.save_meta(p);
+        let n = self.nodes.get_mut(p).expect("node exists");
+        let before = node_hash(p, n, self.acls.get(n.acl));
+        let old_len = n.data_len() as u64;
+        let r = f(n, &mut self.acls);
+        let after = node_hash(p, n, self.acls.get(n.acl));
+        self.node_digest = self.node_digest.wrapping_sub(before).wrapping_add(after);
+        self.data_size = self.data_size - old_len + n.data_len() as u64;
+        r
+    }
+
+    /// Records the node's stat, data and ACL so a failing multi can restore them.
+    fn save_meta(&mut self, p: &str) {
         if self.undo.is_none() {
             return;
         }
@@ -509,14 +533,6 @@ impl Tree {
         if let Some(u) = self.undo.as_mut() {
             u.push(saved);
         }
-    }
-
-    /// Replaces a node's data in place, keeping the size counter right.
-    pub(crate) fn replace_data(&mut self, p: &str, data: Option<Box<[u8]>>) {
-        let n = self.nodes.get_mut(p).expect("node exists");
-        self.data_size =
-            self.data_size - n.data_len() as u64 + data.as_ref().map_or(0, |d| d.len()) as u64;
-        n.data = data;
     }
 
     /// Undoes a failed multi, newest step first.
@@ -537,16 +553,75 @@ impl Tree {
                     data,
                     acl,
                 } => {
-                    self.replace_data(&p, data);
-                    let idx = self.acls.intern(&acl);
-                    let n = self.nodes.get_mut(&*p).expect("node exists");
-                    n.stat = stat;
-                    let old = std::mem::replace(&mut n.acl, idx);
-                    self.acls.release(old);
+                    self.update(&p, |n, acls| {
+                        n.data = data;
+                        n.stat = stat;
+                        let old = std::mem::replace(&mut n.acl, acls.intern(&acl));
+                        acls.release(old);
+                    });
                 }
             }
         }
     }
+}
+
+/// FNV-1a, 64 bit: small, and stable across platforms and releases (unlike std's hashers).
+pub(crate) struct Fnv(pub u64);
+
+impl Fnv {
+    pub fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub fn put(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// One node's contribution to the digest: path, data, stat and ACL content (never the
+/// internal ACL index). Summed with wrapping addition, so order does not matter.
+pub(crate) fn node_hash(p: &str, n: &Node, acl: &[Acl]) -> u64 {
+    let mut h = Fnv::new();
+    h.put(&(p.len() as u32).to_be_bytes());
+    h.put(p.as_bytes());
+    match &n.data {
+        None => h.put(&[0]),
+        Some(d) => {
+            h.put(&[1]);
+            h.put(&(d.len() as u32).to_be_bytes());
+            h.put(d);
+        }
+    }
+    let s = &n.stat;
+    for v in [
+        s.czxid,
+        s.mzxid,
+        s.pzxid,
+        s.ctime,
+        s.mtime,
+        s.ephemeral_owner,
+    ] {
+        h.put(&v.to_be_bytes());
+    }
+    for v in [s.version, s.cversion, s.aversion] {
+        h.put(&v.to_be_bytes());
+    }
+    for a in acl {
+        h.put(&a.perms.to_be_bytes());
+        for part in [&a.id.scheme, &a.id.id] {
+            h.put(&(part.len() as u32).to_be_bytes());
+            h.put(part.as_bytes());
+        }
+    }
+    // Mix so that sums of similar hashes do not cancel in simple ways.
+    let mut x = h.0;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x
 }
 
 /// `/zookeeper/quota/a/zookeeper_limits` → `Some("/a")`.

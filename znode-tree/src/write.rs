@@ -214,10 +214,10 @@ impl Tree {
         let len = data.as_ref().map_or(0, |d| d.len()) as i64;
         self.check_quota(&full, len, 1)?;
 
-        self.save_meta(parent);
-        let pn = self.nodes.get_mut(parent).expect("checked above");
-        pn.stat.cversion = pn.stat.cversion.wrapping_add(1);
-        pn.stat.pzxid = pn.stat.pzxid.max(cx.zxid);
+        self.update(parent, |pn, _| {
+            pn.stat.cversion = pn.stat.cversion.wrapping_add(1);
+            pn.stat.pzxid = pn.stat.pzxid.max(cx.zxid);
+        });
         let stat = StoredStat {
             czxid: cx.zxid,
             mzxid: cx.zxid,
@@ -282,9 +282,7 @@ impl Tree {
     /// Removes a childless node and reports it (shared by delete, session close and expiry).
     fn unlink(&mut self, zxid: i64, p: &str, changes: &mut Vec<Change>) {
         let (parent, _) = path::split(p).expect("checked by caller");
-        self.save_meta(parent);
-        let pn = self.nodes.get_mut(parent).expect("parent exists");
-        pn.stat.pzxid = pn.stat.pzxid.max(zxid);
+        self.update(parent, |pn, _| pn.stat.pzxid = pn.stat.pzxid.max(zxid));
         let acl = self.acl_of(&self.nodes[p]);
         let node = self.remove_node(p);
         self.update_quota_stat(p, -(node.data_len() as i64), -1);
@@ -315,13 +313,13 @@ impl Tree {
         let diff = data.as_ref().map_or(0, |d| d.len()) as i64 - n.data_len() as i64;
         self.check_quota(p, diff, 0)?;
         check_version(version, n.stat.version)?;
-        self.save_meta(p);
-        self.replace_data(p, data.as_deref().map(Box::from));
-        let n = self.nodes.get_mut(p).expect("checked above");
-        n.stat.mzxid = cx.zxid;
-        n.stat.mtime = cx.time;
-        n.stat.version = n.stat.version.wrapping_add(1);
-        let stat = n.wire_stat();
+        let stat = self.update(p, |n, _| {
+            n.data = data.as_deref().map(Box::from);
+            n.stat.mzxid = cx.zxid;
+            n.stat.mtime = cx.time;
+            n.stat.version = n.stat.version.wrapping_add(1);
+            n.wire_stat()
+        });
         self.update_quota_stat(p, diff, 0);
         changes.push(Change::DataChanged {
             path: p.to_owned(),
@@ -338,14 +336,12 @@ impl Tree {
         let n = self.node(p).ok_or(ErrorCode::NoNode)?;
         self.require(n, perms::ADMIN, cx.auth)?;
         check_version(version, n.stat.aversion)?;
-        self.save_meta(p);
-        let idx = self.acls.intern(&acl);
-        let n = self.nodes.get_mut(p).expect("checked above");
-        let old = std::mem::replace(&mut n.acl, idx);
-        n.stat.aversion = n.stat.aversion.wrapping_add(1);
-        let stat = n.wire_stat();
-        self.acls.release(old);
-        Ok(stat)
+        Ok(self.update(p, |n, acls| {
+            let old = std::mem::replace(&mut n.acl, acls.intern(&acl));
+            acls.release(old);
+            n.stat.aversion = n.stat.aversion.wrapping_add(1);
+            n.wire_stat()
+        }))
     }
 
     fn check(&self, cx: &Cx, p: &str, version: i32) -> Result<(), ErrorCode> {
@@ -454,8 +450,7 @@ impl Tree {
         let Some(n) = self.node(&sp) else { return };
         let mut st = StatsTrack::parse(n.data.as_deref().unwrap_or(&[]));
         st.add(count, bytes);
-        self.save_meta(&sp);
-        self.replace_data(&sp, Some(st.render().into_boxed_slice()));
+        self.update(&sp, |n, _| n.data = Some(st.render().into_boxed_slice()));
     }
 
     /// A new stats node starts from the subtree's real usage (`updateQuotaForPath`).
@@ -474,7 +469,6 @@ impl Tree {
             return;
         }
         let st = StatsTrack::new(count, bytes);
-        self.save_meta(&sp);
-        self.replace_data(&sp, Some(st.render().into_boxed_slice()));
+        self.update(&sp, |n, _| n.data = Some(st.render().into_boxed_slice()));
     }
 }

@@ -358,6 +358,32 @@ fn busy_history(h: &mut H) {
     h.create("/zookeeper/quota/a/zookeeper_stats", b"", 0)
         .unwrap();
     h.create("/a/t", b"xx", 0).unwrap();
+    let set_acl = |acl, version| {
+        Request::SetAcl(wire::ops::set_acl::SetAclRequest {
+            path: "/acl".into(),
+            acl,
+            version,
+        })
+    };
+    h.write(set_acl(Acl::read_unsafe(), -1)).unwrap_err(); // no ADMIN for anyone: NoAuth
+    h.auth = vec![Id::new("digest", "u:h")];
+    h.write(set_acl(vec![Acl::new(31, "digest", "u:h")], 0))
+        .unwrap();
+    // A failed multi that touched data, quota stats, ACLs and the sequence counter.
+    h.write(Request::Multi(vec![
+        Request::Create(H::create_req("/a/s-", b"zz", 2)),
+        Request::SetData(wire::ops::data::SetDataRequest {
+            path: "/a".into(),
+            data: None,
+            version: -1,
+        }),
+        Request::Delete(wire::ops::delete::DeleteRequest {
+            path: "/acl".into(),
+            version: 7,
+        }),
+    ]))
+    .unwrap();
+    h.auth = vec![];
 }
 
 #[test]
