@@ -476,3 +476,28 @@ fn corrupt_snapshots_are_refused() {
         Some(TreeError::SnapshotFormat)
     );
 }
+
+#[test]
+fn sequential_suffix_goes_negative_after_the_counter_wraps() {
+    // Reaching 2^31 creates is impractical; patch /q's stored cversion in a snapshot instead.
+    let mut h = H::new();
+    h.create("/q", b"", 0).unwrap();
+    let mut snap = h.tree.snapshot();
+    snap.truncate(snap.len() - 4);
+    let rec = b"\x00\x00\x00\x02/q\x00\x00\x00\x00";
+    let at = snap.windows(rec.len()).position(|w| w == rec).unwrap();
+    // path(6) data(4) acl(4) six i64 (48) version(4), then cversion.
+    let cv = at + 6 + 4 + 4 + 48 + 4;
+    snap[cv..cv + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+    let crc = crc32fast::hash(&snap);
+    snap.extend_from_slice(&crc.to_be_bytes());
+    h.tree = Tree::restore(&snap, TreeConfig::default()).unwrap();
+    assert_eq!(h.create("/q/n", b"", 2), Ok("/q/n2147483647".into()));
+    assert_eq!(h.create("/q/n", b"", 2), Ok("/q/n-2147483648".into()));
+    assert_eq!(h.create("/q/n", b"", 2), Ok("/q/n-2147483647".into()));
+    // Wire cversion wraps the same way: stored * 2 - children.
+    assert_eq!(
+        h.stat("/q").unwrap().cversion,
+        (i32::MIN + 2).wrapping_mul(2).wrapping_sub(3)
+    );
+}

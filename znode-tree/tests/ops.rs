@@ -578,3 +578,99 @@ fn child_lists_skip_grandchildren_whatever_their_names_sort_like() {
     assert_eq!(h.stat("/").unwrap().num_children, 6);
     assert_eq!(h.stat("/a").unwrap().num_children, 2);
 }
+
+#[test]
+fn create_checks_in_zookeepers_order() {
+    let cfg = TreeConfig {
+        enforce_quota: true,
+        ..TreeConfig::default()
+    };
+    let mut h = H::with(cfg);
+    let bad_acl = vec![Acl::new(perms::ALL, "nope", "x")];
+    let req = |path: &str, flags: i32, acl: Vec<Acl>| {
+        Request::Create(wire::ops::create::CreateRequest {
+            path: path.into(),
+            data: Some(vec![]),
+            acl,
+            flags,
+        })
+    };
+    // flags before everything
+    assert_eq!(
+        h.write(req("nope", 9, bad_acl.clone())),
+        Err(ErrorCode::BadArguments)
+    );
+    // TTL mode with extended types off before the session and the path
+    assert_eq!(
+        h.write(req("nope", 5, bad_acl.clone())),
+        Err(ErrorCode::Unimplemented)
+    );
+    // ephemeral session check before the path
+    assert_eq!(
+        h.write(req("nope", 1, bad_acl.clone())),
+        Err(ErrorCode::SessionExpired)
+    );
+    // path shape before ACL fix-up
+    assert_eq!(
+        h.write(req("nope", 0, bad_acl.clone())),
+        Err(ErrorCode::BadArguments)
+    );
+    // ACL fix-up before the parent lookup
+    assert_eq!(h.write(req("/x/y", 0, bad_acl)), Err(ErrorCode::InvalidAcl));
+    // parent lookup before the parent's ACL
+    assert_eq!(h.write(req("/x/y", 0, vec![])), Err(ErrorCode::InvalidAcl));
+    assert_eq!(h.create("/x/y", b"", 0), Err(ErrorCode::NoNode));
+    // parent ACL before existence and before full-path validation
+    h.create_acl(
+        "/r",
+        vec![Acl::new(perms::READ | perms::ADMIN, "world", "anyone")],
+    )
+    .unwrap();
+    h.auth = vec![Id::new("super", "")];
+    h.create("/r/c", b"", 0).unwrap();
+    h.auth = vec![];
+    assert_eq!(h.create("/r/c", b"", 0), Err(ErrorCode::NoAuth));
+    assert_eq!(h.create("/r/", b"", 0), Err(ErrorCode::NoAuth));
+    // existence before quota
+    h.create("/zookeeper/quota/r", b"", 0).unwrap();
+    h.create(
+        "/zookeeper/quota/r/zookeeper_limits",
+        b"count=-1,bytes=-1=;countHardLimit=1",
+        0,
+    )
+    .unwrap();
+    h.create("/zookeeper/quota/r/zookeeper_stats", b"", 0)
+        .unwrap();
+    h.auth = vec![Id::new("super", "")];
+    assert_eq!(h.create("/r/c", b"", 0), Err(ErrorCode::NodeExists));
+    assert_eq!(h.create("/r/d", b"", 0), Err(ErrorCode::QuotaExceeded));
+}
+
+#[test]
+fn set_data_checks_auth_then_quota_then_version() {
+    let cfg = TreeConfig {
+        enforce_quota: true,
+        ..TreeConfig::default()
+    };
+    let mut h = H::with(cfg);
+    h.create_acl("/q", vec![Acl::new(perms::READ, "world", "anyone")])
+        .unwrap();
+    assert_eq!(h.set("/q", b"x", 9), Err(ErrorCode::NoAuth));
+    h.auth = vec![Id::new("super", "")];
+    h.create("/zookeeper/quota/q", b"", 0).unwrap();
+    h.create(
+        "/zookeeper/quota/q/zookeeper_limits",
+        b"count=-1,bytes=-1=;byteHardLimit=2",
+        0,
+    )
+    .unwrap();
+    h.create("/zookeeper/quota/q/zookeeper_stats", b"", 0)
+        .unwrap();
+    assert_eq!(h.set("/q", b"toolong", 9), Err(ErrorCode::QuotaExceeded));
+    assert_eq!(h.set("/q", b"ok", 9), Err(ErrorCode::BadVersion));
+    assert_eq!(h.set("/q", b"ok", 0).unwrap().version, 1);
+    // The stats node changed in place: no version bump.
+    let (data, st) = h.get("/zookeeper/quota/q/zookeeper_stats").unwrap();
+    assert_eq!(data, Some(b"count=1,bytes=2".to_vec()));
+    assert_eq!(st.version, 0);
+}
