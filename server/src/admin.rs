@@ -1,0 +1,226 @@
+//! Four-letter words on the client port: gathers a `fourlw::ServerView` from the core's
+//! state, applies the side effects of `srst`/`crst`/`stmk`, and renders the text.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
+use wire::{FourLetterWord, OpCode};
+
+use crate::core::Core;
+use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
+
+pub(crate) fn four_letter(core: &mut Core, word: FourLetterWord) -> String {
+    let whitelist = core.config().four_letter_words.clone();
+    if whitelist.allows(word) {
+        match word {
+            FourLetterWord::Srst => core.stats_mut().reset(),
+            FourLetterWord::Crst => {
+                for (.., stats) in core.conn_views() {
+                    stats.reset();
+                }
+            }
+            _ => {}
+        }
+    }
+    let view = server_view(core);
+    fourlw::render(word, &view, &whitelist)
+}
+
+fn epoch_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Converts a monotonic instant into wall-clock milliseconds, for the dates ZooKeeper prints.
+fn wall_ms(at: Instant, now: Instant, now_ms: i64) -> i64 {
+    if at >= now {
+        now_ms + (at - now).as_millis() as i64
+    } else {
+        now_ms - (now - at).as_millis() as i64
+    }
+}
+
+/// ZooKeeper's short op names (`Request.op2String`), as `cons` prints them.
+fn op_name(op: OpCode) -> &'static str {
+    match op {
+        OpCode::Notification => "NA",
+        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl => "CREA",
+        OpCode::Delete | OpCode::DeleteContainer => "DELE",
+        OpCode::Exists => "EXIS",
+        OpCode::GetData => "GETD",
+        OpCode::SetData => "SETD",
+        OpCode::GetAcl => "GETA",
+        OpCode::SetAcl => "SETA",
+        OpCode::GetChildren | OpCode::GetChildren2 => "GETC",
+        OpCode::Sync => "SYNC",
+        OpCode::Ping => "PING",
+        OpCode::Check => "CHEC",
+        OpCode::Multi => "MULT",
+        OpCode::MultiRead => "MLTR",
+        OpCode::Reconfig => "RECO",
+        OpCode::CheckWatches => "CHKW",
+        OpCode::RemoveWatches => "REMW",
+        OpCode::Auth => "AUTH",
+        OpCode::SetWatches | OpCode::SetWatches2 => "SETW",
+        OpCode::Sasl => "SASL",
+        OpCode::GetEphemerals => "GETE",
+        OpCode::GetAllChildrenNumber => "GETACN",
+        OpCode::AddWatch => "ADDW",
+        OpCode::WhoAmI => "WHOAMI",
+        OpCode::CreateSession => "SESS",
+        OpCode::CloseSession => "CLOS",
+        OpCode::Error => "ERR",
+    }
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn open_fds() -> Option<u64> {
+    std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as u64)
+}
+
+fn max_fds() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+fn environment() -> Vec<(String, String)> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
+    let os_version = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    vec![
+        ("host.name".into(), host),
+        ("java.version".into(), "n/a (paddock is not a JVM)".into()),
+        ("java.vendor".into(), "n/a".into()),
+        ("java.home".into(), "n/a".into()),
+        ("java.class.path".into(), "n/a".into()),
+        ("java.library.path".into(), "n/a".into()),
+        ("java.io.tmpdir".into(), std::env::temp_dir().display().to_string()),
+        ("java.compiler".into(), "<NA>".into()),
+        ("os.name".into(), std::env::consts::OS.into()),
+        ("os.arch".into(), std::env::consts::ARCH.into()),
+        ("os.version".into(), os_version),
+        ("user.name".into(), std::env::var("USER").unwrap_or_default()),
+        ("user.home".into(), std::env::var("HOME").unwrap_or_default()),
+        ("user.dir".into(), cwd),
+    ]
+}
+
+fn server_view(core: &mut Core) -> ServerView {
+    let now = Instant::now();
+    let now_ms = epoch_ms();
+    let mode = Mode::Standalone;
+    let zxid = core.tree().last_zxid();
+    let node_count = core.tree().node_count() as u64;
+    let outstanding = core.outstanding() as u64;
+
+    let mut session_of = std::collections::HashMap::new();
+    let mut connections = Vec::new();
+    for (remote, session_id, timeout_ms, queued, stats) in core.conn_views() {
+        connections.push(ConnView {
+            remote,
+            interest_ops: 1,
+            queued: queued as u64,
+            recved: stats.received,
+            sent: stats.sent,
+            session_id,
+            last_op: op_name(stats.last_op).to_string(),
+            established_ms: wall_ms(stats.established, now, now_ms),
+            timeout_ms,
+            last_cxid: stats.last_cxid as i64,
+            last_zxid: stats.last_zxid,
+            last_response_ms: stats.last_response.map(|t| wall_ms(t, now, now_ms)).unwrap_or(0),
+            last_latency_ms: stats.last_latency_ms,
+            latency: stats.latency,
+        });
+    }
+    // Watchers are connections; ZooKeeper's listings name sessions.
+    for (id, session) in core.conn_ids_and_sessions() {
+        session_of.insert(id, session);
+    }
+    let ws = core.watches().stats();
+    let watches_by_session = ws
+        .data_by_watcher
+        .iter()
+        .map(|(w, paths)| (session_of.get(w).copied().unwrap_or(0), paths.clone()))
+        .collect();
+    let watches_by_path = ws
+        .data_by_path
+        .iter()
+        .map(|(p, ws)| (p.clone(), ws.iter().map(|w| session_of.get(w).copied().unwrap_or(0)).collect()))
+        .collect();
+
+    let mut buckets: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    let mut ephemerals_by_session = Vec::new();
+    let sessions: Vec<i64> = core.tree().sessions().map(|s| s.id).collect();
+    for id in &sessions {
+        if let Some(deadline) = core.session_deadline(*id) {
+            buckets.entry(wall_ms(deadline, now, now_ms)).or_default().push(*id);
+        }
+        let eph = core.tree().ephemerals_of(*id);
+        if !eph.is_empty() {
+            ephemerals_by_session.push((*id, eph));
+        }
+    }
+    let session_buckets = buckets.into_iter().map(|(expire_at_ms, sessions)| ExpiryBucket { expire_at_ms, sessions }).collect();
+
+    let cfg = core.config();
+    let data_dir_size = dir_size(&cfg.data_dir);
+    let log_dir_size = dir_size(&crate::node::raft_dir(cfg));
+    let conf_lines = cfg.as_conf_lines();
+    let stats = core.stats().clone();
+    let status = core.raft().status();
+
+    ServerView {
+        is_serving: true,
+        mode,
+        latency: stats.latency,
+        packets_received: stats.packets_received,
+        packets_sent: stats.packets_sent,
+        connections,
+        outstanding_requests: outstanding,
+        zxid,
+        node_count,
+        conf_lines,
+        environment: environment(),
+        watches_by_session,
+        watches_by_path,
+        watch_count: ws.total() as u64,
+        session_buckets,
+        ephemerals_by_session,
+        ephemerals_count: core.tree().ephemerals_count() as u64,
+        approximate_data_size: core.tree().approximate_data_size(),
+        global_sessions: sessions.len() as u64,
+        local_sessions: 0,
+        data_dir_size,
+        log_dir_size,
+        uptime_ms: core.uptime().as_millis() as u64,
+        open_file_descriptor_count: open_fds(),
+        max_file_descriptor_count: max_fds(),
+        last_client_response_size: stats.last_response_size,
+        min_client_response_size: stats.min_response_size,
+        max_client_response_size: stats.max_response_size,
+        auth_failed_count: stats.auth_failed,
+        quorum_size: None,
+        leader: None,
+        extra_metrics: vec![
+            ("paddock_raft_term".into(), status.term.to_string()),
+            ("paddock_raft_commit_index".into(), status.commit.to_string()),
+            ("paddock_raft_first_index".into(), status.first_index.to_string()),
+            ("paddock_raft_snapshot_index".into(), status.snapshot_index.to_string()),
+        ],
+        trace_mask: fourlw::DEFAULT_TRACE_MASK,
+        digest_log: vec![(zxid, core.tree().digest() as i64)],
+    }
+}

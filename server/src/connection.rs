@@ -1,0 +1,163 @@
+//! One client connection: a reader task that frames and decodes, and a writer task that
+//! drains the connection's outbound queue onto the socket.
+//!
+//! The reader never interprets requests; it hands decoded records to the core in arrival
+//! order. It stops reading after the ConnectRequest until the core says the session is set
+//! up, as ZooKeeper does, so pipelined requests cannot overtake the handshake.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{timeout, Duration, Instant};
+use tracing::{debug, Instrument};
+
+use wire::frame::{self, Check};
+use wire::{ConnectRequest, FourLetterWord, Reader, Record, Request, RequestHeader, Writer};
+
+use crate::core::{ConnId, CoreMsg, OUTBOUND_CAPACITY};
+use crate::outbound::Outbound;
+
+/// How long a connection may take to send its ConnectRequest
+/// (`zookeeper.nio.sessionlessCnxnTimeout`).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct ConnParams {
+    pub max_frame: usize,
+}
+
+pub async fn serve(stream: TcpStream, remote: SocketAddr, id: ConnId, core: mpsc::Sender<CoreMsg>, params: Arc<ConnParams>) {
+    let span = tracing::debug_span!("conn", peer = %remote, id);
+    async move {
+        let _ = stream.set_nodelay(true);
+        let (rd, wr) = stream.into_split();
+        if let Err(reason) = run(rd, wr, remote, id, &core, &params).await {
+            debug!(reason, "connection ended");
+        }
+        let _ = core.send(CoreMsg::Closed { conn: id }).await;
+    }
+    .instrument(span)
+    .await
+}
+
+async fn run(
+    mut rd: OwnedReadHalf,
+    mut wr: OwnedWriteHalf,
+    remote: SocketAddr,
+    id: ConnId,
+    core: &mpsc::Sender<CoreMsg>,
+    params: &ConnParams,
+) -> Result<(), &'static str> {
+    let mut buf = BytesMut::with_capacity(4096);
+
+    // The first four bytes: a four-letter word, or the length of a ConnectRequest.
+    timeout(HANDSHAKE_TIMEOUT, read_at_least(&mut rd, &mut buf, 4)).await.map_err(|_| "no handshake in time")??;
+    if let Some(word) = FourLetterWord::detect([buf[0], buf[1], buf[2], buf[3]]) {
+        let (tx, rx) = oneshot::channel();
+        core.send(CoreMsg::FourLetter { word, reply: tx }).await.map_err(|_| "server stopping")?;
+        let text = rx.await.map_err(|_| "server stopping")?;
+        let _ = wr.write_all(text.as_bytes()).await;
+        let _ = wr.shutdown().await;
+        return Ok(());
+    }
+
+    let body = timeout(HANDSHAKE_TIMEOUT, next_frame(&mut rd, &mut buf, params.max_frame))
+        .await
+        .map_err(|_| "no handshake in time")??;
+    let req = ConnectRequest::from_bytes(&body).map_err(|_| "malformed ConnectRequest")?;
+
+    let (out_tx, out_rx) = mpsc::channel(OUTBOUND_CAPACITY);
+    let (ready_tx, ready_rx) = oneshot::channel();
+    // Dropped by the writer when it ends, which tells the reader to stop as well.
+    let (writer_done_tx, mut writer_done) = oneshot::channel::<()>();
+    let writer = tokio::spawn(write_loop(wr, out_rx, writer_done_tx));
+    core.send(CoreMsg::Connect { conn: id, remote, req, out: out_tx, ready: ready_tx })
+        .await
+        .map_err(|_| "server stopping")?;
+    let established = ready_rx.await.unwrap_or(false);
+    if !established {
+        let _ = writer.await;
+        return Err("session refused");
+    }
+
+    let result = loop {
+        let body = tokio::select! {
+            frame = next_frame(&mut rd, &mut buf, params.max_frame) => match frame {
+                Ok(b) => b,
+                Err(e) => break Err(e),
+            },
+            // The writer ends when the core closes the connection: stop reading too.
+            _ = &mut writer_done => break Ok(()),
+        };
+        let received = Instant::now();
+        let mut r = Reader::new(&body);
+        let header = match RequestHeader::decode(&mut r) {
+            Ok(h) => h,
+            Err(_) => break Err("request shorter than its header"),
+        };
+        let req = Request::decode(header.op_type, r.rest());
+        if core.send(CoreMsg::Request { conn: id, header, req, received }).await.is_err() {
+            break Err("server stopping");
+        }
+    };
+    writer.abort();
+    result
+}
+
+/// Drains the outbound queue, coalescing whatever is queued into one write.
+async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outbound>, _done: oneshot::Sender<()>) {
+    let mut w = Writer::with_capacity(64 * 1024);
+    while let Some(msg) = rx.recv().await {
+        let mut close = !msg.encode(&mut w);
+        while !close && w.len() < 1 << 20 {
+            match rx.try_recv() {
+                Ok(msg) => close = !msg.encode(&mut w),
+                Err(_) => break,
+            }
+        }
+        if !w.is_empty() {
+            if wr.write_all(&w.buf).await.is_err() {
+                return;
+            }
+            w.buf.clear();
+        }
+        if close {
+            let _ = wr.shutdown().await;
+            return;
+        }
+    }
+}
+
+async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut BytesMut, n: usize) -> Result<(), &'static str> {
+    while buf.len() < n {
+        if rd.read_buf(buf).await.map_err(|_| "read error")? == 0 {
+            return Err("peer closed");
+        }
+    }
+    Ok(())
+}
+
+/// Reads one whole frame body. An oversized or negative length ends the connection before
+/// anything is allocated for it.
+async fn next_frame(rd: &mut OwnedReadHalf, buf: &mut BytesMut, max: usize) -> Result<Vec<u8>, &'static str> {
+    loop {
+        match frame::check(buf, max) {
+            Ok(Check::Frame { len }) => {
+                buf.advance(4);
+                let body = buf.split_to(len).to_vec();
+                return Ok(body);
+            }
+            Ok(Check::NeedMore(n)) => {
+                buf.reserve(n.min(64 * 1024));
+                if rd.read_buf(buf).await.map_err(|_| "read error")? == 0 {
+                    return Err("peer closed");
+                }
+            }
+            Err(_) => return Err("frame length out of bounds"),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Start-up and shut-down of one paddock server: the raft log, the recovered tree, the core
+//! task, the bridge from the raft thread, and the client listener.
+//!
+//! Start-up order matters: the tree is rebuilt from the newest snapshot plus the log before
+//! the listener opens, so no client ever sees a state older than one it was shown before
+//! the restart (the lastZxidSeen check would otherwise refuse it).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use znode_tree::{Tree, TreeConfig};
+
+use crate::config::Config;
+use crate::connection::{self, ConnParams};
+use crate::core::{Core, CoreMsg};
+
+/// The tree settings a server config implies.
+pub fn tree_config(cfg: &Config) -> TreeConfig {
+    TreeConfig {
+        extended_types: cfg.extended_types_enabled,
+        enforce_quota: cfg.enforce_quota,
+        super_digest: cfg.super_digest.clone(),
+        skip_acl: cfg.skip_acl,
+    }
+}
+
+/// Where the raft log and snapshots live: `dataLogDir` if set, else `dataDir`.
+pub fn raft_dir(cfg: &Config) -> PathBuf {
+    cfg.data_log_dir.clone().unwrap_or_else(|| cfg.data_dir.clone()).join("paddock")
+}
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    core_tx: mpsc::Sender<CoreMsg>,
+    raft: consensus::Handle,
+    accept: JoinHandle<()>,
+    core: JoinHandle<()>,
+}
+
+impl Server {
+    /// Recovers state from the data directory, then starts serving on the configured address
+    /// (port 0 picks a free port; see `local_addr`).
+    pub async fn start(cfg: Config) -> anyhow::Result<Server> {
+        let cfg = Arc::new(cfg);
+        std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating dataDir {}", cfg.data_dir.display()))?;
+        let dir = raft_dir(&cfg);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+
+        let mut raft_cfg = consensus::Config::standalone(&dir);
+        raft_cfg.id = cfg.my_id.unwrap_or(1);
+        raft_cfg.voters = vec![raft_cfg.id];
+        let started = tokio::task::spawn_blocking(move || consensus::start(raft_cfg))
+            .await?
+            .context("opening the raft log")?;
+        let raft = started.handle.clone();
+
+        let (tree, applied, term) = match started.snapshot {
+            Some(snap) => {
+                let tree = Tree::restore(&snap.data, tree_config(&cfg))
+                    .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
+                info!(index = snap.index, nodes = tree.node_count(), "restored snapshot");
+                (tree, snap.index, snap.term)
+            }
+            None => (Tree::new(tree_config(&cfg)), 0, 0),
+        };
+        let replay_to = raft.status().last_index;
+
+        let (core_tx, core_rx) = mpsc::channel(64 * 1024);
+        let core = Core::new(cfg.clone(), tree, raft.clone(), applied, term);
+        let core = tokio::spawn(core.run(core_rx));
+
+        // The raft thread speaks crossbeam; the core listens on tokio. One thread bridges.
+        let bridge_tx = core_tx.clone();
+        let events = started.events;
+        std::thread::Builder::new()
+            .name("raft-events".into())
+            .spawn(move || {
+                while let Ok(ev) = events.recv() {
+                    if bridge_tx.blocking_send(CoreMsg::Consensus(ev)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .context("spawning the raft event bridge")?;
+
+        // Replay the log into the tree before anyone can connect.
+        let (tx, rx) = oneshot::channel();
+        core_tx.send(CoreMsg::WaitApplied { index: replay_to, reply: tx }).await?;
+        rx.await.context("core stopped during replay")?;
+        info!(applied = replay_to, "log replayed");
+
+        let bind = SocketAddr::new(cfg.client_port_address, cfg.client_port);
+        let listener = TcpListener::bind(bind).await.with_context(|| format!("binding the client port {bind}"))?;
+        let addr = listener.local_addr()?;
+        info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
+
+        let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone()));
+        Ok(Server { addr, core_tx, raft, accept, core })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, stops the core, then flushes and stops the raft thread.
+    pub async fn shutdown(self) {
+        self.accept.abort();
+        let _ = self.core_tx.send(CoreMsg::Shutdown).await;
+        let _ = self.core.await;
+        let raft = self.raft.clone();
+        let _ = tokio::task::spawn_blocking(move || raft.shutdown()).await;
+        info!("server stopped");
+    }
+
+    /// Serves until ctrl-c or SIGTERM, then shuts down cleanly.
+    pub async fn run_until_signal(self) -> anyhow::Result<()> {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => info!("interrupted"),
+            _ = term.recv() => info!("terminated"),
+        }
+        self.shutdown().await;
+        Ok(())
+    }
+}
+
+/// Counts connections per client address for `maxClientCnxns`.
+#[derive(Default)]
+struct PerIp(Mutex<HashMap<IpAddr, u32>>);
+
+impl PerIp {
+    fn try_add(&self, ip: IpAddr, max: u32) -> bool {
+        let mut m = self.0.lock().unwrap();
+        let n = m.entry(ip).or_insert(0);
+        if max != 0 && *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn remove(&self, ip: IpAddr) {
+        let mut m = self.0.lock().unwrap();
+        if let Some(n) = m.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&ip);
+            }
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, core_tx: mpsc::Sender<CoreMsg>, cfg: Arc<Config>) {
+    let next_id = AtomicU64::new(1);
+    let per_ip = Arc::new(PerIp::default());
+    let params = Arc::new(ConnParams { max_frame: cfg.jute_max_buffer });
+    loop {
+        let (stream, remote) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of descriptors and the like: back off instead of spinning.
+                warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if !per_ip.try_add(remote.ip(), cfg.max_client_cnxns) {
+            warn!(peer = %remote, max = cfg.max_client_cnxns, "too many connections from this address; closing");
+            drop(stream);
+            continue;
+        }
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        let core_tx = core_tx.clone();
+        let params = params.clone();
+        let per_ip = per_ip.clone();
+        tokio::spawn(async move {
+            connection::serve(stream, remote, id, core_tx, params).await;
+            per_ip.remove(remote.ip());
+        });
+    }
+}

@@ -1,0 +1,129 @@
+//! Shared test fixtures: an in-process paddock on port 0 with its own data directory, and a
+//! raw protocol client for the cases a well-behaved client library will not produce.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use paddock::config::Config;
+use paddock::node::Server;
+use wire::{ConnectRequest, ConnectResponse, Reader, Record, ReplyHeader, Request, RequestHeader, Writer};
+
+/// A config for tests: loopback, port 0, short ticks so that sessions expire quickly.
+pub fn test_config(dir: &Path) -> Config {
+    let mut cfg = Config::embedded_default();
+    cfg.client_port = 0;
+    cfg.data_dir = dir.to_path_buf();
+    cfg.tick_time_ms = 100;
+    cfg.min_session_timeout_ms = 200;
+    cfg.max_session_timeout_ms = 60_000;
+    cfg.extended_types_enabled = true;
+    cfg.container_check_interval_ms = 200;
+    cfg
+}
+
+pub async fn start(dir: &Path) -> Server {
+    Server::start(test_config(dir)).await.expect("server starts")
+}
+
+pub async fn start_with(cfg: Config) -> Server {
+    Server::start(cfg).await.expect("server starts")
+}
+
+pub async fn client(addr: SocketAddr) -> zookeeper_client::Client {
+    zookeeper_client::Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(&addr.to_string())
+        .await
+        .expect("client connects")
+}
+
+/// Speaks the protocol frame by frame.
+pub struct RawClient {
+    pub stream: TcpStream,
+    pub session_id: i64,
+    pub passwd: Vec<u8>,
+    pub timeout: i32,
+}
+
+impl RawClient {
+    pub async fn connect(addr: SocketAddr, timeout_ms: i32) -> RawClient {
+        Self::connect_with(addr, ConnectRequest { timeout: timeout_ms, passwd: Some(vec![0; 16]), read_only: Some(false), ..Default::default() })
+            .await
+            .1
+            .expect("session established")
+    }
+
+    /// Sends a ConnectRequest; returns the response (if any) and the client when established.
+    pub async fn connect_with(addr: SocketAddr, req: ConnectRequest) -> (Option<ConnectResponse>, Option<RawClient>) {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut w = Writer::new();
+        let at = w.begin_frame();
+        req.encode(&mut w);
+        w.finish_frame(at);
+        stream.write_all(&w.buf).await.unwrap();
+        let Some(body) = read_frame(&mut stream).await else { return (None, None) };
+        let resp = ConnectResponse::from_bytes(&body).unwrap();
+        if resp.timeout <= 0 {
+            return (Some(resp), None);
+        }
+        let client = RawClient { stream, session_id: resp.session_id, passwd: resp.passwd.clone().unwrap(), timeout: resp.timeout };
+        (Some(resp), Some(client))
+    }
+
+    pub async fn send(&mut self, xid: i32, req: &Request) {
+        let mut w = Writer::new();
+        let at = w.begin_frame();
+        RequestHeader { xid, op_type: req.opcode().code() }.encode(&mut w);
+        req.encode_body(&mut w);
+        w.finish_frame(at);
+        self.stream.write_all(&w.buf).await.unwrap();
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// The next frame as (header, body), or None when the server closed the connection.
+    pub async fn recv(&mut self) -> Option<(ReplyHeader, Vec<u8>)> {
+        let body = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut self.stream)).await.expect("reply in time")?;
+        let mut r = Reader::new(&body);
+        let h = ReplyHeader::decode(&mut r).unwrap();
+        Some((h, r.rest().to_vec()))
+    }
+
+    /// True if the server closes the connection (EOF) within the timeout.
+    pub async fn closed_by_server(&mut self) -> bool {
+        let mut b = [0u8; 1024];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut b)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+pub async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await.ok()?;
+    let len = i32::from_be_bytes(len) as usize;
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).await.ok()?;
+    Some(body)
+}
+
+/// Sends a four-letter word and returns the whole text reply.
+pub async fn four_letter(addr: SocketAddr, word: &str) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(word.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out)).await.unwrap().unwrap();
+    out
+}

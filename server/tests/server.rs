@@ -1,0 +1,428 @@
+//! The server end to end, in process on port 0, driven by the Rust `zookeeper-client` crate
+//! and by a raw protocol client. Each test owns its data directory.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{client, four_letter, start, RawClient};
+use wire::ops::create::{CreateRequest, CreateResponse};
+use wire::ops::data::{GetDataRequest, GetDataResponse};
+use wire::ops::delete::DeleteRequest;
+use wire::ops::exists::ExistsRequest;
+use wire::{Acl, ErrorCode, Record, Request, WatcherEvent};
+use zookeeper_client::{Acls, AddWatchMode, CreateMode, EventType};
+
+fn persistent() -> zookeeper_client::CreateOptions<'static> {
+    CreateMode::Persistent.with_acls(Acls::anyone_all())
+}
+
+#[tokio::test]
+async fn create_get_set_delete_report_zookeeper_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let zk = client(server.local_addr()).await;
+
+    let (stat, _) = zk.create("/a", b"hello", &persistent()).await.unwrap();
+    assert_eq!(stat.version, 0);
+    assert_eq!(stat.cversion, 0);
+    assert_eq!(stat.aversion, 0);
+    assert_eq!(stat.data_length, 5);
+    assert_eq!(stat.num_children, 0);
+    assert_eq!(stat.ephemeral_owner, 0);
+    assert_eq!(stat.czxid, stat.mzxid);
+    assert_eq!(stat.czxid, stat.pzxid);
+    assert_eq!(stat.ctime, stat.mtime);
+
+    let (data, got) = zk.get_data("/a").await.unwrap();
+    assert_eq!(data, b"hello");
+    assert_eq!(got, stat);
+
+    let set = zk.set_data("/a", b"world!", Some(0)).await.unwrap();
+    assert_eq!(set.version, 1);
+    assert_eq!(set.data_length, 6);
+    assert_eq!(set.czxid, stat.czxid);
+    assert!(set.mzxid > stat.mzxid);
+    assert_eq!(zk.set_data("/a", b"x", Some(0)).await.unwrap_err(), zookeeper_client::Error::BadVersion);
+
+    zk.create("/a/b", b"", &persistent()).await.unwrap();
+    let (_, parent) = zk.get_data("/a").await.unwrap();
+    assert_eq!(parent.cversion, 1);
+    assert_eq!(parent.num_children, 1);
+    assert_eq!(zk.delete("/a", None).await.unwrap_err(), zookeeper_client::Error::NotEmpty);
+    zk.delete("/a/b", Some(0)).await.unwrap();
+    let (_, parent) = zk.get_data("/a").await.unwrap();
+    // One create and one delete: the wire cversion counts both (zk-protocol.md §4.2).
+    assert_eq!(parent.cversion, 2);
+    assert_eq!(parent.num_children, 0);
+    zk.delete("/a", Some(1)).await.unwrap();
+    assert_eq!(zk.get_data("/a").await.unwrap_err(), zookeeper_client::Error::NoNode);
+    assert_eq!(zk.create("/x/y", b"", &persistent()).await.unwrap_err(), zookeeper_client::Error::NoNode);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn sequential_children_are_numbered_by_the_parents_create_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let zk = client(server.local_addr()).await;
+    zk.create("/q", b"", &persistent()).await.unwrap();
+    zk.create("/q/plain", b"", &persistent()).await.unwrap();
+    let seq = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+    let (_, n1) = zk.create("/q/item-", b"", &seq).await.unwrap();
+    let (_, n2) = zk.create("/q/item-", b"", &seq).await.unwrap();
+    assert_eq!(n1.to_string(), "0000000001");
+    assert_eq!(n2.to_string(), "0000000002");
+    let mut children = zk.list_children("/q").await.unwrap();
+    children.sort();
+    assert_eq!(children, vec!["item-0000000001", "item-0000000002", "plain"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn closing_a_session_deletes_its_ephemerals_and_fires_watches_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let owner = client(server.local_addr()).await;
+    let watcher = client(server.local_addr()).await;
+    owner.create("/locks", b"", &persistent()).await.unwrap();
+    let eph = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let (stat, _) = owner.create("/locks/e", b"", &eph).await.unwrap();
+    assert_eq!(stat.ephemeral_owner, owner.session_id().0);
+
+    let (_, _, data_watch) = watcher.get_and_watch_data("/locks/e").await.unwrap();
+    let (_, child_watch) = watcher.list_and_watch_children("/locks").await.unwrap();
+    drop(owner); // the crate closes its session on drop
+    let ev = tokio::time::timeout(Duration::from_secs(10), data_watch.changed()).await.unwrap();
+    assert_eq!(ev.event_type, EventType::NodeDeleted);
+    assert_eq!(ev.path, "/locks/e");
+    let ev = tokio::time::timeout(Duration::from_secs(10), child_watch.changed()).await.unwrap();
+    assert_eq!(ev.event_type, EventType::NodeChildrenChanged);
+    assert_eq!(ev.path, "/locks");
+    assert!(watcher.check_stat("/locks/e").await.unwrap().is_none());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_loses_its_ephemerals_and_cannot_reconnect() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    let mut raw = RawClient::connect(addr, 400).await;
+    assert_eq!(raw.timeout, 400);
+    raw.send(
+        1,
+        &Request::Create(CreateRequest { path: "/eph".into(), data: Some(b"x".to_vec()), acl: Acl::open_unsafe(), flags: 1 }),
+    )
+    .await;
+    let (h, body) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, 0));
+    assert_eq!(CreateResponse::from_bytes(&body).unwrap().path, "/eph");
+    let (session_id, passwd) = (raw.session_id, raw.passwd.clone());
+    drop(raw); // no closeSession: the session lives on until it times out
+
+    let zk = client(addr).await;
+    assert!(zk.check_stat("/eph").await.unwrap().is_some());
+    let mut gone = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if zk.check_stat("/eph").await.unwrap().is_none() {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "the ephemeral of an expired session is deleted");
+
+    let (resp, client) = RawClient::connect_with(
+        addr,
+        wire::ConnectRequest { timeout: 400, session_id, passwd: Some(passwd), read_only: Some(false), ..Default::default() },
+    )
+    .await;
+    let resp = resp.expect("the server answers an expired session");
+    assert!(client.is_none());
+    assert_eq!((resp.timeout, resp.session_id), (0, 0));
+    assert_eq!(resp.passwd, Some(vec![0; 16]));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_answered_as_an_expired_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let raw = RawClient::connect(server.local_addr(), 10_000).await;
+    let (resp, client) = RawClient::connect_with(
+        server.local_addr(),
+        wire::ConnectRequest { timeout: 10_000, session_id: raw.session_id, passwd: Some(vec![7; 16]), ..Default::default() },
+    )
+    .await;
+    assert!(client.is_none());
+    let resp = resp.unwrap();
+    assert_eq!((resp.timeout, resp.session_id), (0, 0));
+    // go-zookeeper sends no readOnly byte; the server leaves it out of its answer too.
+    assert_eq!(resp.read_only, None);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_ahead_of_the_server_is_refused_without_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let (resp, client) = RawClient::connect_with(
+        server.local_addr(),
+        wire::ConnectRequest { timeout: 10_000, last_zxid_seen: 1 << 40, passwd: Some(vec![0; 16]), ..Default::default() },
+    )
+    .await;
+    assert!(resp.is_none() && client.is_none());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn watch_events_precede_the_reply_that_shows_the_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let mut raw = RawClient::connect(server.local_addr(), 10_000).await;
+    raw.send(1, &Request::Exists(ExistsRequest { path: "/w".into(), watch: true })).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, ErrorCode::NoNode.code()));
+    raw.send(2, &Request::Create(CreateRequest { path: "/w".into(), data: None, acl: Acl::open_unsafe(), flags: 0 })).await;
+    let (h, body) = raw.recv().await.unwrap();
+    assert_eq!(h.xid, -1, "the NodeCreated event comes before the create's own reply");
+    let ev = WatcherEvent::from_bytes(&body).unwrap();
+    assert_eq!((ev.event_type, ev.state, ev.path.as_str()), (1, 3, "/w"));
+    let create_zxid = h.zxid;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err, h.zxid), (2, 0, create_zxid));
+    // A one-shot watch fires once.
+    raw.send(3, &Request::Delete(DeleteRequest { path: "/w".into(), version: -1 })).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (3, 0));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn replies_come_back_in_request_order_under_pipelining() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let mut raw = RawClient::connect(server.local_addr(), 10_000).await;
+    // Interleave writes and reads without waiting: a read must see the write before it.
+    for i in 0..50 {
+        let path = format!("/p{i}");
+        raw.send(2 * i + 1, &Request::Create(CreateRequest { path: path.clone(), data: Some(vec![i as u8]), acl: Acl::open_unsafe(), flags: 0 }))
+            .await;
+        raw.send(2 * i + 2, &Request::GetData(GetDataRequest { path, watch: false })).await;
+    }
+    for i in 0..50 {
+        let (h, _) = raw.recv().await.unwrap();
+        assert_eq!((h.xid, h.err), (2 * i + 1, 0));
+        let (h, body) = raw.recv().await.unwrap();
+        assert_eq!((h.xid, h.err), (2 * i + 2, 0));
+        assert_eq!(GetDataResponse::from_bytes(&body).unwrap().data, Some(vec![i as u8]));
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn kafka_broker_registration_multi_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let zk = client(server.local_addr()).await;
+    zk.create("/brokers", b"", &persistent()).await.unwrap();
+    let eph = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let mut multi = zk.new_multi_writer();
+    multi.add_create("/brokers/0", &[], &eph).unwrap();
+    multi.add_set_data("/brokers/0", b"{\"host\":\"h\"}", Some(0)).unwrap();
+    let results = multi.commit().await.unwrap();
+    assert_eq!(results.len(), 2);
+    let (data, stat) = zk.get_data("/brokers/0").await.unwrap();
+    assert_eq!(data, b"{\"host\":\"h\"}");
+    assert_eq!(stat.version, 1);
+    assert_eq!(stat.ephemeral_owner, zk.session_id().0);
+    // A failing multi changes nothing.
+    let mut multi = zk.new_multi_writer();
+    multi.add_create("/brokers/1", &[], &persistent()).unwrap();
+    multi.add_check_version("/brokers/0", 7).unwrap();
+    let err = multi.commit().await.unwrap_err();
+    assert!(matches!(err, zookeeper_client::MultiWriteError::OperationFailed { index: 1, source: zookeeper_client::Error::BadVersion }), "{err:?}");
+    assert!(zk.check_stat("/brokers/1").await.unwrap().is_none());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn digest_acls_admit_only_the_authenticated_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let owner = client(server.local_addr()).await;
+    owner.auth("digest", b"alice:secret").await.unwrap();
+    let creator = CreateMode::Persistent.with_acls(Acls::creator_all());
+    owner.create("/private", b"s", &creator).await.unwrap();
+    let (acl, _) = owner.get_acl("/private").await.unwrap();
+    assert_eq!(acl.len(), 1);
+    assert_eq!(acl[0].scheme(), "digest");
+    assert_eq!(acl[0].id(), "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=" /* base64(sha1("alice:secret")), computed with openssl */);
+
+    let stranger = client(server.local_addr()).await;
+    assert_eq!(stranger.get_data("/private").await.unwrap_err(), zookeeper_client::Error::NoAuth);
+    let friend = client(server.local_addr()).await;
+    friend.auth("digest", b"alice:secret").await.unwrap();
+    assert_eq!(friend.get_data("/private").await.unwrap().0, b"s");
+    let users = friend.list_auth_users().await.unwrap();
+    assert!(users.iter().any(|u| u.scheme() == "digest" && u.user() == "alice"), "{users:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn persistent_recursive_watch_sees_every_descendant_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let zk = client(server.local_addr()).await;
+    zk.create("/r", b"", &persistent()).await.unwrap();
+    let mut watcher = zk.watch("/r", AddWatchMode::PersistentRecursive).await.unwrap();
+    zk.create("/r/a", b"", &persistent()).await.unwrap();
+    zk.create("/r/a/b", b"", &persistent()).await.unwrap();
+    zk.set_data("/r/a/b", b"1", None).await.unwrap();
+    zk.delete("/r/a/b", None).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let ev = tokio::time::timeout(Duration::from_secs(10), watcher.changed()).await.unwrap();
+        seen.push((ev.event_type, ev.path));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (EventType::NodeCreated, "/r/a".to_string()),
+            (EventType::NodeCreated, "/r/a/b".to_string()),
+            (EventType::NodeDataChanged, "/r/a/b".to_string()),
+            (EventType::NodeDeleted, "/r/a/b".to_string()),
+        ]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn ttl_nodes_and_empty_containers_are_removed_by_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let zk = client(server.local_addr()).await;
+    let ttl = CreateMode::Persistent.with_acls(Acls::anyone_all()).with_ttl(Duration::from_millis(300));
+    let (stat, _) = zk.create("/ttl", b"", &ttl).await.unwrap();
+    assert_eq!(stat.ephemeral_owner, 0, "TTL nodes show no owner on the wire");
+    let container = CreateMode::Container.with_acls(Acls::anyone_all());
+    zk.create("/c", b"", &container).await.unwrap();
+    zk.create("/c/child", b"", &persistent()).await.unwrap();
+    zk.delete("/c/child", None).await.unwrap();
+    let mut gone = false;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if zk.check_stat("/ttl").await.unwrap().is_none() && zk.check_stat("/c").await.unwrap().is_none() {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "expired TTL node and empty container are deleted");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn restart_recovers_data_stats_and_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    let mut raw = RawClient::connect(addr, 30_000).await;
+    raw.send(1, &Request::Create(CreateRequest { path: "/keep".into(), data: Some(b"v".to_vec()), acl: Acl::open_unsafe(), flags: 0 }))
+        .await;
+    assert_eq!(raw.recv().await.unwrap().0.err, 0);
+    raw.send(2, &Request::Create(CreateRequest { path: "/mine".into(), data: None, acl: Acl::open_unsafe(), flags: 1 })).await;
+    assert_eq!(raw.recv().await.unwrap().0.err, 0);
+    raw.send(3, &Request::GetData(GetDataRequest { path: "/keep".into(), watch: false })).await;
+    let (h, body) = raw.recv().await.unwrap();
+    let before = GetDataResponse::from_bytes(&body).unwrap();
+    let last_zxid = h.zxid;
+    let (session_id, passwd) = (raw.session_id, raw.passwd.clone());
+    drop(raw);
+    server.shutdown().await;
+
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    let (resp, client) = RawClient::connect_with(
+        addr,
+        wire::ConnectRequest { timeout: 30_000, last_zxid_seen: last_zxid, session_id, passwd: Some(passwd), read_only: Some(false), ..Default::default() },
+    )
+    .await;
+    let mut raw = client.expect("the session survives the restart");
+    assert_eq!(resp.unwrap().session_id, session_id);
+    raw.send(1, &Request::GetData(GetDataRequest { path: "/keep".into(), watch: false })).await;
+    let (_, body) = raw.recv().await.unwrap();
+    assert_eq!(GetDataResponse::from_bytes(&body).unwrap(), before);
+    raw.send(2, &Request::Exists(ExistsRequest { path: "/mine".into(), watch: false })).await;
+    let (h, body) = raw.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let stat = wire::ops::exists::ExistsResponse::from_bytes(&body).unwrap().stat;
+    assert_eq!(stat.ephemeral_owner, session_id);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_input_ends_only_the_offending_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    let zk = client(addr).await;
+    zk.create("/safe", b"1", &persistent()).await.unwrap();
+
+    // Unknown opcode: Unimplemented, then the connection closes.
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&8i32.to_be_bytes());
+    frame.extend_from_slice(&5i32.to_be_bytes());
+    frame.extend_from_slice(&999i32.to_be_bytes());
+    raw.send_raw(&frame).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (5, ErrorCode::Unimplemented.code()));
+    assert!(raw.closed_by_server().await);
+
+    // A body that does not decode: MarshallingError, and the connection stays usable.
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&12i32.to_be_bytes());
+    frame.extend_from_slice(&6i32.to_be_bytes());
+    frame.extend_from_slice(&4i32.to_be_bytes()); // getData
+    frame.extend_from_slice(&1000i32.to_be_bytes()); // a path length past the frame's end
+    raw.send_raw(&frame).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (6, ErrorCode::MarshallingError.code()));
+    raw.send(7, &Request::GetData(GetDataRequest { path: "/safe".into(), watch: false })).await;
+    assert_eq!(raw.recv().await.unwrap().0.err, 0);
+
+    // An oversized frame length closes the connection before anything is read into memory.
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    raw.send_raw(&(64 * 1024 * 1024i32).to_be_bytes()).await;
+    assert!(raw.closed_by_server().await);
+
+    // Garbage instead of a handshake.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut s, &[0xff; 64]).await.unwrap();
+    let mut b = Vec::new();
+    let n = tokio::time::timeout(Duration::from_secs(10), tokio::io::AsyncReadExt::read_to_end(&mut s, &mut b)).await.unwrap();
+    assert!(n.is_err() || b.is_empty());
+
+    // A path the server must refuse.
+    assert!(matches!(zk.create("/bad//path", b"", &persistent()).await, Err(zookeeper_client::Error::BadArguments(_))));
+
+    // Everyone else carried on.
+    assert_eq!(zk.get_data("/safe").await.unwrap().0, b"1");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn four_letter_words_answer_on_the_client_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    assert_eq!(four_letter(addr, "ruok").await, "imok");
+    let srvr = four_letter(addr, "srvr").await;
+    assert!(srvr.starts_with("Zookeeper version: 3.9."), "{srvr}");
+    assert!(srvr.contains("Mode: standalone"), "{srvr}");
+    let envi = four_letter(addr, "envi").await;
+    assert!(envi.contains("zookeeper.version=3.9."), "{envi}");
+    server.shutdown().await;
+}
