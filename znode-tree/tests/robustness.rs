@@ -1,0 +1,136 @@
+//! Properties over random inputs: hostile bytes never panic, and a failed multi leaves the
+//! state exactly as a no-op entry would (rollback is byte-exact).
+
+use proptest::prelude::*;
+use wire::ops::check::CheckVersionRequest;
+use wire::ops::create::CreateRequest;
+use wire::ops::data::SetDataRequest;
+use wire::ops::delete::DeleteRequest;
+use wire::{Acl, MultiResult, Request, Response};
+use znode_tree::{Entry, Tree, TreeConfig, Txn};
+
+fn path() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(vec!["a", "b"]), 1..4)
+        .prop_map(|v| format!("/{}", v.join("/")))
+}
+
+fn write_op() -> impl Strategy<Value = Request> {
+    let data = prop::collection::vec(any::<u8>(), 0..4).prop_map(Some);
+    prop_oneof![
+        (path(), data.clone(), 0..5i32).prop_map(|(p, d, f)| {
+            let req = CreateRequest {
+                path: p,
+                data: d,
+                acl: Acl::open_unsafe(),
+                flags: f,
+            };
+            if f == 4 {
+                Request::CreateContainer(req)
+            } else {
+                Request::Create(req)
+            }
+        }),
+        (path(), -1..2i32).prop_map(|(p, v)| Request::Delete(DeleteRequest {
+            path: p,
+            version: v
+        })),
+        (path(), data, -1..2i32).prop_map(|(p, d, v)| Request::SetData(SetDataRequest {
+            path: p,
+            data: d,
+            version: v
+        })),
+        (path(), -1..2i32).prop_map(|(p, v)| Request::Check(CheckVersionRequest {
+            path: p,
+            version: v
+        })),
+    ]
+}
+
+fn entry(txn: Txn) -> Entry {
+    Entry {
+        session_id: 3,
+        xid: 1,
+        time_ms: 42,
+        auth: vec![],
+        txn,
+    }
+}
+
+fn build(prefix: &[Request]) -> Tree {
+    let mut t = Tree::new(TreeConfig::default());
+    t.apply(
+        1,
+        &entry(Txn::CreateSession {
+            timeout_ms: 1,
+            password: [1; 16],
+        }),
+    );
+    // Quota bookkeeping on /a makes rollback cover in-place stats updates too.
+    for (i, p) in [
+        "/a",
+        "/zookeeper/quota/a",
+        "/zookeeper/quota/a/zookeeper_limits",
+        "/zookeeper/quota/a/zookeeper_stats",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let req = CreateRequest {
+            path: (*p).into(),
+            data: Some(b"count=-1,bytes=-1".to_vec()),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        };
+        t.apply(2 + i as i64, &entry(Txn::Write(Request::Create(req))));
+    }
+    for (i, op) in prefix.iter().enumerate() {
+        let op = if let Request::Check(_) = op {
+            Request::Multi(vec![op.clone()])
+        } else {
+            op.clone()
+        };
+        t.apply(10 + i as i64, &entry(Txn::Write(op)));
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn failed_multi_is_byte_exact_no_op(prefix in prop::collection::vec(write_op(), 0..20),
+                                        ops in prop::collection::vec(write_op(), 1..8)) {
+        let mut a = build(&prefix);
+        let mut b = build(&prefix);
+        let z = 1000;
+        let applied = a.apply(z, &entry(Txn::Write(Request::Multi(ops.clone()))));
+        b.apply(z, &entry(Txn::Write(Request::Ping)));
+        let Ok(Response::Multi(results)) = applied.reply else { panic!("multi reply {:?}", applied.reply) };
+        prop_assert_eq!(results.len(), ops.len());
+        let failed = results.iter().any(|r| matches!(r, MultiResult::Error(e) if *e != 0));
+        if failed {
+            prop_assert!(applied.changes.is_empty());
+            prop_assert_eq!(a.digest(), b.digest());
+            prop_assert_eq!(a.snapshot(), b.snapshot());
+            prop_assert_eq!(a.approximate_data_size(), b.approximate_data_size());
+            prop_assert_eq!(a.node_count(), b.node_count());
+        } else {
+            let restored = Tree::restore(&a.snapshot(), TreeConfig::default()).unwrap();
+            prop_assert_eq!(restored.digest(), a.digest());
+        }
+    }
+
+    #[test]
+    fn hostile_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let _ = Entry::decode(&bytes);
+        let mut with_version = vec![1u8];
+        with_version.extend_from_slice(&bytes);
+        let _ = Entry::decode(&with_version);
+        let _ = Tree::restore(&bytes, TreeConfig::default());
+        let mut framed = b"PDKT\x01".to_vec();
+        framed.extend_from_slice(&bytes);
+        let crc = crc32fast::hash(&framed);
+        framed.extend_from_slice(&crc.to_be_bytes());
+        let _ = Tree::restore(&framed, TreeConfig::default());
+    }
+}
