@@ -105,3 +105,15 @@ pub enum DecodeError {
     #[error("{0}")]
     Invalid(&'static str),
 }
+
+impl DecodeError {
+    /// The code ZooKeeper answers an undecodable request with: an opcode it does not accept
+    /// from clients is `Unimplemented` (and the connection is then closed, §3.3); any other
+    /// malformed body, including a multi with foreign sub-ops, is `MarshallingError` (§8.1).
+    pub fn reply_code(&self) -> ErrorCode {
+        match self {
+            DecodeError::UnknownOpcode(_) => ErrorCode::Unimplemented,
+            _ => ErrorCode::MarshallingError,
+        }
+    }
+}

@@ -143,3 +143,33 @@ fn only_state_changing_ops_go_through_the_log() {
     .into();
     assert_eq!(writes, expected);
 }
+
+#[test]
+fn undecodable_requests_map_to_unimplemented_or_marshalling_error() {
+    use wire::{decode_request_frame, DecodeError};
+    assert_eq!(
+        DecodeError::UnknownOpcode(99).reply_code(),
+        ErrorCode::Unimplemented
+    );
+    assert_eq!(
+        DecodeError::Invalid("x").reply_code(),
+        ErrorCode::MarshallingError
+    );
+    assert_eq!(
+        DecodeError::Truncated { what: "x", at: 0 }.reply_code(),
+        ErrorCode::MarshallingError
+    );
+    // An unknown sub-op inside multi is a bad body, not an unknown top-level opcode.
+    let body = [
+        0, 0, 0, 1, 0, 0, 0, 14, 0, 0, 0, 99, 0, 0xff, 0xff, 0xff, 0xff,
+    ];
+    assert_eq!(
+        decode_request_frame(&body).unwrap_err().1.reply_code(),
+        ErrorCode::MarshallingError
+    );
+    let body = [0, 0, 0, 1, 0, 0, 0, 99];
+    assert_eq!(
+        decode_request_frame(&body).unwrap_err().1.reply_code(),
+        ErrorCode::Unimplemented
+    );
+}
