@@ -774,3 +774,52 @@ fn min_wire_len_matches_fixed_sizes() {
     assert_eq!(<MultiHeader as Record>::MIN_WIRE_LEN, 9);
     assert_eq!(<ClientInfo as Record>::MIN_WIRE_LEN, 8);
 }
+
+/// Round trips cannot see a type number that is wrong on both sides; zk-protocol.md §8.2 can.
+#[test]
+fn multi_result_header_types_follow_zookeeper() {
+    let cases = [
+        (MultiResult::Create { path: "/a".into() }, 1, 0),
+        (
+            MultiResult::Create2 {
+                path: "/a".into(),
+                stat: Stat::default(),
+            },
+            15,
+            0,
+        ),
+        (MultiResult::Delete, 2, 0),
+        (
+            MultiResult::SetData {
+                stat: Stat::default(),
+            },
+            5,
+            0,
+        ),
+        (MultiResult::Check, 13, 0),
+        (MultiResult::GetChildren { children: vec![] }, 8, 0),
+        (
+            MultiResult::GetData {
+                data: None,
+                stat: Stat::default(),
+            },
+            4,
+            0,
+        ),
+        (MultiResult::Error(-2), -1, -2),
+    ];
+    for (result, op_type, err) in cases {
+        let mut w = Writer::new();
+        result.encode(&mut w);
+        let h = MultiHeader::from_bytes(&w.buf).unwrap();
+        assert_eq!(
+            h,
+            MultiHeader {
+                op_type,
+                done: false,
+                err
+            },
+            "{result:?}"
+        );
+    }
+}
