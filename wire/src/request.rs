@@ -176,6 +176,9 @@ impl Request {
     }
 
     /// Decodes a body given the raw opcode number from a `RequestHeader`.
+    ///
+    /// Bytes after the op's record are ignored, as the Java server ignores them; the captured
+    /// vectors show real clients never send any. A null path (length -1) reads as "".
     pub fn decode(op_type: i32, body: &[u8]) -> Result<Request, DecodeError> {
         let op = OpCode::from_code(op_type).ok_or(DecodeError::UnknownOpcode(op_type))?;
         Request::decode_body(op, &mut Reader::new(body))
