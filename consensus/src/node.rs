@@ -30,9 +30,6 @@ use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot};
 /// large burst, small enough to keep one iteration's latency and memory bounded.
 const MAX_COMMANDS_PER_READY: usize = 4096;
 
-/// Snapshot files kept on disk: the newest and one fallback.
-const SNAPSHOTS_KEPT: usize = 2;
-
 pub(crate) enum Command {
     Propose(Vec<u8>),
     ReadIndex(u64),
@@ -250,6 +247,7 @@ impl Node {
         } else {
             let snap = rd.snapshot();
             let meta = snap.get_metadata().clone();
+            let previous = snapshot_file::previous(&self.snapshot_dir, meta.index)?;
             snapshot_file::write(
                 &self.snapshot_dir,
                 meta.index,
@@ -257,7 +255,7 @@ impl Node {
                 meta.get_conf_state(),
                 &snap.data,
             )?;
-            snapshot_file::prune(&self.snapshot_dir, SNAPSHOTS_KEPT)?;
+            snapshot_file::prune_before(&self.snapshot_dir, previous)?;
             tracing::info!(
                 index = meta.index,
                 term = meta.term,
@@ -435,11 +433,7 @@ impl Node {
             return Ok(());
         }
         // Keep the log back to the previous snapshot too, so a damaged newest file can fall back.
-        let previous = snapshot_file::list(&self.snapshot_dir)?
-            .into_iter()
-            .filter(|&i| i < saved.index)
-            .max()
-            .unwrap_or(0);
+        let previous = snapshot_file::previous(&self.snapshot_dir, saved.index)?;
         let compact_to = saved
             .index
             .saturating_sub(self.cfg.snapshot_keep_entries)
@@ -450,8 +444,17 @@ impl Node {
             conf_state: Some(saved.conf_state).into(),
             ..Default::default()
         };
-        self.raw.mut_store().record_snapshot(&meta, compact_to)?;
-        snapshot_file::prune(&self.snapshot_dir, SNAPSHOTS_KEPT)?;
+        match self.raw.mut_store().record_snapshot(&meta, compact_to) {
+            Ok(()) => {}
+            // The log moved under the request (e.g. a leader's snapshot was installed meanwhile):
+            // the file is useless but harmless.
+            Err(ConsensusError::Invalid(why)) => {
+                tracing::warn!(index = saved.index, "snapshot not recorded: {why}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+        snapshot_file::prune_before(&self.snapshot_dir, previous)?;
         let store = self.raw.store();
         tracing::info!(
             index = saved.index,

@@ -183,14 +183,23 @@ pub fn load_newest(dir: &Path, max_index: u64) -> Result<Option<SnapshotFile>, C
     Ok(None)
 }
 
-/// Deletes all but the newest `keep` snapshot files. Leaves `.tmp` files alone: the writer thread
-/// may be producing one right now.
-pub fn prune(dir: &Path, keep: usize) -> Result<(), ConsensusError> {
-    let all = list(dir)?;
-    for &index in all.iter().rev().skip(keep) {
+/// Deletes the snapshot files older than `floor`. Callers pass the fallback snapshot's index, so
+/// the newest recorded snapshot, its fallback, and files still awaiting their acknowledgement
+/// (newer ones) all stay. Leaves `.tmp` files alone: the writer thread may be producing one.
+pub fn prune_before(dir: &Path, floor: u64) -> Result<(), ConsensusError> {
+    for index in list(dir)?.into_iter().filter(|&i| i < floor) {
         fs::remove_file(path_for(dir, index))?;
     }
     Ok(())
+}
+
+/// The newest complete snapshot file older than `index` (0 if none): the fallback for `index`.
+pub fn previous(dir: &Path, index: u64) -> Result<u64, ConsensusError> {
+    Ok(list(dir)?
+        .into_iter()
+        .filter(|&i| i < index)
+        .max()
+        .unwrap_or(0))
 }
 
 /// Removes `.tmp` files: snapshot writes interrupted by a crash. Only at start, before the writer

@@ -525,18 +525,28 @@ impl raft::Storage for LogStore {
         }
         let mut snap = Snapshot::default();
         snap.set_metadata(meta.clone());
-        // The bootstrap snapshot has no file: its state machine is empty.
+        // The bootstrap snapshot has no file: its state machine is empty. Any other failure is
+        // reported as "temporarily unavailable": raft-rs treats every other error as fatal and
+        // would panic the leader, while this way it retries and the error is in the log.
         if let Some(dir) = &self.snapshot_dir {
             match snapshot_file::read(dir, meta.index) {
                 Ok(Some(file)) => snap.data = file.data.into(),
                 Ok(None) if meta.index <= BOOTSTRAP_INDEX => {}
                 Ok(None) => {
-                    return Err(storage_err(format!(
-                        "snapshot file for {} is missing",
-                        meta.index
-                    )))
+                    tracing::error!(index = meta.index, "snapshot file to send is missing");
+                    return Err(raft::Error::Store(
+                        StorageError::SnapshotTemporarilyUnavailable,
+                    ));
                 }
-                Err(e) => return Err(storage_err(e)),
+                Err(e) => {
+                    tracing::error!(
+                        index = meta.index,
+                        "snapshot file to send is unreadable: {e}"
+                    );
+                    return Err(raft::Error::Store(
+                        StorageError::SnapshotTemporarilyUnavailable,
+                    ));
+                }
             }
         }
         Ok(snap)
