@@ -431,6 +431,11 @@ impl LogStore {
         raft::Storage::term(self, idx).map_err(ConsensusError::Raft)
     }
 
+    /// Term of entry `idx` if it is in the in-memory cache.
+    pub fn cached_term(&self, idx: u64) -> Option<u64> {
+        self.cached(idx).map(|e| e.term)
+    }
+
     fn cached(&self, idx: u64) -> Option<&Entry> {
         let front = self.cache.front()?.index;
         if idx < front {
@@ -449,6 +454,25 @@ impl LogStore {
             .map_err(storage_err)?
             .ok_or_else(|| storage_err(format!("entry {idx} missing from the log")))?;
         decode::<Entry>("entry", &bytes).map_err(storage_err)
+    }
+}
+
+/// Collects entries up to a byte budget, always admitting the first (raft-rs requires at least
+/// one entry when any exist).
+struct SizedBatch {
+    out: Vec<Entry>,
+    size: u64,
+    max: Option<u64>,
+}
+
+impl SizedBatch {
+    fn admit(&mut self, e: Entry) -> bool {
+        self.size += u64::from(e.compute_size());
+        if !self.out.is_empty() && self.max.is_some_and(|m| self.size > m) {
+            return false;
+        }
+        self.out.push(e);
+        true
     }
 }
 
@@ -481,18 +505,49 @@ impl raft::Storage for LogStore {
         if high > self.last_index + 1 || low > high {
             return Err(raft::Error::Store(StorageError::Unavailable));
         }
-        let mut out = Vec::with_capacity((high - low).min(1024) as usize);
-        let mut size = 0u64;
-        for idx in low..high {
-            let e = self.read_entry(idx)?;
-            size += u64::from(e.compute_size());
-            // Always return at least one entry, as raft-rs requires.
-            if !out.is_empty() && max_size.is_some_and(|m| m != raft::NO_LIMIT && size > m) {
+        let mut batch = SizedBatch {
+            out: Vec::with_capacity((high - low).min(1024) as usize),
+            size: 0,
+            max: max_size.filter(|&m| m != raft::NO_LIMIT),
+        };
+        // Older entries come from RocksDB with one iterator (a restart replays the whole log
+        // this way), the recent tail from the cache.
+        let cache_front = self.cache.front().map_or(u64::MAX, |e| e.index);
+        let db_high = high.min(cache_front);
+        if low < db_high {
+            let from = key(low);
+            let iter = self.db.iterator_cf(
+                cf(&self.db, CF_LOG),
+                IteratorMode::From(&from, Direction::Forward),
+            );
+            let mut expect = low;
+            for item in iter {
+                if expect >= db_high {
+                    break;
+                }
+                let (_, v) = item.map_err(storage_err)?;
+                let e: Entry = decode("entry", &v).map_err(storage_err)?;
+                if e.index != expect {
+                    return Err(storage_err(format!(
+                        "log hole: expected {expect}, found {}",
+                        e.index
+                    )));
+                }
+                expect += 1;
+                if !batch.admit(e) {
+                    return Ok(batch.out);
+                }
+            }
+            if expect < db_high {
+                return Err(storage_err(format!("entry {expect} missing from the log")));
+            }
+        }
+        for idx in low.max(db_high)..high {
+            if !batch.admit(self.read_entry(idx)?) {
                 break;
             }
-            out.push(e);
         }
-        Ok(out)
+        Ok(batch.out)
     }
 
     fn term(&self, idx: u64) -> raft::Result<u64> {

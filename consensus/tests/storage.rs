@@ -327,5 +327,13 @@ fn long_logs_read_back_beyond_the_cache_after_reopen() {
         (2, 10_001)
     );
     assert_eq!(read(&s, 2, 10_002).unwrap(), entries(2..=10_001, 2));
+    // Ranges from disk only, straddling disk and cache, and size-limited on disk.
+    assert_eq!(read(&s, 100, 200).unwrap(), entries(100..=199, 2));
+    assert_eq!(read(&s, 5000, 7000).unwrap(), entries(5000..=6999, 2));
+    let one = protobuf::Message::compute_size(&entry(100, 2)) as u64;
+    assert_eq!(
+        s.entries(100, 200, Some(one * 10), ctx()).unwrap(),
+        entries(100..=109, 2)
+    );
     assert_eq!(s.term(3).unwrap(), 2);
 }
