@@ -17,7 +17,7 @@ use tokio::time::{timeout, Duration, Instant};
 use tracing::{debug, Instrument};
 
 use wire::frame::{self, Check};
-use wire::{ConnectRequest, FourLetterWord, Reader, Record, Request, RequestHeader, Writer};
+use wire::{FourLetterWord, Writer};
 
 use crate::core::{ConnId, CoreMsg, OUTBOUND_CAPACITY};
 use crate::outbound::Outbound;
@@ -68,7 +68,7 @@ async fn run(
     let body = timeout(HANDSHAKE_TIMEOUT, next_frame(&mut rd, &mut buf, params.max_frame))
         .await
         .map_err(|_| "no handshake in time")??;
-    let req = ConnectRequest::from_bytes(&body).map_err(|_| "malformed ConnectRequest")?;
+    let req = wire::decode_connect_frame(&body).map_err(|_| "malformed ConnectRequest")?;
 
     let (out_tx, out_rx) = mpsc::channel(OUTBOUND_CAPACITY);
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -94,12 +94,11 @@ async fn run(
             _ = &mut writer_done => break Ok(()),
         };
         let received = Instant::now();
-        let mut r = Reader::new(&body);
-        let header = match RequestHeader::decode(&mut r) {
-            Ok(h) => h,
-            Err(_) => break Err("request shorter than its header"),
+        let (header, req) = match wire::decode_request_frame(&body) {
+            Ok((header, req)) => (header, Ok(req)),
+            Err((Some(header), e)) => (header, Err(e)),
+            Err((None, _)) => break Err("request shorter than its header"),
         };
-        let req = Request::decode(header.op_type, r.rest());
         if core.send(CoreMsg::Request { conn: id, header, req, received }).await.is_err() {
             break Err("server stopping");
         }

@@ -361,8 +361,8 @@ impl Core {
 
         let req = match req {
             Ok(req) => req,
-            Err(wire::DecodeError::UnknownOpcode(op)) => {
-                debug!(op, "unknown opcode: Unimplemented, then close");
+            Err(e) if e.reply_code() == ErrorCode::Unimplemented => {
+                debug!(op = header.op_type, "opcode not accepted from clients: Unimplemented, then close");
                 self.reply_error_and_close(id, header.xid, ErrorCode::Unimplemented);
                 return;
             }

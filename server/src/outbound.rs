@@ -4,7 +4,7 @@
 //! produced it: that single queue is what makes "a watch event precedes every later reply"
 //! hold by construction.
 
-use wire::{ConnectResponse, Record, ReplyHeader, Response, WatcherEvent, Writer};
+use wire::{ConnectResponse, ReplyHeader, Response, WatcherEvent, Writer};
 
 #[derive(Debug)]
 pub enum Outbound {
@@ -22,25 +22,9 @@ impl Outbound {
     /// Appends this message as one length-prefixed frame. Returns false for `Close`.
     pub fn encode(&self, w: &mut Writer) -> bool {
         match self {
-            Outbound::Connect(resp) => {
-                let at = w.begin_frame();
-                resp.encode(w);
-                w.finish_frame(at);
-            }
-            Outbound::Reply { header, body } => {
-                let at = w.begin_frame();
-                header.encode(w);
-                if let Some(body) = body {
-                    body.encode(w);
-                }
-                w.finish_frame(at);
-            }
-            Outbound::Event { zxid, event } => {
-                let at = w.begin_frame();
-                ReplyHeader { xid: wire::xid::NOTIFICATION, zxid: *zxid, err: 0 }.encode(w);
-                event.encode(w);
-                w.finish_frame(at);
-            }
+            Outbound::Connect(resp) => wire::encode_connect_response(w, resp),
+            Outbound::Reply { header, body } => wire::encode_reply(w, header, body.as_ref()),
+            Outbound::Event { zxid, event } => wire::encode_notification(w, *zxid, event),
             Outbound::Close => return false,
         }
         true
