@@ -127,3 +127,12 @@ pub async fn four_letter(addr: SocketAddr, word: &str) -> String {
     tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out)).await.unwrap().unwrap();
     out
 }
+
+/// Like `four_letter`, but `None` when nothing listens yet.
+pub async fn four_letter_try(addr: SocketAddr, word: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).await.ok()?;
+    s.write_all(word.as_bytes()).await.ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.ok()?;
+    Some(out)
+}
