@@ -194,7 +194,13 @@ impl Node {
     fn command(&mut self, cmd: Command) -> Result<(), ConsensusError> {
         match cmd {
             Command::Propose(data) => {
-                if let Err(e) = self.raw.propose(Vec::new(), data) {
+                // Only a leader appends. A follower's raft-rs would forward the proposal to the
+                // leader, where it may commit or vanish without a trace; the caller was told "not
+                // leader" semantics at the handle, so keep them here too (a proposal racing with
+                // a leadership loss is dropped, and RoleChanged tells the applier).
+                if self.raw.raft.state != StateRole::Leader {
+                    tracing::debug!("proposal dropped: no longer leader");
+                } else if let Err(e) = self.raw.propose(Vec::new(), data) {
                     tracing::debug!("proposal dropped: {e}");
                 }
             }
