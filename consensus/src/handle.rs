@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use raft::eraftpb::Message;
+use raft::eraftpb::{ConfChangeV2, Message};
 
 use crate::node::{self, Command};
 use crate::snapshot_file;
@@ -161,6 +161,21 @@ impl Handle {
         self.send(Command::SaveSnapshot { index, term, data })
     }
 
+    /// Proposes a membership change (add/remove voters and learners; several changes at once use
+    /// joint consensus). Leader only. It takes effect when the entry is applied, which this crate
+    /// does itself; the applier sees the entry as a no-op. A new member starts with an id that is
+    /// not in its `Config::voters` (so it does not bootstrap) and catches up from the first
+    /// snapshot the applier saves after the change.
+    pub fn propose_conf_change(&self, cc: ConfChangeV2) -> Result<(), ConsensusError> {
+        let status = self.inner.shared.status();
+        if !status.is_leader && !self.inner.shared.is_stopped() {
+            return Err(ConsensusError::NotLeader {
+                leader_id: status.leader_id,
+            });
+        }
+        self.send(Command::ConfChange(cc))
+    }
+
     /// Feeds a message received from a peer into raft.
     pub fn step(&self, msg: Message) -> Result<(), ConsensusError> {
         self.send(Command::Step(msg))
@@ -249,10 +264,18 @@ pub fn start_with_transport(
     store.set_snapshot_dir(snapshot_dir.clone());
 
     let loaded = load_snapshot(&mut store, &snapshot_dir)?;
-    let applied = match &loaded {
-        Some(s) => s.index,
-        None => store.first() - 1,
+    // Raft restarts with the membership as of the state it restarts from; replaying the log
+    // re-applies later membership changes in order, as they were applied the first time.
+    let (applied, conf_state) = match &loaded {
+        Some(s) => (s.index, s.conf_state.clone()),
+        None => (
+            store.first() - 1,
+            store.snapshot_meta().get_conf_state().clone(),
+        ),
     };
+    if store.is_initialized() {
+        store.restart_with_conf_state(conf_state);
+    }
 
     let (tx, rx) = crossbeam_channel::unbounded();
     let (events_tx, events) = crossbeam_channel::unbounded();
@@ -281,12 +304,19 @@ pub fn start_with_transport(
     Ok(Started {
         handle,
         events,
-        snapshot: loaded,
+        snapshot: loaded.map(|f| Snapshot {
+            index: f.index,
+            term: f.term,
+            data: f.data,
+        }),
     })
 }
 
 /// Finds the newest intact snapshot and checks the log can continue from it.
-fn load_snapshot(store: &mut LogStore, dir: &Path) -> Result<Option<Snapshot>, ConsensusError> {
+fn load_snapshot(
+    store: &mut LogStore,
+    dir: &Path,
+) -> Result<Option<snapshot_file::SnapshotFile>, ConsensusError> {
     let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
         // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
         if store.first() > crate::storage::BOOTSTRAP_INDEX + 1 {
@@ -322,9 +352,5 @@ fn load_snapshot(store: &mut LogStore, dir: &Path) -> Result<Option<Snapshot>, C
         bytes = file.data.len(),
         "loaded snapshot"
     );
-    Ok(Some(Snapshot {
-        index: file.index,
-        term: file.term,
-        data: file.data,
-    }))
+    Ok(Some(file))
 }

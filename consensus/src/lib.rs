@@ -34,7 +34,8 @@
 //! - Call `save_snapshot(index, term, bytes)` with the state exactly as of a delivered `index`;
 //!   only then can the log shrink.
 //! - A node whose id is in `Config::voters` bootstraps a new group on first start; every initial
-//!   member must list the same voters.
+//!   member must list the same voters. Later members join through `propose_conf_change` and catch
+//!   up from the first snapshot saved after the change.
 
 mod config;
 mod error;
@@ -48,7 +49,9 @@ mod transport;
 pub use config::Config;
 pub use error::ConsensusError;
 pub use handle::{start, start_with_transport, Handle, Started, Status};
-pub use raft::eraftpb::Message;
+pub use raft::eraftpb::{
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
+};
 pub use transport::{NoPeers, Transport};
 
 /// A snapshot of the applier's state machine, exactly as of `index`.

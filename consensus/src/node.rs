@@ -32,6 +32,7 @@ const MAX_COMMANDS_PER_READY: usize = 4096;
 
 pub(crate) enum Command {
     Propose(Vec<u8>),
+    ConfChange(ConfChangeV2),
     ReadIndex(u64),
     Step(Message),
     Unreachable(u64),
@@ -73,6 +74,9 @@ struct Node {
     snapshot_dir: PathBuf,
     /// Last index handed to the applier.
     delivered: u64,
+    /// Membership after each change applied in this process (and the one it started from), so a
+    /// snapshot records the membership as of its own index.
+    conf_history: Vec<(u64, ConfState)>,
     /// Last (is_leader, leader_id) reported, to emit RoleChanged only on change.
     role: (bool, u64),
     readies: u64,
@@ -103,6 +107,7 @@ pub(crate) fn spawn(
         .name(format!("snapshot-writer-{id}"))
         .spawn(move || write_snapshots(writer_dir, job_rx, saved_tx))?;
 
+    let start_conf = raw.store().conf_state().clone();
     let mut node = Node {
         cfg,
         raw,
@@ -114,6 +119,7 @@ pub(crate) fn spawn(
         shared,
         snapshot_dir,
         delivered: applied,
+        conf_history: vec![(applied, start_conf)],
         role: (false, 0),
         readies: 0,
         shutting_down: false,
@@ -204,6 +210,13 @@ impl Node {
                     tracing::debug!("proposal dropped: {e}");
                 }
             }
+            Command::ConfChange(cc) => {
+                if self.raw.raft.state != StateRole::Leader {
+                    tracing::debug!("membership change dropped: no longer leader");
+                } else if let Err(e) = self.raw.propose_conf_change(Vec::new(), cc) {
+                    tracing::warn!("membership change refused: {e}");
+                }
+            }
             Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
             Command::Step(msg) => {
                 if let Err(e) = self.raw.step(msg) {
@@ -268,6 +281,7 @@ impl Node {
                 "installing snapshot from leader"
             );
             self.delivered = meta.index;
+            self.conf_history = vec![(meta.index, meta.get_conf_state().clone())];
             self.publish_status();
             self.emit(Event::InstallSnapshot(Snapshot {
                 index: meta.index,
@@ -352,12 +366,12 @@ impl Node {
                 EntryType::EntryNormal => e.data.to_vec(),
                 EntryType::EntryConfChange => {
                     let cc = ConfChange::parse_from_bytes(&e.data)?;
-                    self.apply_conf_change(&cc)?;
+                    self.apply_conf_change(e.index, &cc)?;
                     Vec::new()
                 }
                 EntryType::EntryConfChangeV2 => {
                     let cc = ConfChangeV2::parse_from_bytes(&e.data)?;
-                    self.apply_conf_change(&cc)?;
+                    self.apply_conf_change(e.index, &cc)?;
                     Vec::new()
                 }
             };
@@ -376,11 +390,31 @@ impl Node {
 
     fn apply_conf_change(
         &mut self,
+        index: u64,
         cc: &impl raft_proto::ConfChangeI,
     ) -> Result<(), ConsensusError> {
-        let cs = self.raw.apply_conf_change(cc)?;
-        tracing::info!(voters = ?cs.voters, learners = ?cs.learners, "membership changed");
+        let cs = match self.raw.apply_conf_change(cc) {
+            Ok(cs) => cs,
+            // A change raft cannot apply (e.g. removing the last voter) was committed anyway:
+            // every replica refuses it the same way, so skipping keeps them in step.
+            Err(raft::Error::ConfChangeError(why)) => {
+                tracing::error!(index, "membership change not applied: {why}");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tracing::info!(index, voters = ?cs.voters, learners = ?cs.learners, "membership changed");
+        self.conf_history.push((index, cs.clone()));
         self.raw.mut_store().set_conf_state(cs)
+    }
+
+    /// The membership in force after applying entry `index`.
+    fn conf_state_at(&self, index: u64) -> Option<ConfState> {
+        self.conf_history
+            .iter()
+            .rev()
+            .find(|(i, _)| *i <= index)
+            .map(|(_, cs)| cs.clone())
     }
 
     fn emit(&mut self, event: Event) {
@@ -420,10 +454,17 @@ impl Node {
                 return Ok(());
             }
         }
+        let Some(conf_state) = self.conf_state_at(index) else {
+            tracing::error!(
+                index,
+                "no membership known as of the snapshot index; ignored"
+            );
+            return Ok(());
+        };
         let job = SnapshotJob {
             index,
             term,
-            conf_state: store.conf_state().clone(),
+            conf_state,
             data,
         };
         if let Some(w) = &self.writer {
@@ -464,6 +505,13 @@ impl Node {
             Err(e) => return Err(e),
         }
         snapshot_file::prune_before(&self.snapshot_dir, previous)?;
+        // Later snapshots are newer than this one: older memberships are no longer needed.
+        let keep_from = self
+            .conf_history
+            .iter()
+            .rposition(|(i, _)| *i <= saved.index)
+            .unwrap_or(0);
+        self.conf_history.drain(..keep_from);
         let store = self.raw.store();
         tracing::info!(
             index = saved.index,

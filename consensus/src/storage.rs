@@ -317,6 +317,13 @@ impl LogStore {
         Ok(())
     }
 
+    /// Sets the membership raft starts with, in memory only: the one of the snapshot the node
+    /// restarts from. The persisted `conf_state` (latest applied) is left alone; replaying the log
+    /// brings raft back to it.
+    pub(crate) fn restart_with_conf_state(&mut self, cs: ConfState) {
+        self.conf_state = cs;
+    }
+
     /// Persists a membership applied from a committed conf-change entry.
     pub fn set_conf_state(&mut self, cs: ConfState) -> Result<(), ConsensusError> {
         let mut batch = WriteBatch::default();
@@ -571,9 +578,29 @@ impl raft::Storage for LogStore {
         Ok(self.last_index)
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
         let meta = &self.snapshot_meta;
         if meta.index < request_index {
+            return Err(raft::Error::Store(
+                StorageError::SnapshotTemporarilyUnavailable,
+            ));
+        }
+        // raft-rs refuses (with only a log line) a snapshot whose membership lacks the receiver,
+        // so a node added after the newest snapshot would never catch up (consensus-notes §2).
+        // Wait for the applier's next snapshot, taken after the change.
+        let cs = meta.get_conf_state();
+        let members = [
+            &cs.voters,
+            &cs.learners,
+            &cs.voters_outgoing,
+            &cs.learners_next,
+        ];
+        if !members.iter().any(|ids| ids.contains(&to)) {
+            tracing::info!(
+                to,
+                index = meta.index,
+                "newest snapshot predates this member; waiting for a newer one"
+            );
             return Err(raft::Error::Store(
                 StorageError::SnapshotTemporarilyUnavailable,
             ));

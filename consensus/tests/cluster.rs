@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use consensus::{
-    start_with_transport, CommittedEntry, Config, ConsensusError, Event, Handle, Message, Snapshot,
-    Transport,
+    start_with_transport, CommittedEntry, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config,
+    ConsensusError, Event, Handle, Message, Snapshot, Transport,
 };
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -632,4 +632,104 @@ fn random_kills_restarts_and_partitions_keep_every_applied_entry_and_one_history
 #[test]
 fn nemesis_with_frequent_snapshots_and_aggressive_compaction_keeps_one_history() {
     nemesis(5, 40);
+}
+
+fn conf_change(changes: &[(ConfChangeType, u64)]) -> ConfChangeV2 {
+    ConfChangeV2 {
+        changes: changes
+            .iter()
+            .map(|&(change_type, node_id)| ConfChangeSingle {
+                change_type,
+                node_id,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_new_member_joins_as_learner_catches_up_by_snapshot_and_replaces_a_voter() {
+    // Appliers snapshot every 20 entries and keep 10: node 4 can only catch up by snapshot.
+    let mut c = Cluster::with_snapshots(&[1, 2, 3], 10, 20);
+    let leader = c.leader();
+    let others: Vec<u64> = [1, 2, 3].into_iter().filter(|&i| i != leader).collect();
+    let (x, y) = (others[0], others[1]);
+    c.propose_all(&batch("a", 30));
+
+    c.handle(leader)
+        .propose_conf_change(conf_change(&[(ConfChangeType::AddLearnerNode, 4)]))
+        .unwrap();
+    c.dirs.insert(4, tempfile::tempdir().unwrap());
+    c.start(4);
+    assert_eq!(
+        c.handle(4).status().last_index,
+        0,
+        "a new member does not bootstrap"
+    );
+    // Crosses index 60 or so: a snapshot taken after the change, which includes node 4.
+    let last = c.propose_all(&batch("b", 30));
+    c.wait_applied(4, last);
+    assert_eq!(state(&c, 4), state(&c, leader));
+    assert!(!c.nodes[&4].applied.lock().unwrap().snapshots.is_empty());
+
+    // Promote 4, then remove x: the voters become {leader, y, 4}.
+    c.handle(leader)
+        .propose_conf_change(conf_change(&[(ConfChangeType::AddNode, 4)]))
+        .unwrap();
+    c.propose_all(&batch("c", 5));
+    c.handle(leader)
+        .propose_conf_change(conf_change(&[(ConfChangeType::RemoveNode, x)]))
+        .unwrap();
+    c.propose_all(&batch("d", 5));
+    c.stop(x);
+
+    // Node 4 restarts from its own snapshot and log, membership included.
+    c.stop(4);
+    c.start(4);
+    let last = c.propose_all(&batch("e", 5));
+    c.wait_applied(4, last);
+
+    // Without y, only the leader and node 4 remain: a quorum only if 4 is really a voter.
+    c.stop(y);
+    let last = c.propose_all(&batch("f", 5));
+    c.wait_applied(4, last);
+    assert_eq!(state(&c, 4), state(&c, leader));
+    assert_eq!(state(&c, 4).len(), 80);
+}
+
+#[test]
+fn a_snapshot_records_the_membership_as_of_its_own_index() {
+    let c = Cluster::new(&[1, 2, 3], 1000);
+    let leader = c.leader();
+    let before = c.propose_all(&batch("a", 5));
+    c.handle(leader)
+        .propose_conf_change(conf_change(&[(ConfChangeType::AddLearnerNode, 4)]))
+        .unwrap();
+    let after = c.propose_all(&batch("b", 5));
+    let entries = c.nodes[&leader].applied.lock().unwrap().entries.clone();
+    let change = entries
+        .iter()
+        .find(|e| e.index > before && e.data.is_empty())
+        .expect("the membership change reaches the applier as a no-op");
+    assert!(change.index < after);
+
+    // Both snapshots are taken after the change was applied; only the later one includes it.
+    let dir = c.handle(leader).snapshot_dir().to_path_buf();
+    for (index, learners) in [(change.index - 1, vec![]), (change.index + 1, vec![4])] {
+        let term = entries.iter().find(|e| e.index == index).unwrap().term;
+        c.handle(leader)
+            .save_snapshot(index, term, b"s".to_vec())
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        while c.handle(leader).status().snapshot_index != index {
+            assert!(Instant::now() < deadline, "snapshot {index} not recorded");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let file = consensus::snapshot_file::read(&dir, index)
+            .unwrap()
+            .unwrap();
+        assert_eq!(file.conf_state.voters, vec![1, 2, 3]);
+        assert_eq!(file.conf_state.learners, learners, "snapshot at {index}");
+    }
 }
