@@ -4,8 +4,8 @@
 //!
 //! One OS thread owns the `RawNode` and the log store; callers talk to it through a cloneable
 //! [`Handle`] (commands in) and a channel of [`Event`]s (results out). Each loop iteration drains
-//! every pending command before asking raft for a `Ready`, so a burst of proposals shares one
-//! fsync (group commit):
+//! the pending commands (up to 4096) before asking raft for a `Ready`, so a burst of proposals
+//! shares one fsync (group commit):
 //!
 //! ```text
 //!  Handle ──commands──▶ raft thread: step/propose/read_index/tick ─▶ Ready
