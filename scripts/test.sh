@@ -39,20 +39,41 @@ if ! cargo build --workspace --locked; then
 fi
 
 note "cargo test --workspace"
+# Sums the `test result:` lines (one per unit, integration and doc test binary) of a cargo test log.
+count_results() {
+    awk '
+        /^test result:/ {
+            for (i = 1; i <= NF; i++) {
+                if ($(i+1) ~ /^passed/) p += $i
+                if ($(i+1) ~ /^failed/) f += $i
+            }
+        }
+        END { print p + 0, f + 0 }' "$1"
+}
 cargo test --workspace --no-fail-fast 2>&1 | tee "$LOG_DIR/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
-# Every test binary (unit, integration, doc) ends with one `test result:` line; add them up.
-read -r cargo_passed cargo_failed < <(awk '
-    /^test result:/ {
-        for (i = 1; i <= NF; i++) {
-            if ($(i+1) ~ /^passed/) p += $i
-            if ($(i+1) ~ /^failed/) f += $i
-        }
-    }
-    END { print p + 0, f + 0 }' "$LOG_DIR/cargo-test.log")
-# A compile error leaves no result line to count, yet is a failure.
-if [[ "$cargo_rc" -ne 0 && "$cargo_failed" -eq 0 ]]; then
-    echo "test.sh: cargo test exited $cargo_rc without a failed test (did it compile?)" >&2
+read -r cargo_passed cargo_failed < <(count_results "$LOG_DIR/cargo-test.log")
+if [[ "$cargo_rc" -ne 0 ]] && ! grep -q '^test result:' "$LOG_DIR/cargo-test.log"; then
+    # One crate's tests not compiling stops the whole workspace run before any test runs. Run each
+    # package alone so the others' results still count, and count each package that fails to build.
+    echo "test.sh: the workspace tests did not build; running each package on its own" >&2
+    cargo_passed=0
+    cargo_failed=0
+    for pkg in $(cargo metadata --no-deps --format-version 1 |
+        python3 -c 'import json, sys; print(" ".join(p["name"] for p in json.load(sys.stdin)["packages"]))'); do
+        note "cargo test -p $pkg"
+        cargo test -p "$pkg" --no-fail-fast 2>&1 | tee "$LOG_DIR/cargo-test-$pkg.log"
+        rc=${PIPESTATUS[0]}
+        read -r p f < <(count_results "$LOG_DIR/cargo-test-$pkg.log")
+        if [[ "$rc" -ne 0 && "$f" -eq 0 ]]; then
+            echo "test.sh: cargo test -p $pkg exited $rc without a failed test (it did not build)" >&2
+            f=1
+        fi
+        cargo_passed=$((cargo_passed + p))
+        cargo_failed=$((cargo_failed + f))
+    done
+elif [[ "$cargo_rc" -ne 0 && "$cargo_failed" -eq 0 ]]; then
+    echo "test.sh: cargo test exited $cargo_rc without a failed test" >&2
     cargo_failed=1
 fi
 record cargo "$cargo_passed" "$cargo_failed"
