@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing paddock needs; safe to run again (each step checks first).
 #
-#   scripts/install-deps.sh                 Debian packages + the Python venv for the compat suite
-#   scripts/install-deps.sh --debian-only   only the Debian packages needed to build the server
-#   scripts/install-deps.sh --zookeeper     also Java and Maven, for scripts/zookeeper.sh
+#   scripts/install-deps.sh                 everything the tests need: build packages, a JDK, Maven and tmux
+#                                           (compat-tests/java, scripts/zookeeper.sh), and the Python venv
+#   scripts/install-deps.sh --debian-only   only the Debian packages needed to build the server (serve.sh)
+#   scripts/install-deps.sh --zookeeper     accepted for compatibility: the default already covers it
 #
 # The venv lives in .venv at the repository root (ignored by git) and holds kazoo 2.11.0, pytest and
 # pytest-timeout, pinned so that every machine runs the same client.
@@ -11,11 +12,11 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WANT_VENV=1
-WANT_ZK=0
+WANT_JAVA=1
 for arg in "$@"; do
     case "$arg" in
-        --debian-only) WANT_VENV=0 ;;
-        --zookeeper) WANT_ZK=1 ;;
+        --debian-only) WANT_VENV=0; WANT_JAVA=0 ;;
+        --zookeeper) WANT_JAVA=1 ;;
         *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
@@ -34,8 +35,9 @@ PACKAGES=(librocksdb-dev libclang-dev pkg-config build-essential)
 if [[ "$WANT_VENV" == 1 ]]; then
     PACKAGES+=(python3 python3-venv)
 fi
-if [[ "$WANT_ZK" == 1 ]]; then
-    PACKAGES+=(openjdk-17-jre-headless maven)
+if [[ "$WANT_JAVA" == 1 ]]; then
+    # A JDK (not just a JRE): compat-tests/java compiles its tests. tmux drives zkCli interactively.
+    PACKAGES+=(openjdk-17-jdk-headless maven tmux)
 fi
 
 # A python3 from elsewhere (pyenv, say) that already has venv needs nothing from Debian.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # THE test command: installs dependencies, builds the workspace from the committed Cargo.lock, runs every
-# Rust test, then the kazoo compat smoke against a paddock it starts itself. Needs no running services
+# Rust test, then the compat suites (kazoo, and the Java clients when compat-tests/java exists) against a
+# paddock each starts itself. Needs no running services
 # (CI=true works): every server is started on a free loopback port and stopped on exit.
 #
 # Ends with one `<suite>: N passed, N failed` line per suite and `overall: N passed, N failed`; exits
@@ -94,6 +95,21 @@ if [[ "$compat_rc" -ne 0 && "$compat_failed" -eq 0 ]]; then
     compat_failed=1
 fi
 record compat "$compat_passed" "$compat_failed"
+
+# The Java client suite (Curator, zkCli), when present: its runner's last line is `java | P | F | S`.
+if [[ -f compat-tests/java/run.sh ]]; then
+    note "Java compat suite (compat-tests/java/run.sh)"
+    bash compat-tests/java/run.sh 2>&1 | tee "$LOG_DIR/java.log"
+    java_rc=${PIPESTATUS[0]}
+    read -r java_passed java_failed < <(awk -F'|' '
+        $1 ~ /^ *java *$/ { gsub(/ /, ""); p = $2; f = $3 }
+        END { print p + 0, f + 0 }' "$LOG_DIR/java.log")
+    if [[ "$java_rc" -ne 0 && "$java_failed" -eq 0 ]]; then
+        echo "test.sh: compat-tests/java/run.sh exited $java_rc" >&2
+        java_failed=1
+    fi
+    record java "$java_passed" "$java_failed"
+fi
 
 note "summary"
 for line in "${summary[@]}"; do
