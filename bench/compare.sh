@@ -6,16 +6,17 @@
 #   bench/compare.sh --full          the issue's sizes: fill of 500k znodes of 100 bytes
 #   bench/compare.sh --zk-vs-zk      both sides are ZooKeeper (dry run of this script)
 #
-# Options: --duration S (per workload, default 10), --clients C (8), --inflight I (4),
+# Options: --rounds R (default 3), --duration S (per workload and round, default 5), --clients C (8), --inflight I (4),
 #   --contenders K (8), --znodes N (20000; 500000 with --full), --value-size B (100), --keys N (1000),
 #   --no-build (use the binaries already in $CARGO_TARGET_DIR/release), --out DIR.
 # Environment: CARGO_TARGET_DIR (default ~/.cache/paddock-target), ZK_HEAP (default 1g, ZooKeeper's own
 #   distribution default), PADDOCK_EXTRA_ARGS (default "--max-client-cnxns 0", like the ZK config).
 #
-# Each side gets a fresh server and data directory, runs alone (never both at once, they would share
-# the 2 cores), gets a 3 s unrecorded warm-up (the JVM's JIT would otherwise lose the first workload),
-# then create, set, get, mixed, lock, fill. After fill: the server's VmRSS, then SIGKILL, start again,
-# and the time until the last filled znode is readable. Results: bench/results/<timestamp>/.
+# Each side gets a fresh server and data directory and a 3 s unrecorded warm-up (the JVM's JIT would
+# otherwise lose the first workload). Both servers stay up, but only one is under load at a time: the
+# rounds of create, set, get, mixed, lock alternate between the sides (a shared 2-core machine drifts;
+# alternating spreads the drift over both). Then, per side, fill, the server's VmRSS, SIGKILL, start
+# again, and the time until the last filled znode is readable. Results: bench/results/<timestamp>/.
 # Exit code: 0 when every run was correct (no failed op, no lock exclusion violation), whatever the
 # ratios; 1 otherwise; 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -26,7 +27,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 export ZK_HEAP="${ZK_HEAP:-1g}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
-DURATION=10 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=20000 VALUE_SIZE=100 KEYS=1000
+ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=20000 VALUE_SIZE=100 KEYS=1000
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT=""
 usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -35,6 +36,7 @@ while [[ $# -gt 0 ]]; do
         --zk-vs-zk) ZK_VS_ZK=1 ;;
         --no-build) BUILD=0 ;;
         --duration) DURATION="$2"; shift ;;
+        --rounds) ROUNDS="$2"; shift ;;
         --clients) CLIENTS="$2"; shift ;;
         --inflight) INFLIGHT="$2"; shift ;;
         --contenders) CONTENDERS="$2"; shift ;;
@@ -109,6 +111,7 @@ start_server() {
             "$PADDOCK" serve --port "$port" --data-dir "$dir/data" $PADDOCK_EXTRA_ARGS \
                 >>"$dir/paddock.log" 2>&1 </dev/null &
             pid=$!
+            disown "$pid" # the SIGKILL for the restart test is on purpose; bash need not report it
             ;;
         zookeeper*)
             # zookeeper.sh writes the pid file at once and prints the pid once ruok answers;
@@ -133,30 +136,33 @@ rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 FAILED=0
 COMMON=(--clients "$CLIENTS" --value-size "$VALUE_SIZE" --keys "$KEYS")
+declare -A PORT PIDOF DIROF
 
-run_side() {
-    local side="$1" port dir pid w t0 t1 rss last
-    PID=""
-    port="$(free_port)"
-    dir="$WORK/$side"
-    log "[$side] starting on 127.0.0.1:$port"
-    start_server "$side" "$port" "$dir"
-    pid="$PID"
-    probe "$port" / 90 "$OUT/$side-ready.json" || die "$side did not serve within 90 s (see $dir)"
-    local bench=("$BENCH" --hosts "127.0.0.1:$port" --label "$side" "${COMMON[@]}")
-    "${bench[@]}" --workload mixed --inflight "$INFLIGHT" --duration-secs 3 >/dev/null 2>>"$OUT/bench.log" || true
-    for w in create set get mixed lock; do
-        log "[$side] $w for ${DURATION}s"
-        if ! "${bench[@]}" --workload "$w" --inflight "$INFLIGHT" --duration-secs "$DURATION" --contenders "$CONTENDERS" \
-            --json "$OUT/$side-$w.json" 2>>"$OUT/bench.log"; then
-            log "[$side] $w FAILED (see $OUT/bench.log)"
-            FAILED=1
-        fi
-    done
+bench_on() { # side, then paddock-bench arguments
+    local side="$1"
+    shift
+    "$BENCH" --hosts "127.0.0.1:${PORT[$side]}" --label "$side" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
+}
+
+start_side() {
+    local side="$1"
+    PORT[$side]="$(free_port)"
+    DIROF[$side]="$WORK/$side"
+    log "[$side] starting on 127.0.0.1:${PORT[$side]}"
+    start_server "$side" "${PORT[$side]}" "${DIROF[$side]}"
+    PIDOF[$side]="$PID"
+    probe "${PORT[$side]}" / 90 "$OUT/$side-ready.json" || die "$side did not serve within 90 s (see ${DIROF[$side]})"
+    bench_on "$side" --workload mixed --inflight "$INFLIGHT" --duration-secs 3 >/dev/null || true
+}
+
+# fill_and_restart <side>: fill, resident size, SIGKILL, restart, time until the last znode reads.
+fill_and_restart() {
+    local side="$1" pid t0 t1 rss last restart_ms
+    pid="${PIDOF[$side]}"
     log "[$side] fill $ZNODES znodes"
     # Fill is about the end state: more requests in flight so it finishes sooner on both sides.
-    if ! "${bench[@]}" --workload fill --znodes "$ZNODES" --inflight $((INFLIGHT * 4)) --keep \
-        --root /bench-fill --json "$OUT/$side-fill.json" 2>>"$OUT/bench.log"; then
+    if ! bench_on "$side" --workload fill --znodes "$ZNODES" --inflight $((INFLIGHT * 4)) --keep \
+        --root /bench-fill --json "$OUT/$side-fill.json"; then
         log "[$side] fill FAILED (see $OUT/bench.log)"
         FAILED=1
         return
@@ -170,26 +176,48 @@ run_side() {
     kill -9 "$pid"
     while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
     t0="$(date +%s%N)"
-    start_server "$side" "$port" "$dir"
-    pid="$PID"
-    if ! probe "$port" "$last" 300 "$OUT/$side-restart.json"; then
+    start_server "$side" "${PORT[$side]}" "${DIROF[$side]}"
+    PIDOF[$side]="$PID"
+    if ! probe "${PORT[$side]}" "$last" 300 "$OUT/$side-restart.json"; then
         log "[$side] $last not readable within 300 s after restart"
         FAILED=1
     fi
     t1="$(date +%s%N)"
-    local restart_ms=$(((t1 - t0) / 1000000))
+    restart_ms=$(((t1 - t0) / 1000000))
     log "[$side] serving $last again after $restart_ms ms"
     printf '{"side":"%s","rss_after_fill_kb":%s,"restart_ms":%s,"znodes":%s}\n' \
         "$side" "$rss" "$restart_ms" "$ZNODES" >"$OUT/$side-server.json"
-    stop_all
 }
 
 for side in "${SIDES[@]}"; do
-    run_side "$side"
+    start_side "$side"
 done
+# Rounds interleave the sides and flip their order each round, so load from anything else on the
+# machine falls on both alike; the table reports medians and the spread of per-round ratios.
+for round in $(seq 1 "$ROUNDS"); do
+    order=("${SIDES[@]}")
+    if ((round % 2 == 0)); then
+        order=()
+        for ((i = ${#SIDES[@]} - 1; i >= 0; i--)); do order+=("${SIDES[$i]}"); done
+    fi
+    for w in create set get mixed lock; do
+        for side in "${order[@]}"; do
+            log "[$side] round $round: $w for ${DURATION}s"
+            if ! bench_on "$side" --workload "$w" --inflight "$INFLIGHT" --duration-secs "$DURATION" \
+                --contenders "$CONTENDERS" --json "$OUT/$side-$w-r$round.json"; then
+                log "[$side] $w FAILED (see $OUT/bench.log)"
+                FAILED=1
+            fi
+        done
+    done
+done
+for side in "${SIDES[@]}"; do
+    fill_and_restart "$side"
+done
+stop_all
 
-printf '{"full":%s,"zk_vs_zk":%s,"duration_secs":%s,"clients":%s,"inflight":%s,"contenders":%s,"znodes":%s,"value_size":%s,"keys":%s,"zk_heap":"%s","sides":"%s"}\n' \
-    "$FULL" "$ZK_VS_ZK" "$DURATION" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" "$ZNODES" "$VALUE_SIZE" "$KEYS" \
+printf '{"full":%s,"zk_vs_zk":%s,"rounds":%s,"duration_secs":%s,"clients":%s,"inflight":%s,"contenders":%s,"znodes":%s,"value_size":%s,"keys":%s,"zk_heap":"%s","sides":"%s"}\n' \
+    "$FULL" "$ZK_VS_ZK" "$ROUNDS" "$DURATION" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" "$ZNODES" "$VALUE_SIZE" "$KEYS" \
     "$ZK_HEAP" "${SIDES[*]}" >"$OUT/params.json"
 
 # Side A is the candidate (paddock, or the second ZooKeeper in a dry run); side B is ZooKeeper.
@@ -197,54 +225,74 @@ A="${SIDES[0]}" B="zookeeper"
 [[ ${#SIDES[@]} -eq 1 ]] && A="paddock"
 [[ $ZK_VS_ZK -eq 1 ]] && A="zookeeper-b"
 python3 - "$OUT" "$A" "$B" "$FULL" <<'EOF' | tee "$OUT/table.txt"
-import json, os, sys
+import glob, json, os, statistics, sys
 
 out, a, b, full = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 
-def load(name):
-    p = os.path.join(out, name)
-    if not os.path.exists(p):
-        return None
-    with open(p) as f:
+def load(path):
+    with open(path) as f:
         line = f.readline()
     return json.loads(line) if line.strip() else None
 
-# (workload, metric, how to read it, target on a/b: (">=", x) or ("<=", x), or None)
+def rounds(side, file):
+    """Reports of every round for side/file, by round number (one entry for fill and server)."""
+    found = {}
+    for p in glob.glob(os.path.join(out, f"{side}-{file}-r*.json")):
+        found[int(p.rsplit("-r", 1)[1][:-5])] = load(p)
+    single = os.path.join(out, f"{side}-{file}.json")
+    if not found and os.path.exists(single):
+        found[1] = load(single)
+    return found
+
+def median(values):
+    values = [v for v in values if isinstance(v, (int, float))]
+    return statistics.median(values) if values else None
+
+# (workload, metric, how to read a report, target on a/b: (">=", x) or ("<=", x), or None, file)
 rows = []
 for w, t in [("create", 2.0), ("set", 2.0), ("get", 1.5), ("mixed", None)]:
-    rows.append((w, "ops/s", lambda r: r and r["ops_per_sec"], (">=", t) if t else None, w))
-    rows.append((w, "p99 us", lambda r: r and r["latency_us"]["p99"], ("<=", 1.0), w))
-rows.append(("lock", "hand-offs/s", lambda r: r and r["lock"]["handoffs_per_sec"], (">=", 2.0), "lock"))
-rows.append(("lock", "p99 acquire us", lambda r: r and r["latency_us"]["p99"], ("<=", 1.0), "lock"))
-rows.append(("lock", "violations", lambda r: r and r["lock"]["exclusion_violations"], None, "lock"))
-rows.append(("fill", "ops/s", lambda r: r and r["ops_per_sec"], None, "fill"))
-rows.append(("fill", "p99 us", lambda r: r and r["latency_us"]["p99"], ("<=", 1.0), "fill"))
-rows.append(("fill", "RSS after MiB", lambda r: r and round(r["rss_after_fill_kb"] / 1024, 1), ("<=", 1 / 3), "server"))
-rows.append(("restart", "to serving ms", lambda r: r and r["restart_ms"], None, "server"))
+    rows.append((w, "ops/s", lambda r: r["ops_per_sec"], (">=", t) if t else None, w))
+    rows.append((w, "p99 us", lambda r: r["latency_us"]["p99"], ("<=", 1.0), w))
+rows.append(("lock", "hand-offs/s", lambda r: r["lock"]["handoffs_per_sec"], (">=", 2.0), "lock"))
+rows.append(("lock", "p99 acquire us", lambda r: r["latency_us"]["p99"], ("<=", 1.0), "lock"))
+rows.append(("lock", "violations", lambda r: r["lock"]["exclusion_violations"], None, "lock"))
+rows.append(("fill", "ops/s", lambda r: r["ops_per_sec"], None, "fill"))
+rows.append(("fill", "p99 us", lambda r: r["latency_us"]["p99"], ("<=", 1.0), "fill"))
+rows.append(("fill", "RSS after MiB", lambda r: round(r["rss_after_fill_kb"] / 1024, 1), ("<=", 1 / 3), "server"))
+rows.append(("restart", "to serving ms", lambda r: r["restart_ms"], None, "server"))
 
 def cell(v):
-    return "-" if v is None else (f"{v:.0f}" if isinstance(v, float) and v >= 100 else str(v))
+    if v is None:
+        return "-"
+    return f"{v:.0f}" if isinstance(v, float) and v >= 100 else str(v)
 
-header = ("workload", "metric", a, b, "ratio", "target")
+header = ("workload", "metric", a, b, "ratio", "per-round ratios", "target")
 lines = [header]
 for w, metric, get, target, file in rows:
-    va, vb = get(load(f"{a}-{file}.json")), get(load(f"{b}-{file}.json"))
-    ratio = va / vb if isinstance(va, (int, float)) and isinstance(vb, (int, float)) and vb else None
+    va_all = {k: get(r) for k, r in rounds(a, file).items() if r}
+    vb_all = {k: get(r) for k, r in rounds(b, file).items() if r}
+    # Violations are a count to add up; everything else is a rate or latency to take the middle of.
+    pick = (lambda vs: sum(vs) if vs else None) if metric == "violations" else median
+    va, vb = pick(list(va_all.values())), pick(list(vb_all.values()))
+    ratio = va / vb if va is not None and vb else None
+    per = [va_all[k] / vb_all[k] for k in sorted(va_all) if vb_all.get(k)]
+    spread = f"{min(per):.2f}..{max(per):.2f}" if len(per) > 1 else ""
     tcell = ""
     if target and ratio is not None:
         op, x = target
         ok = ratio >= x if op == ">=" else ratio <= x
         tcell = f"{op} {x:.2f} {'ok' if ok else 'MISS'}"
-    if w == "restart" and isinstance(va, (int, float)):
+    if w == "restart" and va is not None:
         tcell = f"{a} <= 5000 ms {'ok' if va <= 5000 else 'MISS'}" + ("" if full else " (at --full)")
     if w == "fill" and metric.startswith("RSS") and not full and tcell:
         tcell += " (at --full)"
-    lines.append((w, metric, cell(va), cell(vb), "-" if ratio is None else f"{ratio:.2f}", tcell))
+    lines.append((w, metric, cell(va), cell(vb), "-" if ratio is None else f"{ratio:.2f}", spread, tcell))
 widths = [max(len(str(l[i])) for l in lines) for i in range(len(header))]
 for i, l in enumerate(lines):
     print(" | ".join(str(c).ljust(widths[j]) for j, c in enumerate(l)).rstrip())
     if i == 0:
         print("-+-".join("-" * wd for wd in widths))
+print(f"{a} and {b}: medians over rounds; ratio = {a}/{b}")
 EOF
 if [[ $FAILED -ne 0 ]]; then
     log "some runs FAILED their correctness checks; see $OUT/bench.log"
