@@ -1,0 +1,602 @@
+"""Back-to-back runs: the same seeded operation sequences against Apache ZooKeeper 3.9 and paddock.
+
+Each sequence runs in its own fresh namespace (a new persistent base node `/b2b-<run>-<trial>`) with
+fresh sessions on both servers, so a sequence (or a shrink candidate) starts from identical state
+without restarting either server: everything compared is relative to the base node (sequence
+counters start at 0 under it, session ids are mapped to slot names, zxids and times are dropped).
+
+Per op: resolve its dynamic parts against ZooKeeper's state (see `resolve`), run it on ZooKeeper,
+then on paddock with the same session slot, then do a sync round trip on every live session of both
+servers so that every notification triggered by the op has arrived (a server sends a notification
+before any later reply on that connection), and compare (normalised result, events per slot).
+
+Normalisations, each one a documented, intended difference or a value that cannot be compared:
+  CHILD_ORDER      child lists (getChildren, getChildren2, multiRead getChildren) and getEphemerals
+                   lists are sorted: ZooKeeper keeps them in hash sets (order undefined), paddock sorts.
+  ZXIDS_AND_TIMES  czxid/mzxid/pzxid/ctime/mtime are dropped; only the relations mzxid==czxid and
+                   pzxid==czxid are kept (they are structural: "never set", "no child change").
+  SESSION_IDS      ephemeralOwner and nothing else carries a session id; it is mapped to the slot
+                   name `s<slot>.<generation>` (0 stays 0).
+  BASE_PREFIX      paths in replies and events are shown relative to the sequence's base node.
+Nothing else is normalised: sequence suffixes, versions, cversion, ACL lists (in order), error
+codes, per-op multi results and the exact order of events per session are compared as they are.
+"""
+
+import argparse
+import json
+import random
+import sys
+import time
+
+import zkwire as zw
+
+SLOTS = 3
+# Authentication each slot's session carries from the start (re-applied when the slot reopens).
+SLOT_AUTH = {0: ["u1:p1"], 1: ["u2:p2"], 2: []}
+ADMIN_SUPER = "super:adminpw"   # ZooKeeper is started with this super digest; used only by resolve()
+
+NAMES = ["a", "b", "c"]
+STATIC_PATHS = ["/"] + [f"/{x}" for x in NAMES] + [f"/{x}/{y}" for x in NAMES[:2] for y in NAMES] + \
+    [f"/{x}/{y}/{z}" for x in NAMES[:1] for y in NAMES[:2] for z in NAMES[:2]]
+DIGEST1 = zw.digest_id("u1:p1")
+DIGEST2 = zw.digest_id("u2:p2")
+ACLS = {
+    "open": [(31, "world", "anyone")],
+    "read": [(1, "world", "anyone")],
+    "rw": [(3, "world", "anyone")],
+    "creator": [(31, "auth", "")],
+    "u1": [(31, "digest", DIGEST1)],
+    "u2+read": [(1, "world", "anyone"), (31, "digest", DIGEST2)],
+    "ip-local": [(31, "ip", "127.0.0.1")],
+    "ip-other": [(1, "world", "anyone"), (31, "ip", "10.0.0.0/8")],
+    "dup": [(31, "world", "anyone"), (31, "world", "anyone")],
+    "bad-world": [(31, "world", "someone")],
+    "bad-digest": [(31, "digest", "nocolon")],
+    "empty": [],
+}
+ACL_WEIGHTS = [("open", 30), ("read", 2), ("rw", 2), ("creator", 3), ("u1", 3), ("u2+read", 3),
+               ("ip-local", 2), ("ip-other", 2), ("dup", 1), ("bad-world", 1), ("bad-digest", 1),
+               ("empty", 1)]
+DATA = ["", "x", "hello", "0123456789" * 3, None]
+
+
+def wchoice(rng, pairs):
+    total = sum(w for _, w in pairs)
+    x = rng.uniform(0, total)
+    for v, w in pairs:
+        x -= w
+        if x <= 0:
+            return v
+    return pairs[-1][0]
+
+
+# ---- generation -------------------------------------------------------------------------------
+
+class Generator:
+    """Ops are plain JSON values so that a sequence can be printed and replayed as it is."""
+
+    OP_WEIGHTS = [("create", 22), ("delete", 10), ("setData", 9), ("getData", 6), ("exists", 6),
+                  ("getChildren", 4), ("getChildren2", 4), ("getACL", 3), ("setACL", 4), ("multi", 8),
+                  ("multiRead", 2), ("sync", 1), ("close", 1.5), ("addWatch", 3), ("removeWatches", 2),
+                  ("checkWatches", 1), ("addAuth", 1), ("getEphemerals", 1), ("getAllChildrenNumber", 1)]
+
+    def __init__(self, seed, exclude=()):
+        self.rng = random.Random(seed)
+        self.weights = [(k, w) for k, w in self.OP_WEIGHTS if k not in exclude]
+
+    def path(self, allow_root=True):
+        r = self.rng
+        if r.random() < 0.2:
+            parent = r.choice(STATIC_PATHS[:6])
+            return {"child_of": parent, "k": r.randrange(4)}
+        p = r.choice(STATIC_PATHS)
+        if p == "/" and not allow_root:
+            p = "/a"
+        return p
+
+    def version(self):
+        return wchoice(self.rng, [("cur", 5), (-1, 3), ("cur+1", 2), (0, 1), (7, 1)])
+
+    def create_args(self):
+        r = self.rng
+        mode = wchoice(r, [(0, 8), (1, 5), (2, 3), (3, 3), (4, 3), (5, 2), (6, 2), (7, 0.2)])
+        if mode in (5, 6):
+            opcode = zw.OP_CREATE_TTL
+        elif mode == 4:
+            opcode = wchoice(r, [(zw.OP_CREATE_CONTAINER, 9), (zw.OP_CREATE2, 1)])
+        else:
+            opcode = wchoice(r, [(zw.OP_CREATE, 4), (zw.OP_CREATE2, 4), (zw.OP_CREATE_TTL, 0.3)])
+        ttl = None
+        if opcode == zw.OP_CREATE_TTL:
+            # TTLs are long enough that no TTL node ever expires during a run: expiry is timer driven
+            # and cannot be compared in lockstep.
+            ttl = wchoice(r, [(3_600_000, 9), (0, 0.5), (-5, 0.5)])
+        p = self.path(allow_root=False)
+        if mode in (2, 3) and isinstance(p, str) and r.random() < 0.3:
+            p = p + "/"  # trailing slash: the sequence suffix makes the name
+        return {"path": p, "data": r.choice(DATA), "acl": wchoice(r, ACL_WEIGHTS), "mode": mode,
+                "opcode": opcode, "ttl": ttl}
+
+    def sub_op(self):
+        r = self.rng
+        k = wchoice(r, [("create", 4), ("delete", 2), ("setData", 2), ("check", 3)])
+        if k == "create":
+            return {"op": "create", **self.create_args()}
+        if k == "delete":
+            return {"op": "delete", "path": self.path(False), "version": self.version()}
+        if k == "setData":
+            return {"op": "setData", "path": self.path(), "data": r.choice(DATA), "version": self.version()}
+        return {"op": "check", "path": self.path(), "version": self.version()}
+
+    def next(self):
+        r = self.rng
+        kind = wchoice(r, self.weights)
+        op = {"op": kind, "s": r.randrange(SLOTS)}
+        if kind == "create":
+            op.update(self.create_args())
+        elif kind == "delete":
+            op.update(path=self.path(False), version=self.version())
+        elif kind == "setData":
+            op.update(path=self.path(), data=r.choice(DATA), version=self.version())
+        elif kind in ("getData", "exists", "getChildren", "getChildren2"):
+            op.update(path=self.path(), watch=r.random() < 0.5)
+        elif kind in ("getACL", "sync", "getAllChildrenNumber"):
+            op.update(path=self.path())
+        elif kind == "setACL":
+            op.update(path=self.path(), acl=wchoice(r, ACL_WEIGHTS), version=self.version())
+        elif kind == "multi":
+            op["ops"] = [self.sub_op() for _ in range(r.randint(1, 4))]
+        elif kind == "multiRead":
+            op["ops"] = [{"op": r.choice(["getData", "getChildren"]), "path": self.path()}
+                         for _ in range(r.randint(1, 3))]
+        elif kind == "addWatch":
+            op.update(path=self.path(), mode=r.choice([0, 1]))
+        elif kind in ("removeWatches", "checkWatches"):
+            op.update(path=self.path(), type=r.choice([1, 2, 3, 4, 5]))
+        elif kind == "addAuth":
+            op.update(cred=r.choice(["u1:p1", "u2:p2", "u3:p3"]))
+        elif kind == "getEphemerals":
+            op.update(prefix=r.choice(["", "/a", "/b/"]))
+        return op
+
+
+def generate(seed, n, exclude=()):
+    g = Generator(seed, exclude)
+    return [g.next() for _ in range(n)]
+
+
+# ---- execution --------------------------------------------------------------------------------
+
+def enc_data(d):
+    return None if d is None else d.encode()
+
+
+class Server:
+    """One server's side of a trial: SLOTS sessions plus the bookkeeping to normalise replies."""
+
+    def __init__(self, name, host, port, base):
+        self.name, self.host, self.port, self.base = name, host, port, base
+        self.sessions = [None] * SLOTS
+        self.gen = [0] * SLOTS
+        self.owners = {0: 0}
+        self.events = [[] for _ in range(SLOTS)]
+
+    def open_slot(self, slot):
+        s = zw.Session(self.host, self.port)
+        for cred in SLOT_AUTH[slot]:
+            s.auth("digest", cred)
+        self.sessions[slot] = s
+        self.owners[s.session_id] = f"s{slot}.{self.gen[slot]}"
+        self.gen[slot] += 1
+
+    def abs(self, p):
+        return self.base if p == "/" else self.base + p
+
+    def rel(self, p):
+        if p is None:
+            return None
+        if p == self.base:
+            return "/"
+        if p.startswith(self.base + "/"):
+            return p[len(self.base):]
+        return "OUTSIDE:" + p
+
+    def stat(self, st):
+        if st is None:
+            return None
+        return {"version": st["version"], "cversion": st["cversion"], "aversion": st["aversion"],
+                "owner": self.owners.get(st["ephemeralOwner"], f"?{st['ephemeralOwner']:#x}"),
+                "dataLength": st["dataLength"], "numChildren": st["numChildren"],
+                "m==c": st["mzxid"] == st["czxid"], "p==c": st["pzxid"] == st["czxid"]}
+
+    def collect_events(self, slot):
+        s = self.sessions[slot]
+        if s is not None and s.events:
+            self.events[slot].extend((t, st, self.rel(p)) for t, st, p in s.events)
+            s.events.clear()
+
+    def drain(self):
+        """A sync round trip on every live session: afterwards all notifications are in."""
+        tickets = []
+        for i, s in enumerate(self.sessions):
+            if s is not None and not s.closed:
+                try:
+                    tickets.append((i, s, s.send(zw.OP_SYNC, zw.w_str(self.base))))
+                except zw.ConnectionClosed:
+                    self.events[i].append(("connection-closed",))
+        for i, s, t in tickets:
+            try:
+                s.wait(t)
+            except zw.ConnectionClosed:
+                self.events[i].append(("connection-closed",))
+        for i in range(SLOTS):
+            self.collect_events(i)
+        out = self.events
+        self.events = [[] for _ in range(SLOTS)]
+        return out
+
+    def close_all(self):
+        for s in self.sessions:
+            if s is not None and not s.closed:
+                s.close_session()
+
+    # one op -> normalised result
+    def run(self, op):
+        slot = op.get("s", 0)
+        s = self.sessions[slot]
+        try:
+            return self._run(op, slot, s)
+        except zw.ConnectionClosed as e:
+            return ["connection-closed", str(e)]
+
+    def _run(self, op, slot, s):
+        k = op["op"]
+        if k == "close":
+            self.collect_events(slot)
+            err = s.close_session()
+            self.open_slot(slot)
+            return ["closed", err]
+        if k == "addAuth":
+            return ["auth", s.auth("digest", op["cred"])]
+        if k == "multi" or k == "multiRead":
+            body = b""
+            for sub in op["ops"]:
+                opcode, rec = self.encode(sub)
+                body += zw.w_int(opcode) + zw.w_bool(False) + zw.w_int(-1) + rec
+            body += zw.w_int(-1) + zw.w_bool(True) + zw.w_int(-1)
+            err, res = s.call(zw.OP_MULTI if k == "multi" else zw.OP_MULTI_READ, body)
+            if err:
+                return ["err", err]
+            return ["ok", [self.norm_sub(x) for x in res]]
+        opcode, rec = self.encode(op)
+        err, res = s.call(opcode, rec)
+        if err:
+            return ["err", err]
+        return ["ok", self.norm(opcode, res)]
+
+    def encode(self, op):
+        k = op["op"]
+        p = self.abs(op["path"]) if "path" in op else None
+        if k == "create":
+            flags, opcode = op["mode"], op["opcode"]
+            return opcode, zw.enc_create(p, enc_data(op["data"]), ACLS[op["acl"]], flags,
+                                         op["ttl"] if opcode == zw.OP_CREATE_TTL else None)
+        if k == "delete":
+            return zw.OP_DELETE, zw.w_str(p) + zw.w_int(op["version"])
+        if k == "setData":
+            return zw.OP_SETDATA, zw.w_str(p) + zw.w_buf(enc_data(op["data"])) + zw.w_int(op["version"])
+        if k == "check":
+            return zw.OP_CHECK, zw.w_str(p) + zw.w_int(op["version"])
+        if k in ("getData", "exists", "getChildren", "getChildren2"):
+            opcode = {"getData": zw.OP_GETDATA, "exists": zw.OP_EXISTS, "getChildren": zw.OP_GETCHILDREN,
+                      "getChildren2": zw.OP_GETCHILDREN2}[k]
+            return opcode, zw.w_str(p) + zw.w_bool(op.get("watch", False))
+        if k == "getACL":
+            return zw.OP_GETACL, zw.w_str(p)
+        if k == "setACL":
+            return zw.OP_SETACL, zw.w_str(p) + zw.w_acls(ACLS[op["acl"]]) + zw.w_int(op["version"])
+        if k == "sync":
+            return zw.OP_SYNC, zw.w_str(p)
+        if k == "getAllChildrenNumber":
+            return zw.OP_GET_ALL_CHILDREN_NUMBER, zw.w_str(p)
+        if k == "addWatch":
+            return zw.OP_ADD_WATCH, zw.w_str(p) + zw.w_int(op["mode"])
+        if k == "removeWatches":
+            return zw.OP_REMOVE_WATCHES, zw.w_str(p) + zw.w_int(op["type"])
+        if k == "checkWatches":
+            return zw.OP_CHECK_WATCHES, zw.w_str(p) + zw.w_int(op["type"])
+        if k == "getEphemerals":
+            return zw.OP_GET_EPHEMERALS, zw.w_str(self.base + op["prefix"])
+        raise ValueError(f"unknown op {k}")
+
+    def norm(self, opcode, res):
+        if opcode == zw.OP_CREATE or opcode == zw.OP_SYNC:
+            return self.rel(res)
+        if opcode in (zw.OP_CREATE2, zw.OP_CREATE_CONTAINER, zw.OP_CREATE_TTL):
+            return [self.rel(res[0]), self.stat(res[1])]
+        if opcode == zw.OP_GETDATA:
+            return [None if res[0] is None else res[0].decode("latin-1"), self.stat(res[1])]
+        if opcode in (zw.OP_EXISTS, zw.OP_SETDATA, zw.OP_SETACL):
+            return self.stat(res)
+        if opcode == zw.OP_GETACL:
+            return [[list(a) for a in res[0]] if res[0] is not None else None, self.stat(res[1])]
+        if opcode == zw.OP_GETCHILDREN:
+            return sorted(res) if res is not None else None              # CHILD_ORDER
+        if opcode == zw.OP_GETCHILDREN2:
+            return [sorted(res[0]) if res[0] is not None else None, self.stat(res[1])]  # CHILD_ORDER
+        if opcode == zw.OP_GET_EPHEMERALS:
+            return sorted(self.rel(p) for p in res) if res is not None else None    # CHILD_ORDER
+        return res
+
+    def norm_sub(self, x):
+        t = x[0]
+        if t == "create":
+            return [t, self.rel(x[1])]
+        if t == "create2":
+            return [t, self.rel(x[1]), self.stat(x[2])]
+        if t == "setData":
+            return [t, self.stat(x[1])]
+        if t == "getData":
+            return [t, None if x[1] is None else x[1].decode("latin-1"), self.stat(x[2])]
+        if t == "getChildren":
+            return [t, sorted(x[1]) if x[1] is not None else None]           # CHILD_ORDER
+        return list(x)
+
+
+class Resolver:
+    """Turns an op's dynamic parts into concrete values using ZooKeeper's current state, read through
+    a super-authenticated session that sets no watches (so it changes nothing either server sees):
+    {"child_of": P, "k": i} -> the i-th child (sorted) of P, or P + "/z" if there is none;
+    "cur" / "cur+1" versions -> the node's current version (aversion for setACL), or 0 if missing.
+    Both servers then get the same concrete op."""
+
+    def __init__(self, host, port, base):
+        self.base = base
+        self.s = zw.Session(host, port)
+        self.s.auth("digest", ADMIN_SUPER)
+
+    def path(self, p):
+        if isinstance(p, str):
+            return p
+        parent = p["child_of"]
+        err, kids = self.s.call(zw.OP_GETCHILDREN, zw.w_str(self.abs(parent)) + zw.w_bool(False))
+        kids = sorted(kids) if not err and kids else []
+        prefix = "" if parent == "/" else parent
+        if not kids:
+            return prefix + "/z"
+        return prefix + "/" + kids[p["k"] % len(kids)]
+
+    def abs(self, p):
+        return self.base if p == "/" else self.base + p
+
+    def version(self, v, path, field):
+        if isinstance(v, int):
+            return v
+        err, st = self.s.call(zw.OP_EXISTS, zw.w_str(self.abs(path)) + zw.w_bool(False))
+        cur = st[field] if not err and st else 0
+        return cur if v == "cur" else cur + 1
+
+    def resolve(self, op):
+        op = dict(op)
+        if "path" in op:
+            op["path"] = self.path(op["path"])
+            if op["path"].endswith("/") and op["path"] != "/" and op.get("mode") not in (2, 3, 6):
+                op["path"] = op["path"].rstrip("/")
+        if "version" in op:
+            op["version"] = self.version(op["version"], op["path"].rstrip("/") or "/",
+                                         "aversion" if op["op"] == "setACL" else "version")
+        if "ops" in op:
+            op["ops"] = [self.resolve(x) for x in op["ops"]]
+        return op
+
+    def close(self):
+        self.s.close_session()
+
+
+class Mismatch(Exception):
+    pass
+
+
+_trial_counter = [0]
+
+
+def run_trial(zk, pd, ops, run_id, on_op=None):
+    """Runs `ops` on fresh namespaces. Returns (ops compared equal, mismatch dict or None)."""
+    _trial_counter[0] += 1
+    base = f"/b2b-{run_id}-{_trial_counter[0]}"
+    servers = []
+    for name, (host, port) in (("zookeeper", zk), ("paddock", pd)):
+        setup = zw.Session(host, port)
+        err, _ = setup.call(zw.OP_CREATE, zw.enc_create(base, b"", ACLS["open"], 0))
+        setup.close_session()
+        if err:
+            raise RuntimeError(f"{name}: cannot create base {base}: err {err}")
+        servers.append(Server(name, host, port, base))
+    resolver = Resolver(zk[0], zk[1], base)
+    z, p = servers
+    try:
+        for srv in servers:
+            for i in range(SLOTS):
+                srv.open_slot(i)
+        resolved = []
+        for idx, raw in enumerate(ops):
+            op = resolver.resolve(raw)
+            resolved.append(op)
+            rz = z.run(op)
+            rp = p.run(op)
+            ez = z.drain()
+            ep = p.drain()
+            if on_op:
+                on_op(idx)
+            if rz != rp or ez != ep:
+                return idx, {"index": idx, "op": op, "zookeeper": {"result": rz, "events": ez},
+                             "paddock": {"result": rp, "events": ep},
+                             "kind": (op["op"], "result" if rz != rp else "events"), "resolved": resolved}
+        return len(ops), None
+    finally:
+        for srv in servers:
+            try:
+                srv.close_all()
+            except zw.ConnectionClosed:
+                pass
+        resolver.close()
+
+
+def shrink(zk, pd, ops, kind, run_id, budget_s):
+    """Delta debugging over the op list: drop chunks (halves down to single ops) while a mismatch of
+    the same kind (op name, result-or-events) still shows; truncate after the mismatching op."""
+    deadline = time.monotonic() + budget_s
+    best = list(ops)
+    best_mm = None
+    chunk = max(1, len(best) // 2)
+    trials = 0
+    while chunk >= 1 and time.monotonic() < deadline:
+        i = 0
+        progressed = False
+        while i < len(best) - 1 and time.monotonic() < deadline:
+            cand = best[:i] + best[i + chunk:]
+            if not cand:
+                i += chunk
+                continue
+            trials += 1
+            n, mm = run_trial(zk, pd, cand, run_id)
+            if mm is not None and tuple(mm["kind"]) == tuple(kind):
+                best = cand[:n + 1]
+                best_mm = mm
+                progressed = True
+            else:
+                i += chunk
+        if not progressed:
+            if chunk == 1:
+                break
+            chunk = max(1, chunk // 2)
+    # then drop sub-ops of the multis, last op first
+    for j in range(len(best) - 1, -1, -1):
+        i = 0
+        while "ops" in best[j] and len(best[j]["ops"]) > 1 and i < len(best[j]["ops"]) \
+                and time.monotonic() < deadline:
+            op = dict(best[j])
+            op["ops"] = op["ops"][:i] + op["ops"][i + 1:]
+            cand = best[:j] + [op] + best[j + 1:]
+            trials += 1
+            n, mm = run_trial(zk, pd, cand, run_id)
+            if mm is not None and tuple(mm["kind"]) == tuple(kind) and n == len(cand) - 1:
+                best, best_mm = cand, mm
+            else:
+                i += 1
+    if best_mm is None:
+        _, best_mm = run_trial(zk, pd, best, run_id)
+    return best, best_mm, trials, time.monotonic() < deadline
+
+
+def _show(x):
+    if isinstance(x, bytes):
+        return x.decode("latin-1")
+    return str(x)
+
+
+def fmt(x):
+    return json.dumps(x, separators=(",", ":"), default=_show)
+
+
+def print_mismatch(mm, out):
+    print(f"  op #{mm['index']}: {fmt(mm['op'])}", file=out)
+    for side in ("zookeeper", "paddock"):
+        print(f"    {side:9} result: {fmt(mm[side]['result'])}", file=out)
+        print(f"    {side:9} events: {fmt(mm[side]['events'])}", file=out)
+
+
+def wait_ready(host, port, timeout=60.0):
+    """ZooKeeper answers `ruok` a moment before it accepts sessions; retry a session until it does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            zw.Session(host, port).close_session()
+            return
+        except (zw.ConnectionClosed, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zk", required=True, help="host:port of Apache ZooKeeper")
+    ap.add_argument("--paddock", required=True, help="host:port of paddock")
+    ap.add_argument("--ops", type=int, default=20000, help="ops to compare in total")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the first sequence; sequence k uses seed+k")
+    ap.add_argument("--seq-len", type=int, default=500, help="ops per independent sequence")
+    ap.add_argument("--exclude", default="", help="comma-separated op kinds the generator leaves out")
+    ap.add_argument("--shrink-budget", type=float, default=90.0, help="seconds of shrinking per mismatch")
+    ap.add_argument("--max-mismatches", type=int, default=5, help="stop after this many failing sequences")
+    ap.add_argument("--counts-file", help="write 'passed failed skipped' here")
+    ap.add_argument("--save-dir", help="write each shrunk sequence here as JSON (for --ops-file)")
+    ap.add_argument("--ops-file", help="replay this JSON list of ops (one sequence) instead of generating")
+    a = ap.parse_args()
+
+    def hp(s):
+        h, p = s.rsplit(":", 1)
+        return h, int(p)
+
+    zk, pd = hp(a.zk), hp(a.paddock)
+    for hostport in (zk, pd):
+        wait_ready(*hostport)
+    exclude = [x for x in a.exclude.split(",") if x]
+    run_id = f"{a.seed}-{int(time.time())}"
+    passed = failed = skipped = 0
+    mismatches = 0
+    remaining = a.ops if not a.ops_file else 1
+    k = 0
+    t0 = time.monotonic()
+    while remaining > 0:
+        seed = a.seed + k
+        n = min(a.seq_len, remaining)
+        remaining -= n
+        k += 1
+        if mismatches >= a.max_mismatches:
+            skipped += n
+            continue
+        if a.ops_file:
+            with open(a.ops_file) as f:
+                ops = json.load(f)
+            n = len(ops)
+        else:
+            ops = generate(seed, n, exclude)
+        done, mm = run_trial(zk, pd, ops, run_id)
+        passed += done
+        if mm is None:
+            continue
+        failed += 1
+        skipped += n - done - 1
+        mismatches += 1
+        out = sys.stdout
+        print(f"MISMATCH seed={seed} seq-len={n} op-index={done} kind={mm['kind']}", file=out)
+        print_mismatch(mm, out)
+        print(f"  reproduce: compat-tests/b2b/run.sh --seed {seed} --ops {done + 1} --seq-len {n}"
+              + (f" --exclude {a.exclude}" if a.exclude else ""), file=out)
+        best, bmm, trials, in_time = shrink(zk, pd, ops[:done + 1], mm["kind"], run_id, a.shrink_budget)
+        print(f"  shrunk to {len(best)} ops in {trials} trials"
+              + ("" if in_time else " (time budget hit; may not be minimal)") + ":", file=out)
+        shown = bmm["resolved"] if bmm is not None else best
+        for i, op in enumerate(shown):
+            print(f"    [{i}] {fmt(op)}", file=out)
+        if bmm is not None:
+            if a.save_dir:
+                name = f"{a.save_dir}/mismatch-seed{seed}.json"
+                with open(name, "w") as f:
+                    json.dump(bmm["resolved"], f)
+                print(f"  saved the shrunk sequence to {name} (replay: run.sh --ops-file FILE)", file=out)
+            print("  shrunk sequence's mismatch:", file=out)
+            print_mismatch(bmm, out)
+        out.flush()
+    dt = time.monotonic() - t0
+    print(f"b2b: {passed + failed} ops compared in {dt:.1f}s over {k} sequences "
+          f"({passed} equal, {failed} mismatching, {skipped} not run after a mismatch)")
+    if a.counts_file:
+        with open(a.counts_file, "w") as f:
+            f.write(f"{passed} {failed} {skipped}\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
