@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Java client compat suite: starts a server on a free loopback port with a fresh data dir, runs the Maven
+# JUnit tests in compat-tests/java (Curator 5.9 recipes, zkCli 3.9.5 scripted and through tmux) against
+# it with ZK_HOSTS=127.0.0.1:<port>, stops the server, and prints `java | passed | failed | skipped`
+# (from the surefire reports) as its last line.
+#
+#   compat-tests/java/run.sh                        against paddock ($CARGO_TARGET_DIR/debug/paddock, built first)
+#   compat-tests/java/run.sh --against-zookeeper    against Apache ZooKeeper 3.9 (scripts/zookeeper.sh): every
+#                                                   test must pass there, which is what proves the test right
+#   compat-tests/java/run.sh [...] -- <mvn args>    e.g. -- -Dtest=ZkCliScriptTest
+#
+# Both servers run with TTL nodes enabled, the same super digest, and a 1 s container/TTL check interval
+# (ZooKeeper's default is 60 s), so the TTL and container tests finish quickly.
+# Maven runs offline (-o) once the local repository holds the dependencies; the first run resolves them
+# online (dependency:go-offline plus a no-test surefire run, which fetches the JUnit provider).
+# PADDOCK_BIN overrides the binary (no build then). KEEP_WORK=1 keeps the temp dir (server log).
+# Exit status: 0 only if tests ran and all passed.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+SUPER_DIGEST='super:D/InIHSb7yEEbrWz8b9l71RjZJU='
+CHECK_MS=1000
+TARGET=paddock
+MVN_ARGS=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --against-zookeeper) TARGET=zookeeper ;;
+        --) shift; MVN_ARGS=("$@"); break ;;
+        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/paddock-java.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+    if [[ "$TARGET" == zookeeper ]]; then
+        [[ -f "$WORK/data/zk.pid" ]] && bash "$ROOT/scripts/zookeeper.sh" stop "$WORK/data" || true
+    elif [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$SERVER_PID" 2>/dev/null || true
+    fi
+    [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+report() { printf 'suite | passed | failed | skipped\njava | %d | %d | %d\n' "$1" "$2" "$3"; }
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+ruok() {
+    timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf ruok >&3 && cat <&3' 2>/dev/null || true
+}
+
+command -v mvn >/dev/null || { echo "run.sh: mvn not found (apt-get install maven)" >&2; report 0 1 0; exit 1; }
+command -v java >/dev/null || { echo "run.sh: java not found (apt-get install openjdk-17-jdk-headless)" >&2; report 0 1 0; exit 1; }
+
+# Online resolution only when the offline build cannot even compile and start surefire.
+if ! (cd "$HERE" && mvn -q -B -o test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false) >/dev/null 2>&1; then
+    echo "run.sh: resolving Maven dependencies online (first run)" >&2
+    (cd "$HERE" && mvn -q -B dependency:go-offline && \
+        mvn -q -B test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false) >&2
+fi
+
+PORT="$(free_port)"
+mkdir -p "$WORK/data"
+if [[ "$TARGET" == zookeeper ]]; then
+    ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$CHECK_MS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST" \
+        bash "$ROOT/scripts/zookeeper.sh" start "$PORT" "$WORK/data" >/dev/null
+else
+    BIN="${PADDOCK_BIN:-}"
+    if [[ -z "$BIN" ]]; then
+        (cd "$ROOT" && cargo build -q -p paddock)
+        BIN="$CARGO_TARGET_DIR/debug/paddock"
+    fi
+    [[ -x "$BIN" ]] || { echo "run.sh: no paddock binary at $BIN" >&2; report 0 1 0; exit 1; }
+    "$BIN" serve --port "$PORT" --data-dir "$WORK/data" --extended-types --super-digest "$SUPER_DIGEST" \
+        -D "znode.container.checkIntervalMs=$CHECK_MS" >"$WORK/paddock.log" 2>&1 </dev/null &
+    SERVER_PID=$!
+    deadline=$((SECONDS + 60))
+    until [[ "$(ruok "$PORT")" == imok ]]; do
+        if ! kill -0 "$SERVER_PID" 2>/dev/null || ((SECONDS >= deadline)); then
+            echo "run.sh: paddock did not answer ruok on 127.0.0.1:$PORT; last log lines:" >&2
+            tail -n 30 "$WORK/paddock.log" >&2 || true
+            report 0 1 0
+            exit 1
+        fi
+        sleep 0.2
+    done
+fi
+
+REPORTS="$HERE/target/surefire-reports"
+rm -rf "$REPORTS"
+set +e
+(cd "$HERE" && ZK_HOSTS="127.0.0.1:$PORT" ZK_TARGET="$TARGET" mvn -q -B -o test "${MVN_ARGS[@]}")
+rc=$?
+set -e
+
+read -r passed failed skipped < <(python3 - "$REPORTS" <<'PY'
+import glob, os, sys, xml.etree.ElementTree as ET
+t = f = s = 0
+for path in glob.glob(os.path.join(sys.argv[1], "TEST-*.xml")):
+    try:
+        x = ET.parse(path).getroot()
+    except ET.ParseError:
+        f += 1
+        continue
+    t += int(x.get("tests", 0)); s += int(x.get("skipped", 0))
+    f += int(x.get("failures", 0)) + int(x.get("errors", 0))
+print(t - f - s, f, s)
+PY
+)
+# A run that failed before any test reported (compile error, server gone) has not passed.
+if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
+if ((passed + failed == 0)); then failed=1; rc=1; fi
+if [[ $rc -ne 0 && "$TARGET" == paddock ]]; then
+    echo "run.sh: paddock log (last 30 lines):" >&2
+    tail -n 30 "$WORK/paddock.log" >&2 || true
+fi
+report "$passed" "$failed" "$skipped"
+[[ $rc -eq 0 ]]
