@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# kazoo 2.11.0's own test suite (kazoo.tests, 493 tests) against paddock, "Recipe B" of compat-notes §1:
+# kazoo's harness launches the server itself, and shim/java (first on PATH) execs paddock with the zoo.cfg
+# the harness wrote, so tests that stop and restart cluster[0] really stop and restart paddock.
+# ZOOKEEPER_CLUSTER_SIZE=1: paddock has no ensemble yet.
+#
+#   compat-tests/kazoo-suite/run.sh                       build paddock (debug) if needed, run everything
+#   compat-tests/kazoo-suite/run.sh -k test_lock -x       extra arguments go to pytest (a filtered run
+#                                                         checks known failures only among tests that ran)
+#
+# Tests listed in KNOWN_FAILURES may fail without failing this script. It fails when any other test fails
+# or errors, and when a listed test passes (the list must stay true). Every skip is printed with its reason.
+# Prints `suite | passed | failed | skipped` and appends that line to compat-tests/results.txt; `failed`
+# counts every failing test, known ones included; the lines above it split them.
+#
+# Env: PADDOCK_BIN (skip the build), CARGO_TARGET_DIR (default ~/.cache/paddock-target),
+#      KAZOO_SUITE_WORK (keep junit.xml and pytest output there; default a temp dir, path printed).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+RESULTS="$ROOT/compat-tests/results.txt"
+SUITE=kazoo-suite
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+
+report() { # passed failed skipped
+    printf 'suite | passed | failed | skipped\n'
+    [[ -s "$RESULTS" ]] || printf 'suite | passed | failed | skipped\n' >>"$RESULTS"
+    printf '%s | %d | %d | %d\n' "$SUITE" "$1" "$2" "$3" | tee -a "$RESULTS"
+}
+
+# The venv: the repository's .venv if it already holds everything kazoo's tests import (its harness needs
+# pyjks and pyOpenSSL for the TLS material it always generates, gevent/eventlet for the handler variants,
+# pure_sasl for test_sasl), otherwise our own, git-ignored, in this directory. pyOpenSSL >= 26.2 lacks
+# X509.add_extensions, which the harness calls.
+venv_ok() {
+    [[ -x "$1/bin/python" ]] && "$1/bin/python" - <<'EOF' 2>/dev/null
+import importlib.metadata as m, sys
+need = ["pytest", "pytest-timeout", "gevent", "eventlet", "pyjks", "pure-sasl", "objgraph"]
+ok = m.version("kazoo") == "2.11.0" and all(m.version(p) for p in need)
+ok = ok and tuple(int(x) for x in m.version("pyOpenSSL").split(".")[:2]) < (26, 2)
+sys.exit(0 if ok else 1)
+EOF
+}
+VENV="$ROOT/.venv"
+if ! venv_ok "$VENV"; then
+    VENV="$HERE/.venv"
+    if ! venv_ok "$VENV"; then
+        echo "kazoo-suite: installing kazoo[test,sasl]==2.11.0 into $VENV" >&2
+        [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check "kazoo[test,sasl]==2.11.0" "pyOpenSSL<26.2"
+    fi
+fi
+PY="$VENV/bin/python"
+
+BIN="${PADDOCK_BIN:-}"
+if [[ -z "$BIN" ]]; then
+    (cd "$ROOT" && cargo build -q -p paddock)
+    BIN="$CARGO_TARGET_DIR/debug/paddock"
+fi
+[[ -x "$BIN" ]] || { echo "kazoo-suite: no paddock binary at $BIN" >&2; report 0 1 0; exit 1; }
+
+# The harness gives server i the ports offset+10i .. +4; pick an offset whose five ports are free, so that
+# runs by other people on this machine do not collide. 2181 must stay free too: test_slow_connect assumes
+# nothing listens there.
+OFFSET="$("$PY" - <<'EOF'
+import random, socket
+for _ in range(200):
+    base = random.randrange(20000, 29000, 10)
+    try:
+        socks = []
+        for p in range(base, base + 5):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks: s.close()
+    print(base); break
+EOF
+)"
+if (exec 3<>/dev/tcp/127.0.0.1/2181) 2>/dev/null; then
+    echo "kazoo-suite: warning: something listens on 127.0.0.1:2181; test_utils::test_slow_connect will fail" >&2
+fi
+
+WORK="${KAZOO_SUITE_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/paddock-kazoo-suite.XXXXXX")}"
+mkdir -p "$WORK"
+
+set +e
+PATH="$HERE/shim:$PATH" PADDOCK_BIN="$BIN" \
+    ZOOKEEPER_VERSION=3.9.4 ZOOKEEPER_CLASSPATH=paddock ZOOKEEPER_CLUSTER_SIZE=1 ZOOKEEPER_PORT_OFFSET="$OFFSET" \
+    CI=true NO_COLOR=1 \
+    timeout 1200 "$PY" -m pytest --pyargs kazoo.tests -q -rfEs --timeout=120 -p no:cacheprovider \
+    -W ignore::DeprecationWarning --junitxml="$WORK/junit.xml" "$@" 2>&1 | tee "$WORK/pytest.out" | tail -n 80
+rc=${PIPESTATUS[0]}
+set -e
+echo "kazoo-suite: pytest exited $rc; junit and output in $WORK"
+
+"$PY" - "$WORK/junit.xml" "$HERE/KNOWN_FAILURES" "$*" >"$WORK/summary.txt" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+
+junit, known_path, extra_args = sys.argv[1:]
+filtered = bool(extra_args.strip())
+known = {}
+for line in open(known_path):
+    line = line.split("#", 1)[0].strip()
+    if line:
+        name, _, reason = line.partition(" ")
+        known[name] = reason.strip()
+
+try:
+    root = ET.parse(junit).getroot()
+except (OSError, ET.ParseError) as e:
+    print(f"kazoo-suite: no junit report ({e})")
+    print("SUMMARY 0 1 0 0")
+    sys.exit()
+
+def test_id(case):
+    # --pyargs makes classnames start with the site-packages path; keep what follows "kazoo.tests.".
+    cls = case.get("classname", "")
+    cls = cls[cls.find("kazoo.tests.") + len("kazoo.tests."):] if "kazoo.tests." in cls else cls
+    return f"{cls}::{case.get('name')}"
+
+passed, failed, skipped = [], {}, {}
+for case in root.iter("testcase"):
+    tid = test_id(case)
+    bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+    skip = case.find("skipped")
+    if bad is not None:
+        failed[tid] = (bad.get("message") or "").splitlines()[0][:300] if bad.get("message") else bad.tag
+    elif skip is not None:
+        skipped[tid] = skip.get("message") or ""
+    else:
+        passed.append(tid)
+
+unexpected = sorted(t for t in failed if t not in known)
+known_failed = sorted(t for t in failed if t in known)
+stale = sorted(t for t in passed if t in known)
+missing = [] if filtered else sorted(t for t in known if t not in failed and t not in passed)
+
+for t in sorted(skipped):
+    print(f"kazoo-suite: SKIP {t}: {skipped[t]}")
+for t in known_failed:
+    print(f"kazoo-suite: known failure {t}: {known[t]}")
+for t in unexpected:
+    print(f"kazoo-suite: UNEXPECTED FAILURE {t}: {failed[t]}")
+for t in stale:
+    print(f"kazoo-suite: STALE known failure {t} passed: remove it from KNOWN_FAILURES")
+for t in missing:
+    print(f"kazoo-suite: known failure {t} did not run (renamed?)")
+print(f"kazoo-suite: {len(passed)} passed, {len(failed)} failed ({len(known_failed)} known, "
+      f"{len(unexpected)} unexpected), {len(skipped)} skipped, {len(stale)} stale known failures")
+ok = bool(passed or failed) and not unexpected and not stale and not missing
+print(f"SUMMARY {len(passed)} {len(failed)} {len(skipped)} {int(ok)}")
+EOF
+grep -v '^SUMMARY ' "$WORK/summary.txt"
+read -r _ passed failed skipped ok < <(grep '^SUMMARY ' "$WORK/summary.txt")
+# A pytest that died (timeout, crash) without failures in its report has not passed.
+if [[ $rc -ne 0 && $rc -ne 1 ]]; then
+    echo "kazoo-suite: pytest exit status $rc (interrupted, internal error or no tests collected)" >&2
+    ok=0
+fi
+report "$passed" "$failed" "$skipped"
+[[ "$ok" == 1 ]]
