@@ -77,7 +77,7 @@ until [[ "$(ruok "$PD_PORT")" == imok ]]; do
 done
 
 set +e
-(cd "$HERE" && "$PY" b2b.py --zk "127.0.0.1:$ZK_PORT" --paddock "127.0.0.1:$PD_PORT" \
+(cd "$HERE" && "$PY" -u b2b.py --zk "127.0.0.1:$ZK_PORT" --paddock "127.0.0.1:$PD_PORT" \
     --counts-file "$WORK/counts" "$@")
 rc=$?
 set -e
