@@ -13,6 +13,8 @@ before any later reply on that connection), and compare (normalised result, even
 Normalisations, each one a documented, intended difference or a value that cannot be compared:
   CHILD_ORDER      child lists (getChildren, getChildren2, multiRead getChildren) and getEphemerals
                    lists are sorted: ZooKeeper keeps them in hash sets (order undefined), paddock sorts.
+  AUTH_ID_ORDER    whoAmI lists are sorted: ZooKeeper 3.9 keeps a connection's auth ids in a set
+                   backed by a ConcurrentHashMap (order undefined).
   ZXIDS_AND_TIMES  czxid/mzxid/pzxid/ctime/mtime are dropped; only the relations mzxid==czxid and
                    pzxid==czxid are kept (they are structural: "never set", "no child change").
   SESSION_IDS      ephemeralOwner and nothing else carries a session id; it is mapped to the slot
@@ -80,7 +82,8 @@ class Generator:
     OP_WEIGHTS = [("create", 22), ("delete", 10), ("setData", 9), ("getData", 6), ("exists", 6),
                   ("getChildren", 4), ("getChildren2", 4), ("getACL", 3), ("setACL", 4), ("multi", 8),
                   ("multiRead", 2), ("sync", 1), ("close", 1.5), ("addWatch", 3), ("removeWatches", 2),
-                  ("checkWatches", 1), ("addAuth", 1), ("getEphemerals", 1), ("getAllChildrenNumber", 1)]
+                  ("checkWatches", 1), ("addAuth", 1), ("getEphemerals", 1), ("getAllChildrenNumber", 1),
+                  ("reconnect", 2), ("whoAmI", 0.5)]
 
     def __init__(self, seed, exclude=()):
         self.rng = random.Random(seed)
@@ -153,9 +156,11 @@ class Generator:
             return {"op": "setData", "path": self.path(), "data": r.choice(DATA), "version": self.version()}
         return {"op": "check", "path": self.path(), "version": self.version()}
 
-    def next(self):
+    def next(self, nested=False):
         r = self.rng
         kind = wchoice(r, self.weights)
+        while nested and kind in ("reconnect", "close"):
+            kind = wchoice(r, self.weights)
         op = {"op": kind, "s": r.randrange(SLOTS)}
         if kind == "create":
             op.update(self.create_args())
@@ -180,6 +185,14 @@ class Generator:
             op.update(path=self.path(), type=r.choice([1, 2, 3, 4, 5]))
         elif kind == "addAuth":
             op.update(cred=r.choice(["u1:p1", "u2:p2", "u3:p3"]))
+        elif kind == "reconnect":
+            # ops the other slots run while this slot's connection is down
+            meanwhile = []
+            for _ in range(r.randint(0, 3)):
+                m = self.next(nested=True)
+                m["s"] = (op["s"] + 1 + r.randrange(SLOTS - 1)) % SLOTS
+                meanwhile.append(m)
+            op["meanwhile"] = meanwhile
         elif kind == "getEphemerals":
             op.update(prefix=r.choice(["", "/a", "/b/"]))
         return op
@@ -205,9 +218,14 @@ class Server:
         self.gen = [0] * SLOTS
         self.owners = {0: 0}
         self.events = [[] for _ in range(SLOTS)]
+        # what a client library would remember per connection, to restore after a reconnect
+        self.watches = [None] * SLOTS
+        self.auths = [None] * SLOTS
 
     def open_slot(self, slot):
         s = zw.Session(self.host, self.port)
+        self.auths[slot] = list(SLOT_AUTH[slot])
+        self.watches[slot] = {k: set() for k in ("data", "exist", "child", "persistent", "recursive")}
         for cred in SLOT_AUTH[slot]:
             s.auth("digest", cred)
         self.sessions[slot] = s
@@ -234,9 +252,36 @@ class Server:
                 "dataLength": st["dataLength"], "numChildren": st["numChildren"],
                 "m==c": st["mzxid"] == st["czxid"], "p==c": st["pzxid"] == st["czxid"]}
 
+    def track(self, slot, op, err):
+        """Client-side watch bookkeeping (as the Java client's ZKWatchManager keeps it)."""
+        w = self.watches[slot]
+        k = op["op"]
+        p = self.abs(op["path"]) if "path" in op else None
+        if k == "getData" and op["watch"] and err == 0:
+            w["data"].add(p)
+        elif k == "exists" and op["watch"] and err in (0, -101):
+            w["data" if err == 0 else "exist"].add(p)
+        elif k in ("getChildren", "getChildren2") and op["watch"] and err == 0:
+            w["child"].add(p)
+        elif k == "addWatch" and err == 0:
+            w["persistent" if op["mode"] == 0 else "recursive"].add(p)
+        elif k == "removeWatches" and err == 0:
+            kinds = {1: ["child"], 2: ["data", "exist"], 3: list(w), 4: ["persistent"], 5: ["recursive"]}
+            for x in kinds[op["type"]]:
+                w[x].discard(p)
+        elif k == "addAuth" and err == 0:
+            self.auths[slot].append(op["cred"])
+
     def collect_events(self, slot):
         s = self.sessions[slot]
         if s is not None and s.events:
+            w = self.watches[slot]
+            for t, _st, p in s.events:
+                if t in (1, 2, 3):
+                    w["data"].discard(p)
+                    w["exist"].discard(p)
+                if t in (2, 4):
+                    w["child"].discard(p)
             self.events[slot].extend((t, st, self.rel(p)) for t, st, p in s.events)
             s.events.clear()
 
@@ -282,7 +327,21 @@ class Server:
             self.open_slot(slot)
             return ["closed", err]
         if k == "addAuth":
-            return ["auth", s.auth("digest", op["cred"])]
+            err = s.auth("digest", op["cred"])
+            self.track(slot, op, err)
+            return ["auth", err]
+        if k == "reconnect":
+            self.collect_events(slot)
+            s.drop()
+            meanwhile = [self.run(m) for m in op["meanwhile"]]
+            s.reconnect()
+            self.owners[s.session_id] = self.owners.get(s.session_id, "?")
+            for cred in self.auths[slot]:
+                s.auth("digest", cred)
+            w = self.watches[slot]
+            lists = [sorted(w[x]) for x in ("data", "exist", "child", "persistent", "recursive")]
+            err = s.set_watches2(*lists) if any(lists) else "none"
+            return ["reconnected", meanwhile, err]
         if k == "multi" or k == "multiRead":
             body = b""
             for sub in op["ops"]:
@@ -295,6 +354,7 @@ class Server:
             return ["ok", [self.norm_sub(x) for x in res]]
         opcode, rec = self.encode(op)
         err, res = s.call(opcode, rec)
+        self.track(slot, op, err)
         if err:
             return ["err", err]
         return ["ok", self.norm(opcode, res)]
@@ -330,6 +390,8 @@ class Server:
             return zw.OP_REMOVE_WATCHES, zw.w_str(p) + zw.w_int(op["type"])
         if k == "checkWatches":
             return zw.OP_CHECK_WATCHES, zw.w_str(p) + zw.w_int(op["type"])
+        if k == "whoAmI":
+            return zw.OP_WHO_AM_I, b""
         if k == "getEphemerals":
             return zw.OP_GET_EPHEMERALS, zw.w_str(self.base + op["prefix"])
         raise ValueError(f"unknown op {k}")
@@ -349,6 +411,8 @@ class Server:
             return sorted(res) if res is not None else None              # CHILD_ORDER
         if opcode == zw.OP_GETCHILDREN2:
             return [sorted(res[0]) if res[0] is not None else None, self.stat(res[1])]  # CHILD_ORDER
+        if opcode == zw.OP_WHO_AM_I:
+            return sorted(res)                                            # AUTH_ID_ORDER
         if opcode == zw.OP_GET_EPHEMERALS:
             return sorted(self.rel(p) for p in res) if res is not None else None    # CHILD_ORDER
         return res
@@ -440,6 +504,12 @@ class Resolver:
                                          "aversion" if op["op"] == "setACL" else "version")
         if "ops" in op:
             op["ops"] = [self.resolve(x) for x in op["ops"]]
+        if "meanwhile" in op:
+            resolved = []
+            for x in op["meanwhile"]:
+                resolved.append(self.resolve(x))
+                self.after(x)
+            op["meanwhile"] = resolved
         return op
 
     def close(self):

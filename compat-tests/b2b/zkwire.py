@@ -20,6 +20,7 @@ OP_CREATE_CONTAINER, OP_CREATE_TTL, OP_MULTI_READ = 19, 21, 22
 OP_CHECK_WATCHES, OP_REMOVE_WATCHES = 17, 18
 OP_AUTH, OP_GET_EPHEMERALS, OP_GET_ALL_CHILDREN_NUMBER, OP_ADD_WATCH = 100, 103, 104, 106
 OP_CLOSE = -11
+OP_WHO_AM_I = 107
 
 STAT = struct.Struct("!qqqqiiiqiiq")
 STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
@@ -181,6 +182,7 @@ DECODERS = {
     OP_REMOVE_WATCHES: lambda r: None,
     OP_CHECK_WATCHES: lambda r: None,
     OP_CLOSE: lambda r: None,
+    OP_WHO_AM_I: lambda r: [[r.str(), r.str()] for _ in range(r.int())],
 }
 
 
@@ -188,19 +190,49 @@ class Session:
     """One connection holding one session. `events` collects (type, state, path) notifications."""
 
     def __init__(self, host, port, timeout_ms=30000, io_timeout=20.0):
-        self.sock = socket.create_connection((host, port), timeout=io_timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.addr, self.timeout_ms, self.io_timeout = (host, port), timeout_ms, io_timeout
         self.xid = 0
         self.events = []
+        self.last_zxid = 0
+        self.session_id, self.passwd = 0, b"\x00" * 16
+        self._connect()
+
+    def _connect(self):
+        self.sock = socket.create_connection(self.addr, timeout=self.io_timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.closed = False
-        req = w_int(0) + w_long(0) + w_int(timeout_ms) + w_long(0) + w_buf(b"\x00" * 16) + w_bool(False)
+        req = w_int(0) + w_long(self.last_zxid) + w_int(self.timeout_ms) + w_long(self.session_id) \
+            + w_buf(self.passwd) + w_bool(False)
         self._send(req)
         r = Reader(self._recv_frame())
         r.int()
         self.timeout = r.int()
         self.session_id = r.long()
+        self.passwd = r.buffer()
         if self.timeout <= 0:
+            self.drop()
             raise ConnectionClosed("session refused")
+
+    def reconnect(self):
+        """Drops the TCP connection (the session stays) and connects again with the same session id,
+        password and last zxid seen, as a client does after a connection loss."""
+        self.drop()
+        self._connect()
+
+    def set_watches2(self, data, exist, child, persistent, recursive):
+        """setWatches2 (xid -8) with relativeZxid = last zxid seen; returns err."""
+        body = w_long(self.last_zxid)
+        for paths in (data, exist, child, persistent, recursive):
+            body += w_int(len(paths)) + b"".join(w_str(p) for p in paths)
+        self._send(w_int(-8) + w_int(105) + body)
+        while True:
+            r = Reader(self._recv_frame())
+            rxid, _zxid, err = r.int(), r.long(), r.int()
+            if rxid == -1:
+                self.events.append((r.int(), r.int(), r.str()))
+                continue
+            if rxid == -8:
+                return err
 
     def _send(self, payload):
         self.sock.sendall(w_int(len(payload)) + payload)
@@ -244,10 +276,12 @@ class Session:
                 self.closed = True
                 raise
             r = Reader(frame)
-            rxid, _zxid, err = r.int(), r.long(), r.int()
+            rxid, zxid, err = r.int(), r.long(), r.int()
             if rxid == -1:
                 self.events.append((r.int(), r.int(), r.str()))
                 continue
+            if zxid > 0:
+                self.last_zxid = zxid
             if rxid != xid:
                 # auth (-4) and ping (-2) replies are not awaited here; anything else is a protocol bug
                 if rxid in (-2, -4):
