@@ -27,6 +27,9 @@ codes, per-op multi results and the exact order of events per session are compar
 """
 
 import argparse
+import concurrent.futures
+import itertools
+import threading
 import json
 import random
 import sys
@@ -520,7 +523,8 @@ class Mismatch(Exception):
     pass
 
 
-_trial_counter = [0]
+_trial_counter = itertools.count(1)
+_coverage_lock = threading.Lock()
 # (op kind, outcome) -> count, from ZooKeeper's side of every compared op: shows what a run exercised.
 COVERAGE = {}
 
@@ -536,8 +540,7 @@ def outcome(op, r):
 
 def run_trial(zk, pd, ops, run_id, on_op=None):
     """Runs `ops` on fresh namespaces. Returns (ops compared equal, mismatch dict or None)."""
-    _trial_counter[0] += 1
-    base = f"/b2b-{run_id}-{_trial_counter[0]}"
+    base = f"/b2b-{run_id}-{next(_trial_counter)}"
     servers = []
     for name, (host, port) in (("zookeeper", zk), ("paddock", pd)):
         setup = zw.Session(host, port)
@@ -566,12 +569,13 @@ def run_trial(zk, pd, ops, run_id, on_op=None):
                 # iteration order of a HashSet (undefined); compare those events as multisets.
                 ez = [sorted(e, key=fmt) for e in ez]
                 ep = [sorted(e, key=fmt) for e in ep]
-            key = (op["op"], outcome(op, rz))
-            COVERAGE[key] = COVERAGE.get(key, 0) + 1
-            for evs in ez:
-                for e in evs:
-                    k2 = ("event", str(e[0]))
-                    COVERAGE[k2] = COVERAGE.get(k2, 0) + 1
+            with _coverage_lock:
+                key = (op["op"], outcome(op, rz))
+                COVERAGE[key] = COVERAGE.get(key, 0) + 1
+                for evs in ez:
+                    for e in evs:
+                        k2 = ("event", str(e[0]))
+                        COVERAGE[k2] = COVERAGE.get(k2, 0) + 1
             if on_op:
                 on_op(idx)
             if rz != rp or ez != ep:
@@ -682,7 +686,8 @@ def main():
     ap.add_argument("--seq-len", type=int, default=500, help="ops per independent sequence")
     ap.add_argument("--exclude", default="", help="comma-separated op kinds the generator leaves out")
     ap.add_argument("--shrink-budget", type=float, default=90.0, help="seconds of shrinking per mismatch")
-    ap.add_argument("--max-mismatches", type=int, default=5, help="stop after this many failing sequences")
+    ap.add_argument("--max-mismatches", type=int, default=5, help="shrink at most this many mismatches")
+    ap.add_argument("--jobs", type=int, default=4, help="sequences run at the same time")
     ap.add_argument("--counts-file", help="write 'passed failed skipped' here")
     ap.add_argument("--coverage", action="store_true", help="print outcome counts per op kind at the end")
     ap.add_argument("--save-dir", help="write each shrunk sequence here as JSON (for --ops-file)")
@@ -698,44 +703,55 @@ def main():
         wait_ready(*hostport)
     exclude = [x for x in a.exclude.split(",") if x]
     run_id = f"{a.seed}-{int(time.time())}"
-    passed = failed = skipped = 0
-    mismatches = 0
-    remaining = a.ops if not a.ops_file else 1
-    k = 0
+    jobs = []
+    if a.ops_file:
+        with open(a.ops_file) as f:
+            ops = json.load(f)
+        jobs.append((a.seed, ops))
+    else:
+        remaining, k = a.ops, 0
+        while remaining > 0:
+            n = min(a.seq_len, remaining)
+            jobs.append((a.seed + k, generate(a.seed + k, n, exclude)))
+            remaining -= n
+            k += 1
     t0 = time.monotonic()
-    while remaining > 0:
-        seed = a.seed + k
-        n = min(a.seq_len, remaining)
-        remaining -= n
-        k += 1
-        if mismatches >= a.max_mismatches:
-            skipped += n
-            continue
-        if a.ops_file:
-            with open(a.ops_file) as f:
-                ops = json.load(f)
-            n = len(ops)
-        else:
-            ops = generate(seed, n, exclude)
+
+    def one(job):
+        seed, ops = job
         try:
             done, mm = run_trial(zk, pd, ops, run_id)
         except (OSError, zw.ConnectionClosed, RuntimeError) as e:
-            print(f"ABORT seed={seed}: a server stopped answering ({e!r}); the rest is not run", file=sys.stdout)
-            failed += 1
-            skipped += n - 1 + remaining
-            break
+            print(f"ABORT seed={seed}: a server stopped answering ({e!r})", file=sys.stderr)
+            return seed, ops, 0, {"abort": repr(e)}
+        print(f"sequence seed={seed}: {done}/{len(ops)} ops equal ({time.monotonic() - t0:.0f}s)",
+              file=sys.stderr)
+        return seed, ops, done, mm
+
+    # Sequences are independent (own namespace, own sessions), so --jobs of them share the servers.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        results = list(pool.map(one, jobs))
+    passed = failed = skipped = 0
+    mismatches = 0
+    out = sys.stdout
+    for seed, ops, done, mm in results:
+        n = len(ops)
         passed += done
-        print(f"sequence seed={seed}: {done}/{n} ops equal ({time.monotonic() - t0:.0f}s)", file=sys.stderr)
         if mm is None:
             continue
         failed += 1
         skipped += n - done - 1
+        if "abort" in mm:
+            print(f"ABORT seed={seed} at op {done}: a server stopped answering: {mm['abort']}", file=out)
+            continue
         mismatches += 1
-        out = sys.stdout
         print(f"MISMATCH seed={seed} seq-len={n} op-index={done} kind={mm['kind']}", file=out)
         print_mismatch(mm, out)
         print(f"  reproduce: compat-tests/b2b/run.sh --seed {seed} --ops {done + 1} --seq-len {n}"
               + (f" --exclude {a.exclude}" if a.exclude else ""), file=out)
+        if mismatches > a.max_mismatches:
+            print("  (not shrunk: --max-mismatches reached)", file=out)
+            continue
         best, bmm, trials, in_time = shrink(zk, pd, ops[:done + 1], mm["kind"], run_id, a.shrink_budget)
         print(f"  shrunk to {len(best)} ops in {trials} trials"
               + ("" if in_time else " (time budget hit; may not be minimal)") + ":", file=out)
@@ -751,6 +767,7 @@ def main():
             print("  shrunk sequence's mismatch:", file=out)
             print_mismatch(bmm, out)
         out.flush()
+    k = len(jobs)
     dt = time.monotonic() - t0
     if a.coverage:
         print("coverage (ZooKeeper's outcomes, all trials including shrinking):")
