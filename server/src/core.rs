@@ -38,7 +38,7 @@ use znode_tree::{acl, Entry, ReadCtx, Tree, Txn, WatchRegistry};
 
 use crate::config::Config;
 use crate::outbound::Outbound;
-use crate::session::SessionTracker;
+use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ConnStats, ServerStats};
 
 pub type ConnId = u64;
@@ -46,6 +46,9 @@ pub type ConnId = u64;
 /// Capacity of a connection's outbound queue. A client that stops reading fills it, and the
 /// core then closes that connection rather than wait or buffer without bound.
 pub const OUTBOUND_CAPACITY: usize = 16 * 1024;
+
+/// How often the sessions' remaining time is saved for a restart (see `session::checkpoint`).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// Messages into the core.
 #[derive(Debug)]
@@ -117,6 +120,10 @@ pub struct Core {
     applied_term: u64,
     last_snapshot_index: u64,
     is_leader: bool,
+    /// Remaining session time read from the checkpoint, for sessions not yet replayed.
+    resume_left: HashMap<i64, Duration>,
+    /// Whether this process has followed another leader (see the RoleChanged handling).
+    followed_another: bool,
     stats: ServerStats,
     started: Instant,
     applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
@@ -139,10 +146,13 @@ impl Core {
         let tick = Duration::from_millis(cfg.tick_time_ms as u64);
         let mut tracker = SessionTracker::new(tick);
         let now = Instant::now();
-        // A restarted server gives every recovered session a full timeout, as a new
-        // ZooKeeper leader does: liveness was never part of the durable state.
+        // Recovered sessions resume with the time they had left at the last checkpoint;
+        // one missing from it (created just before a crash) gets a full timeout.
+        // Sessions created in the log after the snapshot get theirs when replay applies them.
+        let mut resume_left = checkpoint::read(&crate::node::raft_dir(&cfg));
         for s in tree.sessions() {
-            tracker.touch(s.id, s.timeout_ms, now);
+            let full = Duration::from_millis(s.timeout_ms.max(0) as u64);
+            tracker.resume(s.id, resume_left.remove(&s.id).unwrap_or(full).min(full), now);
         }
         let server_id = cfg.my_id.unwrap_or(1).min(254);
         Core {
@@ -160,6 +170,8 @@ impl Core {
             applied_term,
             last_snapshot_index: applied_index,
             is_leader: false,
+            followed_another: false,
+            resume_left,
             stats: ServerStats::default(),
             started: now,
             applied_waiters: Vec::new(),
@@ -173,6 +185,7 @@ impl Core {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let container_every = Duration::from_millis(self.cfg.container_check_interval_ms.max(100));
         let mut next_container_check = Instant::now() + container_every;
+        let mut next_checkpoint = Instant::now() + CHECKPOINT_EVERY;
         loop {
             tokio::select! {
                 msg = rx.recv() => match msg {
@@ -186,11 +199,24 @@ impl Core {
                         next_container_check = now + container_every;
                         self.propose_expired_nodes();
                     }
+                    if now >= next_checkpoint {
+                        next_checkpoint = now + CHECKPOINT_EVERY;
+                        let dir = crate::node::raft_dir(&self.cfg);
+                        let remaining = self.tracker.remaining(now);
+                        tokio::task::spawn_blocking(move || {
+                            if let Err(e) = checkpoint::write(&dir, &remaining) {
+                                warn!(error = %e, "session checkpoint not written");
+                            }
+                        });
+                    }
                 }
             }
         }
         for (_, conn) in self.conns.drain() {
             let _ = conn.out.try_send(Outbound::Close);
+        }
+        if let Err(e) = checkpoint::write(&crate::node::raft_dir(&self.cfg), &self.tracker.remaining(Instant::now())) {
+            warn!(error = %e, "session checkpoint not written at shut-down");
         }
         info!("core stopped");
     }
@@ -568,8 +594,13 @@ impl Core {
             }
             Event::RoleChanged { is_leader, leader_id, term } => {
                 info!(is_leader, leader_id, term, "raft role changed");
-                if is_leader && !self.is_leader {
-                    // A new leader restarts every session timer (ZooKeeper does the same).
+                if !is_leader && leader_id != 0 {
+                    self.followed_another = true;
+                }
+                if is_leader && !self.is_leader && self.followed_another {
+                    // A leader that took over from another server never saw the sessions'
+                    // activity, so it restarts every timer (ZooKeeper does the same). A server
+                    // that leads from its own start resumes the checkpointed clocks instead.
                     let now = Instant::now();
                     let sessions: Vec<(i64, i32)> = self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
                     for (id, timeout) in sessions {
@@ -646,7 +677,12 @@ impl Core {
 
         match &entry.txn {
             Txn::CreateSession { timeout_ms, password } => {
-                self.tracker.touch(entry.session_id, *timeout_ms, Instant::now());
+                let full = Duration::from_millis((*timeout_ms).max(0) as u64);
+                match self.resume_left.remove(&entry.session_id) {
+                    // Replayed at start-up: the clock goes on from the checkpoint.
+                    Some(left) => self.tracker.resume(entry.session_id, left.min(full), Instant::now()),
+                    None => self.tracker.touch(entry.session_id, *timeout_ms, Instant::now()),
+                }
                 if let Some(id) = self.connecting.remove(&entry.session_id) {
                     self.by_session.insert(entry.session_id, id);
                     info!(session = format_args!("{:#x}", entry.session_id), timeout_ms, "session established");

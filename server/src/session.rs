@@ -93,12 +93,66 @@ impl SessionTracker {
         self.deadlines.get(&session).copied()
     }
 
+    /// Time left for every tracked session, for the restart checkpoint.
+    pub fn remaining(&self, now: Instant) -> Vec<(i64, Duration)> {
+        let mut v: Vec<(i64, Duration)> = self.deadlines.iter().map(|(s, d)| (*s, d.saturating_duration_since(now))).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Starts a session's clock with `left` to go (a recovered session), rounded to a tick
+    /// like any other deadline.
+    pub fn resume(&mut self, session: i64, left: Duration, now: Instant) {
+        self.touch(session, left.as_millis().min(i32::MAX as u128) as i32, now);
+    }
+
     pub fn len(&self) -> usize {
         self.deadlines.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.deadlines.is_empty()
+    }
+}
+
+/// The sessions' remaining time, kept beside the raft log so that a restart resumes each
+/// session's clock where it stood instead of granting every session a fresh timeout.
+///
+/// Text, one `<session id hex> <remaining ms>` line per session. It is written about once a
+/// second and at shut-down; after a crash it is at most that old, so a session can get up to
+/// a second more than it had. Time while the server is down is not counted: clients cannot
+/// reach a stopped server, so charging them for its outage would expire every session of an
+/// outage longer than their timeout.
+pub mod checkpoint {
+    use std::collections::HashMap;
+    use std::io::Write;
+    use std::path::Path;
+
+    use tokio::time::Duration;
+
+    pub const FILE: &str = "sessions.remaining";
+
+    pub fn write(dir: &Path, remaining: &[(i64, Duration)]) -> std::io::Result<()> {
+        let mut text = String::with_capacity(remaining.len() * 28);
+        for (session, left) in remaining {
+            text.push_str(&format!("{:x} {}\n", *session as u64, left.as_millis()));
+        }
+        let tmp = dir.join(format!("{FILE}.tmp"));
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        drop(f);
+        std::fs::rename(tmp, dir.join(FILE))
+    }
+
+    /// Missing or unreadable lines are skipped: such a session simply gets a full timeout.
+    pub fn read(dir: &Path) -> HashMap<i64, Duration> {
+        let Ok(text) = std::fs::read_to_string(dir.join(FILE)) else { return HashMap::new() };
+        text.lines()
+            .filter_map(|l| {
+                let (id, ms) = l.split_once(' ')?;
+                Some((u64::from_str_radix(id, 16).ok()? as i64, Duration::from_millis(ms.parse().ok()?)))
+            })
+            .collect()
     }
 }
 
@@ -116,6 +170,20 @@ mod tests {
         assert!(d >= start + Duration::from_millis(4000) && d <= start + Duration::from_millis(6000));
         assert_eq!(t.take_expired(d), vec![7]);
         assert!(t.is_closing(7));
+    }
+
+    #[test]
+    fn checkpoint_round_trips_and_skips_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = vec![(-5i64, Duration::from_millis(1234)), (0x0100_0000_0000_0001, Duration::from_millis(0))];
+        checkpoint::write(dir.path(), &v).unwrap();
+        let back = checkpoint::read(dir.path());
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[&-5], Duration::from_millis(1234));
+        assert_eq!(back[&0x0100_0000_0000_0001], Duration::ZERO);
+        std::fs::write(dir.path().join(checkpoint::FILE), "zz 1\n7 x\n8 9\n").unwrap();
+        let back = checkpoint::read(dir.path());
+        assert_eq!(back.into_iter().collect::<Vec<_>>(), vec![(8, Duration::from_millis(9))]);
     }
 
     #[tokio::test(start_paused = true)]

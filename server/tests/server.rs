@@ -426,3 +426,33 @@ async fn four_letter_words_answer_on_the_client_port() {
     assert!(envi.contains("zookeeper.version=3.9."), "{envi}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_restart_resumes_each_sessions_remaining_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let mut raw = RawClient::connect(server.local_addr(), 4000).await;
+    assert_eq!(raw.timeout, 4000);
+    raw.send(1, &Request::Create(CreateRequest { path: "/held".into(), data: None, acl: Acl::open_unsafe(), flags: 1 })).await;
+    assert_eq!(raw.recv().await.unwrap().0.err, 0);
+    drop(raw); // silent from now on
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    server.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(1000)).await; // downtime does not count
+
+    let server = start(dir.path()).await;
+    let restarted = std::time::Instant::now();
+    let zk = client(server.local_addr()).await;
+    assert!(zk.check_stat("/held").await.unwrap().is_some(), "the session outlives the restart");
+    loop {
+        if zk.check_stat("/held").await.unwrap().is_none() {
+            break;
+        }
+        assert!(restarted.elapsed() < Duration::from_secs(10), "the session never expired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // About 1.5 s were left; a fresh timeout would have taken 4 s or more.
+    let took = restarted.elapsed();
+    assert!(took < Duration::from_millis(3600), "expired {took:?} after the restart, as if its clock had been reset");
+    server.shutdown().await;
+}

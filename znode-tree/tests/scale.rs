@@ -59,3 +59,30 @@ fn half_a_million_znodes_fit_the_memory_budget() {
         used / N as u64
     );
 }
+
+/// Prints how long the snapshot path takes at 500k znodes (ignored; a measurement, not a test
+/// of speed): clone, serialize, restore.
+#[test]
+#[ignore]
+fn snapshot_costs_at_half_a_million_znodes() {
+    const N: usize = 500_000;
+    let mut tree = Tree::new(TreeConfig::default());
+    let mut zxid = 0;
+    for i in 0..N {
+        zxid += 1;
+        let path = if i < 1000 { format!("/dir{i:04}") } else { format!("/dir{:04}/node{i:07}", i % 1000) };
+        let req = CreateRequest { path, data: Some(vec![b'x'; 100]), acl: Acl::open_unsafe(), flags: 0 };
+        let e = Entry { session_id: 1, xid: 1, time_ms: zxid, auth: vec![], txn: Txn::Write(Request::Create(req)) };
+        assert!(tree.apply(zxid, &e).reply.is_ok());
+    }
+    let t = std::time::Instant::now();
+    let copy = tree.clone();
+    println!("clone: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    let bytes = copy.snapshot();
+    println!("snapshot: {:?} ({} MiB)", t.elapsed(), bytes.len() >> 20);
+    let t = std::time::Instant::now();
+    let restored = Tree::restore(&bytes, TreeConfig::default()).unwrap();
+    println!("restore: {:?}", t.elapsed());
+    assert_eq!(restored.digest(), tree.digest());
+}
