@@ -15,6 +15,9 @@ Normalisations, each one a documented, intended difference or a value that canno
                    lists are sorted: ZooKeeper keeps them in hash sets (order undefined), paddock sorts.
   AUTH_ID_ORDER    whoAmI lists are sorted: ZooKeeper 3.9 keeps a connection's auth ids in a set
                    backed by a ConcurrentHashMap (order undefined).
+  AUTH_ACL_ORDER   a getACL list holding two or more digest ids is sorted: only the `auth` scheme
+                   expansion makes such lists here, and ZooKeeper expands it in the order of that
+                   same hash set (it answered [u2, u3] where paddock keeps the order of addAuth).
   ZXIDS_AND_TIMES  czxid/mzxid/pzxid/ctime/mtime are dropped; only the relations mzxid==czxid and
                    pzxid==czxid are kept (they are structural: "never set", "no child change").
   SESSION_IDS      ephemeralOwner and nothing else carries a session id; it is mapped to the slot
@@ -45,6 +48,11 @@ ADMIN_SUPER = "super:adminpw"   # ZooKeeper is started with this super digest; u
 NAMES = ["a", "b", "c"]
 STATIC_PATHS = ["/"] + [f"/{x}" for x in NAMES] + [f"/{x}/{y}" for x in NAMES[:2] for y in NAMES] + \
     [f"/{x}/{y}/{z}" for x in NAMES[:1] for y in NAMES[:2] for z in NAMES[:2]]
+# Malformed paths (zk-protocol.md §5.3): writes must refuse them (BadArguments), reads simply do not
+# find them (NoNode). A leading "!" means "send as is, not under the base node". The empty path is
+# left out: ZooKeeper reads it as the root (a known mismatch, see README.md), and the real root is
+# shared by all concurrent sequences, so its contents cannot be compared.
+BAD_PATHS = ["/a/", "//a", "/a//b", "/a/./b", "/a/..", "/.", "!a", "/a\u0000b", "/a\u0001", "/a/\u00e9"]
 DIGEST1 = zw.digest_id("u1:p1")
 DIGEST2 = zw.digest_id("u2:p2")
 ACLS = {
@@ -97,6 +105,8 @@ class Generator:
     def path(self, allow_root=True):
         r = self.rng
         x = r.random()
+        if x < 0.025:
+            return r.choice(BAD_PATHS)
         if x < 0.3:
             return {"existing": r.randrange(64)}
         if x < 0.45:
@@ -236,6 +246,8 @@ class Server:
         self.gen[slot] += 1
 
     def abs(self, p):
+        if p.startswith("!"):
+            return p[1:]
         return self.base if p == "/" else self.base + p
 
     def rel(self, p):
@@ -409,7 +421,10 @@ class Server:
         if opcode in (zw.OP_EXISTS, zw.OP_SETDATA, zw.OP_SETACL):
             return self.stat(res)
         if opcode == zw.OP_GETACL:
-            return [[list(a) for a in res[0]] if res[0] is not None else None, self.stat(res[1])]
+            acl = [list(a) for a in res[0]] if res[0] is not None else None
+            if acl and sum(1 for a in acl if a[1] == "digest") >= 2:
+                acl = sorted(acl)                                         # AUTH_ACL_ORDER
+            return [acl, self.stat(res[1])]
         if opcode == zw.OP_GETCHILDREN:
             return sorted(res) if res is not None else None              # CHILD_ORDER
         if opcode == zw.OP_GETCHILDREN2:
@@ -487,6 +502,8 @@ class Resolver:
         return prefix + "/" + kids[p["k"] % len(kids)]
 
     def abs(self, p):
+        if p.startswith("!"):
+            return p[1:]
         return self.base if p == "/" else self.base + p
 
     def version(self, v, path, field):
@@ -500,8 +517,6 @@ class Resolver:
         op = dict(op)
         if "path" in op:
             op["path"] = self.path(op["path"])
-            if op["path"].endswith("/") and op["path"] != "/" and op.get("mode") not in (2, 3, 6):
-                op["path"] = op["path"].rstrip("/")
         if "version" in op:
             op["version"] = self.version(op["version"], op["path"].rstrip("/") or "/",
                                          "aversion" if op["op"] == "setACL" else "version")
