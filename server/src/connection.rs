@@ -19,8 +19,8 @@ use tracing::{debug, Instrument};
 use wire::frame::{self, Check};
 use wire::{FourLetterWord, Writer};
 
-use crate::core::{ConnId, CoreMsg, OUTBOUND_CAPACITY};
-use crate::outbound::Outbound;
+use crate::core::{ConnId, CoreMsg};
+use crate::outbound::{self, OutboundRx};
 
 /// How long a connection may take to send its ConnectRequest
 /// (`zookeeper.nio.sessionlessCnxnTimeout`).
@@ -70,7 +70,7 @@ async fn run(
         .map_err(|_| "no handshake in time")??;
     let req = wire::decode_connect_frame(&body).map_err(|_| "malformed ConnectRequest")?;
 
-    let (out_tx, out_rx) = mpsc::channel(OUTBOUND_CAPACITY);
+    let (out_tx, out_rx) = outbound::queue();
     let (ready_tx, ready_rx) = oneshot::channel();
     // Dropped by the writer when it ends, which tells the reader to stop as well.
     let (writer_done_tx, mut writer_done) = oneshot::channel::<()>();
@@ -108,14 +108,14 @@ async fn run(
 }
 
 /// Drains the outbound queue, coalescing whatever is queued into one write.
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Outbound>, _done: oneshot::Sender<()>) {
+async fn write_loop(mut wr: OwnedWriteHalf, mut rx: OutboundRx, _done: oneshot::Sender<()>) {
     let mut w = Writer::with_capacity(64 * 1024);
     while let Some(msg) = rx.recv().await {
         let mut close = !msg.encode(&mut w);
         while !close && w.len() < 1 << 20 {
             match rx.try_recv() {
-                Ok(msg) => close = !msg.encode(&mut w),
-                Err(_) => break,
+                Some(msg) => close = !msg.encode(&mut w),
+                None => break,
             }
         }
         if !w.is_empty() {

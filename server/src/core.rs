@@ -37,15 +37,12 @@ use wire::{ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, Reply
 use znode_tree::{acl, Entry, ReadCtx, Tree, Txn, WatchRegistry};
 
 use crate::config::Config;
-use crate::outbound::Outbound;
+use crate::outbound::{Outbound, OutboundTx, Refused};
 use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ConnStats, ServerStats};
 
 pub type ConnId = u64;
 
-/// Capacity of a connection's outbound queue. A client that stops reading fills it, and the
-/// core then closes that connection rather than wait or buffer without bound.
-pub const OUTBOUND_CAPACITY: usize = 16 * 1024;
 
 /// How often the sessions' remaining time is saved for a restart (see `session::checkpoint`).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -58,7 +55,7 @@ pub enum CoreMsg {
         conn: ConnId,
         remote: SocketAddr,
         req: ConnectRequest,
-        out: mpsc::Sender<Outbound>,
+        out: OutboundTx,
         /// Answered `true` once the session is set up; `false` means close after flushing.
         ready: oneshot::Sender<bool>,
     },
@@ -92,7 +89,7 @@ enum Pending {
 #[derive(Debug)]
 struct Conn {
     remote: SocketAddr,
-    out: mpsc::Sender<Outbound>,
+    out: OutboundTx,
     session_id: i64,
     timeout_ms: i32,
     auth: Vec<Id>,
@@ -248,7 +245,7 @@ impl Core {
         id: ConnId,
         remote: SocketAddr,
         req: ConnectRequest,
-        out: mpsc::Sender<Outbound>,
+        out: OutboundTx,
         ready: oneshot::Sender<bool>,
     ) {
         self.stats.packets_received += 1;
@@ -828,12 +825,13 @@ impl Core {
                 conn.stats.sent += 1;
                 self.stats.packets_sent += 1;
             }
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Err(Refused::Full) => {
                 warn!(peer = %conn.remote, "client is not reading its replies; closing the connection");
                 conn.closed = true;
+                let _ = conn.out.try_send(Outbound::Close);
                 self.watches.remove_watcher(id);
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
+            Err(Refused::Closed) => {
                 conn.closed = true;
             }
         }

@@ -456,3 +456,30 @@ async fn a_restart_resumes_each_sessions_remaining_time() {
     assert!(took < Duration::from_millis(3600), "expired {took:?} after the restart, as if its clock had been reset");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_disconnected_and_nobody_else_notices() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    let zk = client(addr).await;
+    zk.create("/big", &vec![7u8; 900 * 1024], &persistent()).await.unwrap();
+
+    // 200 reads of 900 KiB, never read back: far more than the 64 MiB the server will queue.
+    let mut raw = RawClient::connect(addr, 30_000).await;
+    for xid in 1..=200 {
+        raw.send(xid, &Request::GetData(GetDataRequest { path: "/big".into(), watch: false })).await;
+    }
+    // Meanwhile the server keeps serving others.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(zk.get_data("/big").await.unwrap().0.len(), 900 * 1024);
+
+    // Reading now drains what was buffered, then finds the connection closed.
+    let mut replies = 0;
+    while let Some(body) = tokio::time::timeout(Duration::from_secs(20), common::read_frame(&mut raw.stream)).await.unwrap() {
+        assert!(body.len() > 900 * 1024);
+        replies += 1;
+    }
+    assert!(replies < 200, "the server closed the connection instead of buffering every reply ({replies} read)");
+    server.shutdown().await;
+}
