@@ -117,10 +117,15 @@ start_server() {
         zookeeper*)
             # zookeeper.sh writes the pid file at once and prints the pid once ruok answers;
             # run it in the background so the probe below times the real readiness.
+            # A SIGKILLed server leaves its pid file behind; reading that stale pid would lose
+            # track of the new server (and leak it past the trap).
+            rm -f "$dir/zk.pid"
             bash scripts/zookeeper.sh start "$port" "$dir" >"$dir/start.out" 2>>"$dir/start.err" &
-            for _ in $(seq 1 100); do [[ -s "$dir/zk.pid" ]] && break; sleep 0.05; done
+            for _ in $(seq 1 200); do [[ -s "$dir/zk.pid" ]] && break; sleep 0.05; done
             [[ -s "$dir/zk.pid" ]] || { cat "$dir/start.err" >&2; die "ZooKeeper did not start"; }
             pid="$(cat "$dir/zk.pid")"
+            tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir" ||
+                die "pid $pid from $dir/zk.pid is not the ZooKeeper started there"
             ;;
     esac
     STARTED+=("$side:$pid:$dir")

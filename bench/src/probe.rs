@@ -1,57 +1,79 @@
 //! Restart-to-serving probe: how long until a given znode can be read again.
 //!
 //! The comparison script starts a server and this probe at once; the probe keeps opening a
-//! fresh session and reading the path until the read succeeds, so the time it reports covers
+//! fresh session and reading the path until a read succeeds, so the time it reports covers
 //! process start, state recovery and the first served request.
+//!
+//! Attempts overlap: a new one starts every [`ATTEMPT_EVERY`] while older ones are still
+//! waiting. A server that accepts connections before it can answer would otherwise hold a
+//! lone attempt until its timeout and add that timeout to the measurement; a server that is
+//! ready but slow to answer the first request still gets the whole [`ATTEMPT_TIMEOUT`].
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use tokio::task::JoinSet;
 
 use crate::driver;
 use crate::report::{RunReport, RunShape, Tally};
 use crate::Args;
 
-/// One attempt may not take longer than this; a server that accepts but does not answer yet
-/// must not stall the probe past the moment it starts answering.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
-const RETRY_PAUSE: Duration = Duration::from_millis(20);
+const ATTEMPT_EVERY: Duration = Duration::from_millis(50);
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bounds the sessions a probe can have half-open against a server that is not answering.
+const MAX_PENDING: usize = 64;
 
-async fn attempt(args: &Args, path: &str) -> anyhow::Result<()> {
-    let client = driver::connect(&args.hosts, args.session_timeout()).await?;
-    client
-        .get_data(path)
-        .await
-        .with_context(|| format!("get {path}"))?;
-    Ok(())
+async fn attempt(hosts: Arc<str>, session_timeout: Duration, path: Arc<str>) -> Result<(), String> {
+    let work = async {
+        let client = driver::connect(&hosts, session_timeout).await?;
+        client
+            .get_data(&path)
+            .await
+            .with_context(|| format!("get {path}"))?;
+        anyhow::Ok(())
+    };
+    match tokio::time::timeout(ATTEMPT_TIMEOUT, work).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(_) => Err("attempt timed out".to_string()),
+    }
 }
 
 pub async fn run_probe(args: &Args) -> anyhow::Result<RunReport> {
-    let path = args
+    let path: Arc<str> = args
         .path
         .as_deref()
-        .context("--path is required for the probe workload")?;
+        .context("--path is required for the probe workload")?
+        .into();
+    let hosts: Arc<str> = args.hosts.as_str().into();
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(args.duration_secs);
-    let mut tally = Tally::new();
+    let deadline =
+        tokio::time::Instant::from_std(started + Duration::from_secs(args.duration_secs));
+    let mut pending = JoinSet::new();
     let mut last_error = None;
+    let mut ticker = tokio::time::interval(ATTEMPT_EVERY);
     let ready = loop {
-        let t0 = Instant::now();
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, attempt(args, path)).await {
-            Ok(Ok(())) => {
-                tally.record_ok(t0.elapsed());
-                break true;
+        tokio::select! {
+            _ = ticker.tick() => {
+                if pending.len() < MAX_PENDING {
+                    pending.spawn(attempt(hosts.clone(), args.session_timeout(), path.clone()));
+                }
             }
-            Ok(Err(e)) => last_error = Some(format!("{e:#}")),
-            Err(_) => last_error = Some("attempt timed out".to_string()),
+            Some(done) = pending.join_next(), if !pending.is_empty() => match done {
+                Ok(Ok(())) => break true,
+                Ok(Err(e)) => last_error = Some(e),
+                Err(e) => last_error = Some(format!("probe attempt panicked: {e}")),
+            },
+            _ = tokio::time::sleep_until(deadline) => break false,
         }
-        if Instant::now() >= deadline {
-            break false;
-        }
-        tokio::time::sleep(RETRY_PAUSE).await;
     };
     let elapsed = started.elapsed();
-    if !ready {
+    pending.abort_all();
+    let mut tally = Tally::new();
+    if ready {
+        tally.record_ok(elapsed);
+    } else {
         tally.record_error(format!(
             "{path} not readable within {}s (last: {})",
             args.duration_secs,
