@@ -42,7 +42,7 @@ fetch_version() {
         log "mvn could not resolve ZooKeeper $ver (see $dir/mvn.log)"
         return 1
     fi
-    rm -rf "$dir/lib"
+    rm -rf "${dir:?}/lib"
     mv "$tmp" "$dir/lib"
     echo "$ver" >"$dir/.complete"
 }
@@ -132,12 +132,12 @@ EOF
 
 cmd_stop() {
     [[ $# -eq 1 ]] || die "usage: zookeeper.sh stop <datadir>"
-    local pidfile="$1/zk.pid" pid i
+    local pidfile="$1/zk.pid" pid
     [[ -f "$pidfile" ]] || die "no $pidfile: nothing started with datadir $1"
     pid="$(cat "$pidfile")"
     if kill -0 "$pid" 2>/dev/null; then
         kill "$pid"
-        for i in $(seq 1 50); do
+        for _ in $(seq 1 50); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.2
         done
