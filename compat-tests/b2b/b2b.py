@@ -53,6 +53,9 @@ STATIC_PATHS = ["/"] + [f"/{x}" for x in NAMES] + [f"/{x}/{y}" for x in NAMES[:2
 # left out: ZooKeeper reads it as the root (a known mismatch, see README.md), and the real root is
 # shared by all concurrent sequences, so its contents cannot be compared.
 BAD_PATHS = ["/a/", "//a", "/a//b", "/a/./b", "/a/..", "/.", "!a", "/a\u0000b", "/a\u0001", "/a/\u00e9"]
+# ZooKeeper's built-in nodes, outside the base node: only reads and deletes (which must fail) touch
+# them, since they are shared by every sequence of a run.
+SPECIAL_PATHS = ["!/zookeeper", "!/zookeeper/quota", "!/zookeeper/config"]
 DIGEST1 = zw.digest_id("u1:p1")
 DIGEST2 = zw.digest_id("u2:p2")
 ACLS = {
@@ -94,7 +97,7 @@ class Generator:
                   ("getChildren", 4), ("getChildren2", 4), ("getACL", 3), ("setACL", 4), ("multi", 8),
                   ("multiRead", 2), ("sync", 1), ("close", 1.5), ("addWatch", 3), ("removeWatches", 2),
                   ("checkWatches", 1), ("addAuth", 1), ("getEphemerals", 1), ("getAllChildrenNumber", 1),
-                  ("reconnect", 2), ("whoAmI", 0.5)]
+                  ("reconnect", 2), ("whoAmI", 0.5), ("badOpcode", 0.3)]
 
     def __init__(self, seed, exclude=()):
         self.rng = random.Random(seed)
@@ -172,19 +175,25 @@ class Generator:
     def next(self, nested=False):
         r = self.rng
         kind = wchoice(r, self.weights)
-        while nested and kind in ("reconnect", "close"):
+        while nested and kind in ("reconnect", "close", "badOpcode"):
             kind = wchoice(r, self.weights)
         op = {"op": kind, "s": r.randrange(SLOTS)}
         if kind == "create":
             op.update(self.create_args())
         elif kind == "delete":
             op.update(path=self.path(False), version=self.version())
+            if r.random() < 0.03:
+                op.update(path=r.choice(SPECIAL_PATHS))
         elif kind == "setData":
             op.update(path=self.path(), data=r.choice(DATA), version=self.version())
         elif kind in ("getData", "exists", "getChildren", "getChildren2"):
             op.update(path=self.path(), watch=r.random() < 0.7)
+            if r.random() < 0.03:
+                op.update(path=r.choice(SPECIAL_PATHS), watch=False)
         elif kind in ("getACL", "sync", "getAllChildrenNumber"):
             op.update(path=self.path())
+            if r.random() < 0.05:
+                op.update(path=r.choice(SPECIAL_PATHS))
         elif kind == "setACL":
             op.update(path=self.path(), acl=wchoice(r, ACL_WEIGHTS), version=self.version())
         elif kind == "multi":
@@ -198,6 +207,10 @@ class Generator:
             op.update(path=self.path(), type=r.choice([1, 2, 3, 4, 5]))
         elif kind == "addAuth":
             op.update(cred=r.choice(["u1:p1", "u2:p2", "u3:p3"]))
+        elif kind == "badOpcode":
+            # top-level check (13), notification (0) or an unknown number: Unimplemented, then the
+            # server closes the connection; the slot then reconnects to its session
+            op.update(opcode=r.choice([13, 0, 99, 1000]), path=self.path())
         elif kind == "reconnect":
             # ops the other slots run while this slot's connection is down
             meanwhile = []
@@ -345,18 +358,38 @@ class Server:
             err = s.auth("digest", op["cred"])
             self.track(slot, op, err)
             return ["auth", err]
+        if k == "badOpcode":
+            body = zw.w_str(self.abs(op["path"])) + zw.w_int(0)
+            try:
+                err, _ = s.call(op["opcode"], body)
+            except zw.ConnectionClosed:
+                err = "no reply"
+            try:
+                s.wait(s.send(zw.OP_EXISTS, zw.w_str(self.base) + zw.w_bool(False)))
+                after = "connection still open"
+            except zw.ConnectionClosed:
+                after = "connection closed"
+            self.collect_events(slot)
+            return ["badOpcode", err, after, self.restore(slot, s)]
         if k == "reconnect":
             self.collect_events(slot)
             s.drop()
             meanwhile = [self.run(m) for m in op["meanwhile"]]
-            s.reconnect()
-            self.owners[s.session_id] = self.owners.get(s.session_id, "?")
-            for cred in self.auths[slot]:
-                s.auth("digest", cred)
-            w = self.watches[slot]
-            lists = [sorted(w[x]) for x in ("data", "exist", "child", "persistent", "recursive")]
-            err = s.set_watches2(*lists) if any(lists) else "none"
-            return ["reconnected", meanwhile, err]
+            return ["reconnected", meanwhile, self.restore(slot, s)]
+        return self._run_plain(op, slot, s)
+
+    def restore(self, slot, s):
+        """Reconnects the slot's session as a client library would: same session id and password,
+        auth again, and a setWatches2 with the watches it still holds. Returns setWatches2's err."""
+        s.reconnect()
+        for cred in self.auths[slot]:
+            s.auth("digest", cred)
+        w = self.watches[slot]
+        lists = [sorted(w[x]) for x in ("data", "exist", "child", "persistent", "recursive")]
+        return s.set_watches2(*lists) if any(lists) else "none"
+
+    def _run_plain(self, op, slot, s):
+        k = op["op"]
         if k == "multi" or k == "multiRead":
             body = b""
             for sub in op["ops"]:
