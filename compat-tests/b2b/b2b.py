@@ -93,6 +93,7 @@ def wchoice(rng, pairs):
 class Generator:
     """Ops are plain JSON values so that a sequence can be printed and replayed as it is."""
 
+    READ_KINDS = {"getData", "exists", "getChildren", "getChildren2"}
     OP_WEIGHTS = [("create", 22), ("delete", 10), ("setData", 9), ("getData", 6), ("exists", 6),
                   ("getChildren", 4), ("getChildren2", 4), ("getACL", 3), ("setACL", 4), ("multi", 8),
                   ("multiRead", 2), ("sync", 1), ("close", 1.5), ("addWatch", 3), ("removeWatches", 2),
@@ -646,8 +647,34 @@ def shrink(zk, pd, ops, kind, run_id, budget_s):
     deadline = time.monotonic() + budget_s
     best = list(ops)
     best_mm = None
-    chunk = max(1, len(best) // 2)
     trials = 0
+
+    def attempt(cand):
+        nonlocal best, best_mm, trials
+        trials += 1
+        try:
+            n, mm = run_trial(zk, pd, cand, run_id)
+        except (OSError, zw.ConnectionClosed, RuntimeError) as e:
+            print(f"  shrinking stopped: {e!r} (did a server die?)", file=sys.stderr)
+            return None
+        if mm is not None and tuple(mm["kind"]) == tuple(kind):
+            best, best_mm = cand[:n + 1], mm
+            return True
+        return False
+
+    # Cheap passes first: all reads that leave nothing behind at once, then each other slot's ops.
+    quiet = {"getACL", "sync", "whoAmI", "getEphemerals", "getAllChildrenNumber", "multiRead", "checkWatches"}
+    keep = [op for op in best[:-1] if not (op["op"] in quiet or (op["op"] in Generator.READ_KINDS
+                                                                  and not op.get("watch")))]
+    if len(keep) < len(best) - 1 and attempt(keep + best[-1:]) is None:
+        return best, best_mm, trials, False
+    for slot in range(SLOTS):
+        if slot == best[-1].get("s"):
+            continue
+        cand = [op for op in best[:-1] if op.get("s") != slot] + best[-1:]
+        if len(cand) < len(best) and attempt(cand) is None:
+            return best, best_mm, trials, False
+    chunk = max(1, len(best) // 2)
     while chunk >= 1 and time.monotonic() < deadline:
         i = 0
         progressed = False
