@@ -208,6 +208,11 @@ class Generator:
             op.update(path=self.path(), type=r.choice([1, 2, 3, 4, 5]))
         elif kind == "addAuth":
             op.update(cred=r.choice(["u1:p1", "u2:p2", "u3:p3"]))
+            x = r.random()
+            if x < 0.15:
+                op["scheme"] = "ip"      # adds the connection's own address again
+            elif x < 0.25:
+                op["scheme"] = "nosuchscheme"   # AuthFailed, then the server closes the connection
         elif kind == "badOpcode":
             # top-level check (13), notification (0) or an unknown number: Unimplemented, then the
             # server closes the connection; the slot then reconnects to its session
@@ -356,9 +361,19 @@ class Server:
             self.open_slot(slot)
             return ["closed", err]
         if k == "addAuth":
-            err = s.auth("digest", op["cred"])
-            self.track(slot, op, err)
-            return ["auth", err]
+            scheme = op.get("scheme", "digest")
+            try:
+                err = s.auth(scheme, op["cred"])
+            except zw.ConnectionClosed:
+                err = "no reply"
+            if scheme == "digest":
+                self.track(slot, op, err)
+            try:
+                s.wait(s.send(zw.OP_EXISTS, zw.w_str(self.base) + zw.w_bool(False)))
+                return ["auth", err, "connection still open"]
+            except zw.ConnectionClosed:
+                self.collect_events(slot)
+                return ["auth", err, "connection closed", self.restore(slot, s)]
         if k == "badOpcode":
             body = zw.w_str(self.abs(op["path"])) + zw.w_int(0)
             try:
