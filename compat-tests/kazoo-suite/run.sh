@@ -9,7 +9,8 @@
 #                                                         checks known failures only among tests that ran)
 #
 # Tests listed in KNOWN_FAILURES may fail without failing this script. It fails when any other test fails
-# or errors, and when a listed test passes (the list must stay true). Every skip is printed with its reason.
+# or errors, and when a listed test passes (the list must stay true), except for entries marked `~`
+# (races in kazoo's own tests, which may go either way). Every skip is printed with its reason.
 # Prints `suite | passed | failed | skipped` and appends that line to compat-tests/results.txt; `failed`
 # counts every failing test, known ones included; the lines above it split them.
 #
@@ -88,11 +89,13 @@ mkdir -p "$WORK"
 set +e
 PATH="$HERE/shim:$PATH" PADDOCK_BIN="$BIN" \
     ZOOKEEPER_VERSION=3.9.4 ZOOKEEPER_CLASSPATH=paddock ZOOKEEPER_CLUSTER_SIZE=1 ZOOKEEPER_PORT_OFFSET="$OFFSET" \
-    CI=true NO_COLOR=1 \
+    CI=true NO_COLOR=1 PYTHONUNBUFFERED=1 \
     timeout 1200 "$PY" -m pytest --pyargs kazoo.tests -q -rfEs --timeout=120 -p no:cacheprovider \
-    -W ignore::DeprecationWarning --junitxml="$WORK/junit.xml" "$@" 2>&1 | tee "$WORK/pytest.out" | tail -n 80
-rc=${PIPESTATUS[0]}
+    -W ignore::DeprecationWarning --junitxml="$WORK/junit.xml" "$@" >"$WORK/pytest.out" 2>&1
+rc=$?
 set -e
+# kazoo's connection threads log reconnect chatter outside pytest's capture; show only pytest's verdicts.
+grep -E '^(FAILED|ERROR|SKIPPED)|^(=+ )?[0-9]+ (passed|failed|error|skipped)' "$WORK/pytest.out" || tail -n 20 "$WORK/pytest.out"
 echo "kazoo-suite: pytest exited $rc; junit and output in $WORK"
 
 "$PY" - "$WORK/junit.xml" "$HERE/KNOWN_FAILURES" "$*" >"$WORK/summary.txt" <<'EOF'
@@ -100,11 +103,14 @@ import sys, xml.etree.ElementTree as ET
 
 junit, known_path, extra_args = sys.argv[1:]
 filtered = bool(extra_args.strip())
-known = {}
+known, flaky = {}, set()
 for line in open(known_path):
     line = line.split("#", 1)[0].strip()
     if line:
         name, _, reason = line.partition(" ")
+        if name.startswith("~"):  # may fail or pass: a race in the client's own test, not a paddock gap
+            name = name[1:]
+            flaky.add(name)
         known[name] = reason.strip()
 
 try:
@@ -134,13 +140,13 @@ for case in root.iter("testcase"):
 
 unexpected = sorted(t for t in failed if t not in known)
 known_failed = sorted(t for t in failed if t in known)
-stale = sorted(t for t in passed if t in known)
+stale = sorted(t for t in passed if t in known and t not in flaky)
 missing = [] if filtered else sorted(t for t in known if t not in failed and t not in passed)
 
 for t in sorted(skipped):
     print(f"kazoo-suite: SKIP {t}: {skipped[t]}")
 for t in known_failed:
-    print(f"kazoo-suite: known failure {t}: {known[t]}")
+    print(f"kazoo-suite: known {'flaky ' if t in flaky else ''}failure {t}: {known[t]}")
 for t in unexpected:
     print(f"kazoo-suite: UNEXPECTED FAILURE {t}: {failed[t]}")
 for t in stale:
