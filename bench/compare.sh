@@ -78,6 +78,8 @@ mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/paddock-compare.XXXXXX")"
 log "results in $OUT, server data in $WORK"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+# The checkout the run started from (binaries may be older with --no-build).
+GIT_REV="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)"
 
 # Servers this script started, as "kind:pid:datadir", so the trap stops exactly those.
 STARTED=()
@@ -224,7 +226,6 @@ stop_all
 
 # The machine is shared: keep what was running besides the benchmark next to the numbers.
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
-GIT_REV="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)"
 printf '{"git_rev":"%s","loadavg_start":"%s","loadavg_end":"%s","full":%s,"zk_vs_zk":%s,"rounds":%s,"duration_secs":%s,"clients":%s,"inflight":%s,"contenders":%s,"znodes":%s,"value_size":%s,"keys":%s,"zk_heap":"%s","sides":"%s"}\n' \
     "$GIT_REV" "$LOAD_START" "$LOAD_END" "$FULL" "$ZK_VS_ZK" "$ROUNDS" "$DURATION" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" "$ZNODES" "$VALUE_SIZE" "$KEYS" \
     "$ZK_HEAP" "${SIDES[*]}" >"$OUT/params.json"
