@@ -18,6 +18,9 @@ Normalisations, each one a documented, intended difference or a value that canno
   AUTH_ACL_ORDER   a getACL list holding two or more digest ids is sorted: only the `auth` scheme
                    expansion makes such lists here, and ZooKeeper expands it in the order of that
                    same hash set (it answered [u2, u3] where paddock keeps the order of addAuth).
+  RACY_CLOSE       after a bad opcode or a failed auth, whether the connection is closed before the
+                   next request is answered is not compared (ZooKeeper answered the next request
+                   in one run and not in others); the slot reconnects its session either way.
   ZXIDS_AND_TIMES  czxid/mzxid/pzxid/ctime/mtime are dropped; only the relations mzxid==czxid and
                    pzxid==czxid are kept (they are structural: "never set", "no child change").
   SESSION_IDS      ephemeralOwner and nothing else carries a session id; it is mapped to the slot
@@ -368,6 +371,9 @@ class Server:
                 err = "no reply"
             if scheme == "digest":
                 self.track(slot, op, err)
+            if err != 0:
+                self.collect_events(slot)   # RACY_CLOSE, as for badOpcode
+                return ["auth", err, self.restore(slot, s)]
             try:
                 s.wait(s.send(zw.OP_EXISTS, zw.w_str(self.base) + zw.w_bool(False)))
                 return ["auth", err, "connection still open"]
@@ -380,13 +386,11 @@ class Server:
                 err, _ = s.call(op["opcode"], body)
             except zw.ConnectionClosed:
                 err = "no reply"
-            try:
-                s.wait(s.send(zw.OP_EXISTS, zw.w_str(self.base) + zw.w_bool(False)))
-                after = "connection still open"
-            except zw.ConnectionClosed:
-                after = "connection closed"
+            # RACY_CLOSE: whether a request sent right after this one is still answered depends on
+            # timing in ZooKeeper (seen both ways), so the close itself is not compared; the slot
+            # reconnects its session in any case.
             self.collect_events(slot)
-            return ["badOpcode", err, after, self.restore(slot, s)]
+            return ["badOpcode", err, self.restore(slot, s)]
         if k == "reconnect":
             self.collect_events(slot)
             s.drop()
