@@ -45,7 +45,7 @@ import zkwire as zw
 
 SLOTS = 3
 # Authentication each slot's session carries from the start (re-applied when the slot reopens).
-SLOT_AUTH = {0: ["u1:p1"], 1: ["u2:p2"], 2: []}
+SLOT_AUTH = {0: ["u1:p1"], 1: ["u2:p2"]}   # slots 2 and up start unauthenticated
 ADMIN_SUPER = "super:adminpw"   # ZooKeeper is started with this super digest; used only by resolve()
 
 NAMES = ["a", "b", "c"]
@@ -259,9 +259,9 @@ class Server:
 
     def open_slot(self, slot):
         s = zw.Session(self.host, self.port)
-        self.auths[slot] = list(SLOT_AUTH[slot])
+        self.auths[slot] = list(SLOT_AUTH.get(slot, []))
         self.watches[slot] = {k: set() for k in ("data", "exist", "child", "persistent", "recursive")}
-        for cred in SLOT_AUTH[slot]:
+        for cred in SLOT_AUTH.get(slot, []):
             s.auth("digest", cred)
         self.sessions[slot] = s
         self.owners[s.session_id] = f"s{slot}.{self.gen[slot]}"
@@ -772,6 +772,7 @@ def wait_ready(host, port, timeout=60.0):
 
 
 def main():
+    global SLOTS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zk", required=True, help="host:port of Apache ZooKeeper")
     ap.add_argument("--paddock", required=True, help="host:port of paddock")
@@ -786,7 +787,9 @@ def main():
     ap.add_argument("--coverage", action="store_true", help="print outcome counts per op kind at the end")
     ap.add_argument("--save-dir", help="write each shrunk sequence here as JSON (for --ops-file)")
     ap.add_argument("--ops-file", help="replay this JSON list of ops (one sequence) instead of generating")
+    ap.add_argument("--slots", type=int, default=SLOTS, help="sessions per server in a sequence")
     a = ap.parse_args()
+    SLOTS = max(2, a.slots)
 
     def hp(s):
         h, p = s.rsplit(":", 1)
@@ -849,6 +852,8 @@ def main():
         best, bmm, trials, in_time = shrink(zk, pd, ops[:done + 1], mm["kind"], run_id, a.shrink_budget)
         print(f"  shrunk to {len(best)} ops in {trials} trials"
               + ("" if in_time else " (time budget hit; may not be minimal)") + ":", file=out)
+        if bmm is None:
+            print("  NOT REPRODUCED: no replay showed this mismatch again (timing dependent?)", file=out)
         shown = bmm["resolved"] if bmm is not None else best
         for i, op in enumerate(shown):
             print(f"    [{i}] {fmt(op)}", file=out)
