@@ -587,10 +587,6 @@ class Resolver:
         self.s.close_session()
 
 
-class Mismatch(Exception):
-    pass
-
-
 _trial_counter = itertools.count(1)
 _coverage_lock = threading.Lock()
 # (op kind, outcome) -> count, from ZooKeeper's side of every compared op: shows what a run exercised.
@@ -606,7 +602,7 @@ def outcome(op, r):
     return str(r[0]) if r[0] != "closed" else "ok"
 
 
-def run_trial(zk, pd, ops, run_id, on_op=None):
+def run_trial(zk, pd, ops, run_id):
     """Runs `ops` on fresh namespaces. Returns (ops compared equal, mismatch dict or None)."""
     base = f"/b2b-{run_id}-{next(_trial_counter)}"
     servers = []
@@ -644,8 +640,6 @@ def run_trial(zk, pd, ops, run_id, on_op=None):
                     for e in evs:
                         k2 = ("event", str(e[0]))
                         COVERAGE[k2] = COVERAGE.get(k2, 0) + 1
-            if on_op:
-                on_op(idx)
             if rz != rp or ez != ep:
                 return idx, {"index": idx, "op": op, "zookeeper": {"result": rz, "events": ez},
                              "paddock": {"result": rp, "events": ep},
