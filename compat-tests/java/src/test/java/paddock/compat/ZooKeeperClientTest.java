@@ -61,12 +61,13 @@ class ZooKeeperClientTest {
 
     private ZooKeeper connect(int timeoutMs, Watcher extra) throws Exception {
         CountDownLatch connected = new CountDownLatch(1);
+        // extra sees the event before connect() returns, so a caller can drop the initial SyncConnected.
         ZooKeeper zk = new ZooKeeper(Zk.hosts(), timeoutMs, e -> {
-            if (e.getState() == Watcher.Event.KeeperState.SyncConnected && e.getType() == Watcher.Event.EventType.None) {
-                connected.countDown();
-            }
             if (extra != null) {
                 extra.process(e);
+            }
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected && e.getType() == Watcher.Event.EventType.None) {
+                connected.countDown();
             }
         });
         open.add(zk);
@@ -266,5 +267,27 @@ class ZooKeeperClientTest {
                 () -> connect(10000, null).create(root + "/creator", new byte[0], ZooDefs.Ids.CREATOR_ALL_ACL,
                         CreateMode.PERSISTENT));
         assertEquals(KeeperException.Code.INVALIDACL, ex.code());
+    }
+
+    @Test
+    void systemNodesHaveZooKeepersFixedStats() throws Exception {
+        ZooKeeper zk = connect(10000, null);
+        // The /zookeeper subtree is built at start-up, outside any transaction: zxids are 0.
+        Stat sys = zk.exists("/zookeeper", false);
+        assertEquals(List.of(0L, 0L, 0L, -2, 0, 0, 0L, 0, 2), List.of(sys.getCzxid(), sys.getMzxid(),
+                sys.getPzxid(), sys.getCversion(), sys.getVersion(), sys.getAversion(), sys.getEphemeralOwner(),
+                sys.getDataLength(), sys.getNumChildren()));
+        Stat cfg = zk.exists("/zookeeper/config", false);
+        assertEquals(List.of(0L, 0L, 0L, 0, 0, -1, 0L, 0, 0), List.of(cfg.getCzxid(), cfg.getMzxid(),
+                cfg.getPzxid(), cfg.getCversion(), cfg.getVersion(), cfg.getAversion(), cfg.getEphemeralOwner(),
+                cfg.getDataLength(), cfg.getNumChildren()), "aclVersion -1 on /zookeeper/config");
+        assertEquals(ZooDefs.Ids.READ_ACL_UNSAFE, zk.getACL("/zookeeper/config", new Stat()));
+        List<String> kids = new ArrayList<>(zk.getChildren("/zookeeper", false));
+        kids.sort(null);
+        assertEquals(List.of("config", "quota"), kids);
+        KeeperException del = assertThrows(KeeperException.class, () -> zk.delete("/zookeeper/config", -1));
+        assertEquals(KeeperException.Code.BADARGUMENTS, del.code());
+        KeeperException set = assertThrows(KeeperException.class, () -> zk.setData("/zookeeper/config", b("x"), -1));
+        assertEquals(KeeperException.Code.NOAUTH, set.code());
     }
 }
