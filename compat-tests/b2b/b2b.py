@@ -166,9 +166,12 @@ class Generator:
             if "multi-bad-flags" in self.exclude and args["mode"] in (5, 6) \
                     and args["opcode"] != zw.OP_CREATE_TTL:
                 args["opcode"], args["ttl"] = zw.OP_CREATE_TTL, 3_600_000
-            if "multi-ttl-opcode-plain-mode" in self.exclude and args["opcode"] == zw.OP_CREATE_TTL \
-                    and args["mode"] not in (5, 6):
-                args["opcode"] = zw.OP_CREATE2
+            if self.exclude & {"multi-opcode-from-mode", "multi-ttl-opcode-plain-mode"}:
+                # inside multi ZooKeeper takes the sub-op type from the mode, not the opcode
+                if args["opcode"] == zw.OP_CREATE_TTL and args["mode"] not in (5, 6):
+                    args["opcode"] = zw.OP_CREATE2
+                if args["mode"] == 4:
+                    args["opcode"] = zw.OP_CREATE_CONTAINER
             return {"op": "create", **args}
         if k == "delete":
             return {"op": "delete", "path": self.path(False), "version": self.version()}
