@@ -81,7 +81,7 @@ impl Tree {
         changes: &mut Vec<Change>,
     ) -> Result<Response, ErrorCode> {
         match req {
-            Request::Multi(ops) => Ok(self.multi(cx, ops, changes)),
+            Request::Multi(ops) => self.multi(cx, ops, changes),
             Request::DeleteContainer(r) => self
                 .delete_expired(cx, &r.path, changes)
                 .map(|_| Response::Empty),

@@ -6,7 +6,7 @@ use common::{stat, H, SESSION};
 use wire::ops::children::GetChildrenRequest;
 use wire::ops::data::GetDataRequest;
 use wire::{Acl, ErrorCode, Id, MultiResult, Request, Response};
-use znode_tree::{Change, Entry, Tree, TreeConfig, TreeError, Txn};
+use znode_tree::{Change, Entry, ReadCtx, Tree, TreeConfig, TreeError, Txn};
 
 fn ttl_cfg() -> TreeConfig {
     TreeConfig {
@@ -180,27 +180,68 @@ fn multi_read_runs_each_op_independently() {
     );
 }
 
+/// ZooKeeper's `MultiOperationRecord` rebuilds each create from its mode (`Op.create`), so the
+/// result type follows the mode: a create2 opcode with a plain mode gives a plain create result
+/// (path only), a container mode sent as plain create gives a create2-style result with its stat,
+/// and createTTL with a non-TTL mode is a plain create whose ttl is ignored.
 #[test]
-fn multi_create2_result_carries_the_stat_and_plain_create_only_the_path() {
+fn multi_create_results_follow_the_mode_not_the_opcode() {
     let mut h = H::new();
     let r = h.write(Request::Multi(vec![
         Request::Create(H::create_req("/a", b"", 0)),
         Request::Create2(H::create_req("/b", b"xy", 0)),
         Request::CreateContainer(H::create_req("/c", b"", 4)),
+        Request::Create(H::create_req("/d", b"", 4)),
+        Request::CreateTtl(wire::ops::create::CreateTtlRequest {
+            path: "/e".into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 0,
+            ttl: 5000,
+        }),
     ]));
     assert_eq!(
         r,
         Ok(Response::Multi(vec![
             MultiResult::Create { path: "/a".into() },
-            MultiResult::Create2 {
-                path: "/b".into(),
-                stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 2, 0, 1)
-            },
+            MultiResult::Create { path: "/b".into() },
             MultiResult::Create2 {
                 path: "/c".into(),
                 stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1)
             },
+            MultiResult::Create2 {
+                path: "/d".into(),
+                stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1)
+            },
+            MultiResult::Create { path: "/e".into() },
         ]))
+    );
+}
+
+/// An invalid mode, or a TTL mode without the createTTL record, fails the whole multi at
+/// decode time in ZooKeeper: MarshallingError in the header, no per-op results.
+#[test]
+fn multi_with_an_invalid_or_ttl_mode_in_a_plain_create_is_a_marshalling_error() {
+    let mut h = H::new();
+    for flags in [7, -1, 5, 6] {
+        let r = h.write(Request::Multi(vec![
+            Request::Create(H::create_req("/ok", b"", 0)),
+            Request::Create(H::create_req("/bad", b"", flags)),
+        ]));
+        assert_eq!(r, Err(ErrorCode::MarshallingError), "flags {flags}");
+    }
+    assert_eq!(
+        h.tree.read(
+            &ReadCtx {
+                session_id: 0,
+                auth: &[]
+            },
+            &Request::Exists(wire::ops::exists::ExistsRequest {
+                path: "/ok".into(),
+                watch: false
+            })
+        ),
+        Err(ErrorCode::NoNode)
     );
 }
 
@@ -500,4 +541,56 @@ fn sequential_suffix_goes_negative_after_the_counter_wraps() {
         h.stat("/q").unwrap().cversion,
         (i32::MIN + 2).wrapping_mul(2).wrapping_sub(3)
     );
+}
+
+/// ZooKeeper stores the root under `""` as well as `/`, so reads of the empty path answer
+/// with the root (found by the back-to-back suite).
+#[test]
+fn reads_of_the_empty_path_answer_with_the_root() {
+    let mut h = H::new();
+    h.create("/x", b"", 0).unwrap();
+    let ctx = ReadCtx {
+        session_id: 0,
+        auth: &[],
+    };
+    let root = h.tree.read(
+        &ctx,
+        &Request::Exists(wire::ops::exists::ExistsRequest {
+            path: "/".into(),
+            watch: false,
+        }),
+    );
+    let empty = h.tree.read(
+        &ctx,
+        &Request::Exists(wire::ops::exists::ExistsRequest {
+            path: "".into(),
+            watch: false,
+        }),
+    );
+    assert!(root.is_ok());
+    assert_eq!(empty, root);
+    let kids = h
+        .tree
+        .read(
+            &ctx,
+            &Request::GetChildren(GetChildrenRequest {
+                path: "".into(),
+                watch: false,
+            }),
+        )
+        .unwrap();
+    assert_eq!(
+        kids,
+        Response::GetChildren(wire::ops::children::GetChildrenResponse {
+            children: vec!["x".into(), "zookeeper".into()]
+        })
+    );
+    let data = h.tree.read(
+        &ctx,
+        &Request::GetData(GetDataRequest {
+            path: "".into(),
+            watch: false,
+        }),
+    );
+    assert!(data.is_ok());
 }

@@ -70,9 +70,24 @@ fn snapshot_costs_at_half_a_million_znodes() {
     let mut zxid = 0;
     for i in 0..N {
         zxid += 1;
-        let path = if i < 1000 { format!("/dir{i:04}") } else { format!("/dir{:04}/node{i:07}", i % 1000) };
-        let req = CreateRequest { path, data: Some(vec![b'x'; 100]), acl: Acl::open_unsafe(), flags: 0 };
-        let e = Entry { session_id: 1, xid: 1, time_ms: zxid, auth: vec![], txn: Txn::Write(Request::Create(req)) };
+        let path = if i < 1000 {
+            format!("/dir{i:04}")
+        } else {
+            format!("/dir{:04}/node{i:07}", i % 1000)
+        };
+        let req = CreateRequest {
+            path,
+            data: Some(vec![b'x'; 100]),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        };
+        let e = Entry {
+            session_id: 1,
+            xid: 1,
+            time_ms: zxid,
+            auth: vec![],
+            txn: Txn::Write(Request::Create(req)),
+        };
         assert!(tree.apply(zxid, &e).reply.is_ok());
     }
     let t = std::time::Instant::now();
