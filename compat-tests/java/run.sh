@@ -9,8 +9,9 @@
 #                                                   test must pass there, which is what proves the test right
 #   compat-tests/java/run.sh [...] -- <mvn args>    e.g. -- -Dtest=ZkCliScriptTest
 #
-# Both servers run with TTL nodes enabled, the same super digest, and a 1 s container/TTL check interval
-# (ZooKeeper's default is 60 s), so the TTL and container tests finish quickly.
+# Both servers run with TTL nodes enabled, the same super digest (super:test), hard quotas enforced
+# (zookeeper.enforceQuota=true), and a 1 s container/TTL check interval (ZooKeeper's default is 60 s), so
+# the TTL and container tests finish quickly.
 # Maven runs offline (-o) once the local repository holds the dependencies; the first run resolves them
 # online (dependency:go-offline plus a no-test surefire run, which fetches the JUnit provider).
 # PADDOCK_BIN overrides the binary (no build then). KEEP_WORK=1 keeps the temp dir (server log).
@@ -70,7 +71,7 @@ fi
 PORT="$(free_port)"
 mkdir -p "$WORK/data"
 if [[ "$TARGET" == zookeeper ]]; then
-    ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$CHECK_MS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST" \
+    ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$CHECK_MS -Dzookeeper.enforceQuota=true -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST" \
         bash "$ROOT/scripts/zookeeper.sh" start "$PORT" "$WORK/data" >/dev/null
 else
     BIN="${PADDOCK_BIN:-}"
@@ -80,7 +81,8 @@ else
     fi
     [[ -x "$BIN" ]] || { echo "run.sh: no paddock binary at $BIN" >&2; report 0 1 0; exit 1; }
     "$BIN" serve --port "$PORT" --data-dir "$WORK/data" --extended-types --super-digest "$SUPER_DIGEST" \
-        -D "znode.container.checkIntervalMs=$CHECK_MS" >"$WORK/paddock.log" 2>&1 </dev/null &
+        -D "znode.container.checkIntervalMs=$CHECK_MS" -D zookeeper.enforceQuota=true \
+        >"$WORK/paddock.log" 2>&1 </dev/null &
     SERVER_PID=$!
     deadline=$((SECONDS + 60))
     until [[ "$(ruok "$PORT")" == imok ]]; do

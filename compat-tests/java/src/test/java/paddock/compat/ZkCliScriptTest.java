@@ -398,4 +398,43 @@ class ZkCliScriptTest {
         assertEquals(1, missing.exitCode(), missing.raw());
         assertEquals("Node does not exist: " + root + "/none", missing.output().get(missing.output().size() - 1));
     }
+
+    /** Needs a server with zookeeper.enforceQuota=true, as run.sh starts both. */
+    @Test
+    void hardQuotasRefuseWritesOverTheLimit() throws Exception {
+        ZkCli.Result r = run("""
+                create $R
+                setquota -N 3 $R
+                create $R/a
+                create $R/b
+                create $R/c
+                setquota -B 10 $R/a
+                set $R/a 0123456789
+                set $R/a 0123456789A
+                create $R/a/x 01234567890
+                listquota $R
+                delquota -N $R
+                create $R/c
+                listquota $R
+                setquota -n 1 -N 2 $R
+                """);
+        // -B on /a is refused (a parent has a quota), so only the count limit of 3 on $R applies; the
+        // root itself counts, and bytes are counted but not limited.
+        assertOutput("""
+                Created $R
+                Created $R/a
+                Created $R/b
+                Quota has exceeded : $R/c
+                $R/a has a parent $R which has a quota
+                Quota has exceeded : $R/a/x
+                absolute path is /zookeeper/quota$R/zookeeper_limits
+                Output quota for $R count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3
+                Output stat for $R count=3,bytes=11
+                Created $R/c
+                absolute path is /zookeeper/quota$R/zookeeper_limits
+                Output quota for $R count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=-1
+                Output stat for $R count=4,bytes=11
+                org.apache.commons.cli.AlreadySelectedException: The option 'N' was specified but an option from this group has already been selected: 'n'
+                """, r);
+    }
 }
