@@ -96,20 +96,38 @@ if [[ "$compat_rc" -ne 0 && "$compat_failed" -eq 0 ]]; then
 fi
 record compat "$compat_passed" "$compat_failed"
 
-# The Java client suite (Curator, zkCli), when present: its runner's last line is `java | P | F | S`.
-if [[ -f compat-tests/java/run.sh ]]; then
-    note "Java compat suite (compat-tests/java/run.sh)"
-    bash compat-tests/java/run.sh 2>&1 | tee "$LOG_DIR/java.log"
-    java_rc=${PIPESTATUS[0]}
-    read -r java_passed java_failed < <(awk -F'|' '
-        $1 ~ /^ *java *$/ { gsub(/ /, ""); p = $2; f = $3 }
-        END { print p + 0, f + 0 }' "$LOG_DIR/java.log")
-    if [[ "$java_rc" -ne 0 && "$java_failed" -eq 0 ]]; then
-        echo "test.sh: compat-tests/java/run.sh exited $java_rc" >&2
-        java_failed=1
+# The other compat suites. Each runner ends with a `<row> | passed | failed | skipped` line and
+# exits non-zero on any failure it does not list as known. kazoo-suite and gozk count their
+# known failures (documented gaps, e.g. no ensemble yet, no SASL) in `failed` but exit 0 for
+# them: those are reported on their own line, not as failures of this run.
+known_total=0
+run_suite() { # label row-name script [args...]
+    local label=$1 row=$2 script=$3
+    shift 3
+    note "$label ($script)"
+    bash "$script" "$@" 2>&1 | tee "$LOG_DIR/$label.log"
+    local rc=${PIPESTATUS[0]} p f
+    read -r p f < <(awk -F'|' -v row="$row" '
+        { name = $1; gsub(/ /, "", name) }
+        name == row && $2 ~ /[0-9]/ { gsub(/ /, ""); pp = $2; ff = $3 }
+        END { print pp + 0, ff + 0 }' "$LOG_DIR/$label.log")
+    if [[ "$rc" -eq 0 ]]; then
+        if [[ "$f" -ne 0 ]]; then
+            summary+=("$label: $f known failures (listed in its KNOWN_FAILURES)")
+            known_total=$((known_total + f))
+        fi
+        f=0
+    elif [[ "$f" -eq 0 ]]; then
+        echo "test.sh: $script exited $rc" >&2
+        f=1
     fi
-    record java "$java_passed" "$java_failed"
-fi
+    record "$label" "$p" "$f"
+}
+
+[[ -f compat-tests/java/run.sh ]] && run_suite java java compat-tests/java/run.sh
+[[ -f compat-tests/b2b/run.sh ]] && run_suite b2b b2b compat-tests/b2b/run.sh
+[[ -f compat-tests/kazoo-suite/run.sh ]] && run_suite kazoo-suite kazoo-suite compat-tests/kazoo-suite/run.sh
+[[ -f compat-tests/gozk/run.sh ]] && run_suite gozk gozk compat-tests/gozk/run.sh
 
 note "summary"
 for line in "${summary[@]}"; do

@@ -51,6 +51,15 @@ impl Server {
     /// Recovers state from the data directory, then starts serving on the configured address
     /// (port 0 picks a free port; see `local_addr`).
     pub async fn start(cfg: Config) -> anyhow::Result<Server> {
+        // Each server would otherwise bootstrap a Raft group of its own and the "ensemble"
+        // would silently diverge: refuse until paddock replicates between servers.
+        if cfg.servers.len() > 1 {
+            anyhow::bail!(
+                "this configuration lists {} servers (server.N lines), but paddock does not run \
+                 ensembles yet; list at most one server",
+                cfg.servers.len()
+            );
+        }
         let cfg = Arc::new(cfg);
         std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating dataDir {}", cfg.data_dir.display()))?;
         let dir = raft_dir(&cfg);

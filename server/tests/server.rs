@@ -483,3 +483,17 @@ async fn a_client_that_stops_reading_is_disconnected_and_nobody_else_notices() {
     assert!(replies < 200, "the server closed the connection instead of buffering every reply ({replies} read)");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "1").unwrap();
+    let cfg_text = format!(
+        "tickTime=2000\ndataDir={}\nclientPort=0\nstandaloneEnabled=false\n\
+         server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\nserver.3=127.0.0.1:2890:3890\n",
+        dir.path().display()
+    );
+    let cfg = paddock::config::Config::parse_zoo_cfg(&cfg_text, dir.path()).unwrap();
+    let err = paddock::node::Server::start(cfg).await.err().expect("refused");
+    assert!(err.to_string().contains("does not run ensembles yet"), "{err}");
+}

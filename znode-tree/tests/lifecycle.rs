@@ -180,10 +180,10 @@ fn multi_read_runs_each_op_independently() {
     );
 }
 
-/// ZooKeeper's `MultiOperationRecord` rebuilds each create from its mode (`Op.create`), so the
-/// result type follows the mode: a create2 opcode with a plain mode gives a plain create result
-/// (path only), a container mode sent as plain create gives a create2-style result with its stat,
-/// and createTTL with a non-TTL mode is a plain create whose ttl is ignored.
+/// As ZooKeeper 3.9.5 answers (back-to-back suite): create2 with a plain mode keeps its stat, a
+/// container mode sent as plain create gives a create2-style result with its stat, createContainer
+/// with a plain mode keeps its create2-style result, and createTTL with a non-TTL mode is a plain
+/// create whose ttl is ignored.
 #[test]
 fn multi_create_results_follow_the_mode_not_the_opcode() {
     let mut h = H::new();
@@ -192,6 +192,7 @@ fn multi_create_results_follow_the_mode_not_the_opcode() {
         Request::Create2(H::create_req("/b", b"xy", 0)),
         Request::CreateContainer(H::create_req("/c", b"", 4)),
         Request::Create(H::create_req("/d", b"", 4)),
+        Request::CreateContainer(H::create_req("/f", b"", 0)),
         Request::CreateTtl(wire::ops::create::CreateTtlRequest {
             path: "/e".into(),
             data: None,
@@ -204,13 +205,20 @@ fn multi_create_results_follow_the_mode_not_the_opcode() {
         r,
         Ok(Response::Multi(vec![
             MultiResult::Create { path: "/a".into() },
-            MultiResult::Create { path: "/b".into() },
+            MultiResult::Create2 {
+                path: "/b".into(),
+                stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 2, 0, 1)
+            },
             MultiResult::Create2 {
                 path: "/c".into(),
                 stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1)
             },
             MultiResult::Create2 {
                 path: "/d".into(),
+                stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1)
+            },
+            MultiResult::Create2 {
+                path: "/f".into(),
                 stat: stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1)
             },
             MultiResult::Create { path: "/e".into() },
