@@ -16,60 +16,11 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-#[test]
-#[ignore]
-fn half_a_million_znodes_fit_the_memory_budget() {
-    const N: usize = 500_000;
-    let before = rss_bytes();
+/// 1000 parents, then `n - 1000` znodes of 100 bytes spread over them, one entry each.
+fn fill(n: usize) -> Tree {
     let mut tree = Tree::new(TreeConfig::default());
-    let mut zxid = 0;
-    let mut apply = |tree: &mut Tree, path: String| {
-        zxid += 1;
-        let req = CreateRequest {
-            path,
-            data: Some(vec![b'x'; 100]),
-            acl: Acl::open_unsafe(),
-            flags: 0,
-        };
-        let e = Entry {
-            session_id: 1,
-            xid: 1,
-            time_ms: zxid,
-            auth: vec![],
-            txn: Txn::Write(Request::Create(req)),
-        };
-        assert!(tree.apply(zxid, &e).reply.is_ok());
-    };
-    for d in 0..1000 {
-        apply(&mut tree, format!("/dir{d:04}"));
-    }
-    for i in 0..N - 1000 {
-        apply(&mut tree, format!("/dir{:04}/node{i:07}", i % 1000));
-    }
-    let used = rss_bytes().saturating_sub(before);
-    println!(
-        "{} znodes: {} MiB resident, {} bytes per znode",
-        tree.node_count(),
-        used >> 20,
-        used / N as u64
-    );
-    assert!(
-        used / (N as u64) < 340,
-        "over budget: {} bytes per znode",
-        used / N as u64
-    );
-}
-
-/// Prints how long the snapshot path takes at 500k znodes (ignored; a measurement, not a test
-/// of speed): clone, serialize, restore.
-#[test]
-#[ignore]
-fn snapshot_costs_at_half_a_million_znodes() {
-    const N: usize = 500_000;
-    let mut tree = Tree::new(TreeConfig::default());
-    let mut zxid = 0;
-    for i in 0..N {
-        zxid += 1;
+    for i in 0..n {
+        let zxid = i as i64 + 1;
         let path = if i < 1000 {
             format!("/dir{i:04}")
         } else {
@@ -90,6 +41,35 @@ fn snapshot_costs_at_half_a_million_znodes() {
         };
         assert!(tree.apply(zxid, &e).reply.is_ok());
     }
+    tree
+}
+
+#[test]
+#[ignore]
+fn half_a_million_znodes_fit_the_memory_budget() {
+    const N: usize = 500_000;
+    let before = rss_bytes();
+    let tree = fill(N);
+    let used = rss_bytes().saturating_sub(before);
+    println!(
+        "{} znodes: {} MiB resident, {} bytes per znode",
+        tree.node_count(),
+        used >> 20,
+        used / N as u64
+    );
+    assert!(
+        used / (N as u64) < 340,
+        "over budget: {} bytes per znode",
+        used / N as u64
+    );
+}
+
+/// Prints how long the snapshot path takes at 500k znodes (ignored; a measurement, not a test
+/// of speed): clone, serialize, restore.
+#[test]
+#[ignore]
+fn snapshot_costs_at_half_a_million_znodes() {
+    let tree = fill(500_000);
     let t = std::time::Instant::now();
     let copy = tree.clone();
     println!("clone: {:?}", t.elapsed());
