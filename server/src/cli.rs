@@ -86,6 +86,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_client_cnxns: Option<u32>,
 
+    /// Run this server alone even though the config lists several servers (server.N lines).
+    /// paddock does not replicate between servers yet, so without this flag such a config is
+    /// refused; with it, every listed server keeps its own separate data. Meant for test
+    /// harnesses that start "ensembles" to exercise single-server behaviour.
+    #[arg(long)]
+    pub ignore_peers: bool,
+
     /// Set any zoo.cfg key or ZooKeeper system property, as if written in the file (for example
     /// -D zookeeper.extendedTypesEnabled=true or -D readonlymode.enabled=true). Repeatable;
     /// applied after the file and before the flags above.
@@ -164,10 +171,12 @@ impl ServeArgs {
 
     pub fn into_config(self) -> Result<Config, ConfigError> {
         let overrides = self.overrides()?;
-        match &self.config {
-            Some(path) => Config::from_zoo_cfg_with(path, overrides),
-            None => Config::embedded_with(overrides),
-        }
+        let mut cfg = match &self.config {
+            Some(path) => Config::from_zoo_cfg_with(path, overrides)?,
+            None => Config::embedded_with(overrides)?,
+        };
+        cfg.ignore_peers = self.ignore_peers;
+        Ok(cfg)
     }
 }
 

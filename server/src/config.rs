@@ -293,6 +293,8 @@ pub struct Config {
     pub container_check_interval_ms: u64,
     /// Take a snapshot after this many applied log entries (ZooKeeper's `snapCount` analogue).
     pub snapshot_every_entries: u64,
+    /// `--ignore-peers`: run alone although server.N lines list others (no replication yet).
+    pub ignore_peers: bool,
     pub source: Option<PathBuf>,
 }
 
@@ -332,6 +334,7 @@ impl Config {
             standalone_enabled: true,
             container_check_interval_ms: 60_000,
             snapshot_every_entries: 100_000,
+            ignore_peers: false,
             source: None,
         }
     }

@@ -53,10 +53,15 @@ impl Server {
     pub async fn start(cfg: Config) -> anyhow::Result<Server> {
         // Each server would otherwise bootstrap a Raft group of its own and the "ensemble"
         // would silently diverge: refuse until paddock replicates between servers.
-        if cfg.servers.len() > 1 {
+        if cfg.servers.len() > 1 && cfg.ignore_peers {
+            warn!(
+                servers = cfg.servers.len(),
+                "--ignore-peers: running alone; the other listed servers do NOT share this server's data"
+            );
+        } else if cfg.servers.len() > 1 {
             anyhow::bail!(
                 "this configuration lists {} servers (server.N lines), but paddock does not run \
-                 ensembles yet; list at most one server",
+                 ensembles yet; list at most one server (or pass --ignore-peers to run each alone, for tests)",
                 cfg.servers.len()
             );
         }

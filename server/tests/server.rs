@@ -494,6 +494,13 @@ async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
         dir.path().display()
     );
     let cfg = paddock::config::Config::parse_zoo_cfg(&cfg_text, dir.path()).unwrap();
-    let err = paddock::node::Server::start(cfg).await.err().expect("refused");
+    let err = paddock::node::Server::start(cfg.clone()).await.err().expect("refused");
     assert!(err.to_string().contains("does not run ensembles yet"), "{err}");
+    // --ignore-peers (test harnesses) runs it alone, on its own data.
+    let mut cfg = cfg;
+    cfg.ignore_peers = true;
+    let server = paddock::node::Server::start(cfg).await.expect("runs alone");
+    // A zoo.cfg without a whitelist allows only srvr, as ZooKeeper does.
+    assert!(four_letter(server.local_addr(), "srvr").await.starts_with("Zookeeper version: "));
+    server.shutdown().await;
 }
