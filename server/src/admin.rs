@@ -1,6 +1,7 @@
 //! Four-letter words on the client port: gathers a `fourlw::ServerView` from the core's
 //! state, applies the side effects of `srst`/`crst`/`stmk`, and renders the text.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,7 +11,9 @@ use wire::{FourLetterWord, OpCode};
 use crate::core::Core;
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
 
-pub(crate) fn four_letter(core: &mut Core, word: FourLetterWord) -> String {
+/// `remote` is the connection asking: ZooKeeper counts and lists it among the connections
+/// (`Connections: 1` on an idle server), so paddock does too.
+pub(crate) fn four_letter(core: &mut Core, word: FourLetterWord, remote: SocketAddr) -> String {
     let whitelist = core.config().four_letter_words.clone();
     if whitelist.allows(word) {
         match word {
@@ -23,7 +26,23 @@ pub(crate) fn four_letter(core: &mut Core, word: FourLetterWord) -> String {
             _ => {}
         }
     }
-    let view = server_view(core);
+    let mut view = server_view(core);
+    view.connections.push(ConnView {
+        remote,
+        interest_ops: 0,
+        queued: 0,
+        recved: 1,
+        sent: 0,
+        session_id: 0,
+        last_op: op_name(OpCode::Notification).to_string(),
+        established_ms: epoch_ms(),
+        timeout_ms: 0,
+        last_cxid: 0,
+        last_zxid: 0,
+        last_response_ms: 0,
+        last_latency_ms: 0,
+        latency: Default::default(),
+    });
     fourlw::render(word, &view, &whitelist)
 }
 

@@ -58,7 +58,7 @@ async fn run(
     timeout(HANDSHAKE_TIMEOUT, read_at_least(&mut rd, &mut buf, 4)).await.map_err(|_| "no handshake in time")??;
     if let Some(word) = FourLetterWord::detect([buf[0], buf[1], buf[2], buf[3]]) {
         let (tx, rx) = oneshot::channel();
-        core.send(CoreMsg::FourLetter { word, reply: tx }).await.map_err(|_| "server stopping")?;
+        core.send(CoreMsg::FourLetter { word, remote, reply: tx }).await.map_err(|_| "server stopping")?;
         let text = rx.await.map_err(|_| "server stopping")?;
         let _ = wr.write_all(text.as_bytes()).await;
         let _ = wr.shutdown().await;

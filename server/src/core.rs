@@ -64,7 +64,7 @@ pub enum CoreMsg {
     /// The connection's socket closed.
     Closed { conn: ConnId },
     /// A four-letter word on a fresh connection.
-    FourLetter { word: FourLetterWord, reply: oneshot::Sender<String> },
+    FourLetter { word: FourLetterWord, remote: SocketAddr, reply: oneshot::Sender<String> },
     /// From the raft thread.
     Consensus(Event),
     /// Answered once the applied index reaches `index` (start-up replay).
@@ -223,8 +223,8 @@ impl Core {
             CoreMsg::Connect { conn, remote, req, out, ready } => self.connect(conn, remote, req, out, ready),
             CoreMsg::Request { conn, header, req, received } => self.request(conn, header, req, received),
             CoreMsg::Closed { conn } => self.closed(conn),
-            CoreMsg::FourLetter { word, reply } => {
-                let _ = reply.send(self.four_letter(word));
+            CoreMsg::FourLetter { word, remote, reply } => {
+                let _ = reply.send(self.four_letter(word, remote));
             }
             CoreMsg::Consensus(ev) => {
                 self.consensus_event(ev);
@@ -847,8 +847,8 @@ impl Core {
 
     // ----- four-letter words ---------------------------------------------------------
 
-    fn four_letter(&mut self, word: FourLetterWord) -> String {
-        crate::admin::four_letter(self, word)
+    fn four_letter(&mut self, word: FourLetterWord, remote: SocketAddr) -> String {
+        crate::admin::four_letter(self, word, remote)
     }
 }
 

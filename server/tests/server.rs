@@ -422,6 +422,13 @@ async fn four_letter_words_answer_on_the_client_port() {
     let srvr = four_letter(addr, "srvr").await;
     assert!(srvr.starts_with("Zookeeper version: 3.9."), "{srvr}");
     assert!(srvr.contains("Mode: standalone"), "{srvr}");
+    // ZooKeeper counts the asking connection itself.
+    assert!(srvr.contains("\nConnections: 1\n"), "{srvr}");
+    let zk = client(addr).await;
+    let stat = four_letter(addr, "stat").await;
+    assert!(stat.contains("\nConnections: 2\n"), "{stat}");
+    assert_eq!(stat.matches("](queued=").count(), 2, "{stat}");
+    drop(zk);
     let envi = four_letter(addr, "envi").await;
     assert!(envi.contains("zookeeper.version=3.9."), "{envi}");
     server.shutdown().await;
