@@ -782,31 +782,32 @@ impl Core {
 
     fn closed(&mut self, id: ConnId) {
         if let Some(conn) = self.conns.remove(&id) {
-            if self.by_session.get(&conn.session_id) == Some(&id) {
-                self.by_session.remove(&conn.session_id);
-            }
+            self.detach(id, conn.session_id);
             if self.connecting.get(&conn.session_id) == Some(&id) {
                 self.connecting.remove(&conn.session_id);
             }
-            // Watches belong to the connection; the client re-registers them with setWatches.
-            self.watches.remove_watcher(id);
             debug!(peer = %conn.remote, "connection closed");
         }
     }
 
+    /// Asks the writer to flush and close; the entry goes when the connection task reports
+    /// `Closed`, but the connection stops holding its session and its watches now.
     fn close_conn(&mut self, id: ConnId) {
-        if let Some(conn) = self.conns.get_mut(&id) {
-            if !conn.closed {
-                conn.closed = true;
-                let _ = conn.out.try_send(Outbound::Close);
-            }
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        if !conn.closed {
+            conn.closed = true;
+            let _ = conn.out.try_send(Outbound::Close);
         }
-        // The entry goes when the connection task reports Closed; watches go now.
+        let session_id = conn.session_id;
+        self.detach(id, session_id);
+    }
+
+    /// Watches belong to the connection (the client re-registers them with setWatches), and a
+    /// session is held by one connection at a time.
+    fn detach(&mut self, id: ConnId, session_id: i64) {
         self.watches.remove_watcher(id);
-        if let Some(conn) = self.conns.get(&id) {
-            if self.by_session.get(&conn.session_id) == Some(&id) {
-                self.by_session.remove(&conn.session_id);
-            }
+        if self.by_session.get(&session_id) == Some(&id) {
+            self.by_session.remove(&session_id);
         }
     }
 
@@ -827,9 +828,7 @@ impl Core {
             }
             Err(Refused::Full) => {
                 warn!(peer = %conn.remote, "client is not reading its replies; closing the connection");
-                conn.closed = true;
-                let _ = conn.out.try_send(Outbound::Close);
-                self.watches.remove_watcher(id);
+                self.close_conn(id);
             }
             Err(Refused::Closed) => {
                 conn.closed = true;
