@@ -1,0 +1,129 @@
+# Shared by every compat-tests/<suite>/run.sh: source it, then call compat_init <suite>.
+#
+# The contract of a suite's run.sh (compat-tests/run.sh relies on it):
+#   - runnable alone, from any directory; starts every server it needs on free loopback ports and stops
+#     them on exit (compat_cleanup runs from the EXIT trap, also on failure);
+#   - its last stdout line is its table row, `<suite> | <passed> | <failed> | <skipped>`, printed by report;
+#   - every skipped test (and every known failure, which counts as skipped: it ran and failed the way its
+#     KNOWN_FAILURES file says) is explained by a `report_skip <count> <reason>` line before the row;
+#   - exit status 0 only if tests ran and none failed unexpectedly.
+#
+# Functions:
+#   compat_init SUITE            sets ROOT, COMPAT_WORK (a temp dir, kept if KEEP_WORK=1) and the EXIT trap
+#   compat_paddock_bin           prints the paddock binary: $PADDOCK_BIN, or a debug build made now
+#   free_port                    prints a free loopback TCP port
+#   ruok PORT                    prints the server's answer to `ruok` (empty if none)
+#   start_paddock NAME PORT DIR [serve args...]
+#                                starts `paddock serve` in the background (log: $COMPAT_WORK/NAME.log),
+#                                waits until it answers imok, records its pid (PADDOCK_PIDS[NAME]);
+#                                returns 1 (log tail on stderr) if it does not come up within 60 s
+#   stop_paddock NAME [SIGNAL]   SIGTERM (or SIGNAL, e.g. KILL) and wait for it to exit
+#   start_zookeeper NAME PORT    starts Apache ZooKeeper 3.9 (scripts/zookeeper.sh) with data in
+#                                $COMPAT_WORK/NAME; ZK_JVMFLAGS passes through. Stopped by compat_cleanup.
+#   report PASSED FAILED SKIPPED prints the header and the suite's row
+#   report_skip COUNT REASON     prints `<suite>: skipped COUNT: REASON`
+#   compat_fail MESSAGE          prints MESSAGE, the row `0 | 1 | 0`, and exits 1
+# shellcheck shell=bash
+
+COMPAT_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$COMPAT_LIB_DIR/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+declare -gA PADDOCK_PIDS=()
+COMPAT_ZK_DIRS=()
+COMPAT_SUITE=""
+COMPAT_WORK=""
+
+compat_init() { # suite
+    COMPAT_SUITE=$1
+    COMPAT_WORK="$(mktemp -d "${TMPDIR:-/tmp}/paddock-$1.XXXXXX")"
+    trap compat_cleanup EXIT
+}
+
+compat_cleanup() {
+    local rc=$? name dir
+    for name in "${!PADDOCK_PIDS[@]}"; do
+        stop_paddock "$name" 2>/dev/null || true
+    done
+    for dir in "${COMPAT_ZK_DIRS[@]}"; do
+        [[ -f "$dir/zk.pid" ]] && bash "$ROOT/scripts/zookeeper.sh" stop "$dir" >/dev/null 2>&1 || true
+    done
+    if [[ -n "$COMPAT_WORK" ]]; then
+        if [[ -n "${KEEP_WORK:-}" ]]; then
+            echo "$COMPAT_SUITE: kept $COMPAT_WORK" >&2
+        else
+            rm -rf "$COMPAT_WORK"
+        fi
+    fi
+    return $rc
+}
+
+compat_paddock_bin() {
+    if [[ -n "${PADDOCK_BIN:-}" ]]; then
+        echo "$PADDOCK_BIN"
+        return
+    fi
+    (cd "$ROOT" && cargo build -q -p paddock) >&2 || return 1
+    echo "$CARGO_TARGET_DIR/debug/paddock"
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+ruok() { # port
+    timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf ruok >&3 && cat <&3' 2>/dev/null || true
+}
+
+start_paddock() { # name port data-dir [serve args...]
+    local name=$1 port=$2 dir=$3 bin pid deadline
+    shift 3
+    bin="$(compat_paddock_bin)" || return 1
+    [[ -x "$bin" ]] || { echo "$COMPAT_SUITE: no paddock binary at $bin" >&2; return 1; }
+    mkdir -p "$dir"
+    "$bin" serve --port "$port" --data-dir "$dir" "$@" >>"$COMPAT_WORK/$name.log" 2>&1 </dev/null &
+    pid=$!
+    PADDOCK_PIDS[$name]=$pid
+    deadline=$((SECONDS + 60))
+    until [[ "$(ruok "$port")" == imok ]]; do
+        if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
+            echo "$COMPAT_SUITE: paddock '$name' did not answer ruok on 127.0.0.1:$port; last log lines:" >&2
+            tail -n 30 "$COMPAT_WORK/$name.log" >&2 || true
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+stop_paddock() { # name [signal]
+    local name=$1 sig=${2:-TERM} pid
+    pid=${PADDOCK_PIDS[$name]:-}
+    [[ -n "$pid" ]] || return 0
+    unset "PADDOCK_PIDS[$name]"
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    # Reap it here, so that bash does not report the killed job later in the suite's output.
+    wait "$pid" 2>/dev/null || true
+}
+
+start_zookeeper() { # name port
+    local dir="$COMPAT_WORK/$1"
+    mkdir -p "$dir"
+    COMPAT_ZK_DIRS+=("$dir")
+    bash "$ROOT/scripts/zookeeper.sh" start "$2" "$dir" >/dev/null
+}
+
+report() { # passed failed skipped
+    printf 'suite | passed | failed | skipped\n%s | %d | %d | %d\n' "$COMPAT_SUITE" "$1" "$2" "$3"
+}
+
+report_skip() { # count reason
+    printf '%s: skipped %d: %s\n' "$COMPAT_SUITE" "$1" "$2"
+}
+
+compat_fail() { # message
+    echo "$COMPAT_SUITE: $1" >&2
+    report 0 1 0
+    exit 1
+}
