@@ -100,11 +100,14 @@ stop_paddock() { # name [signal]
     [[ -n "$pid" ]] || return 0
     unset "PADDOCK_PIDS[$name]"
     kill -0 "$pid" 2>/dev/null || return 0
-    kill -s "$sig" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    # Reap it here, so that bash does not report the killed job later in the suite's output.
-    wait "$pid" 2>/dev/null || true
+    # One block with stderr closed: bash reports a job killed by a signal ("Killed") as soon as it reaps
+    # it, which would land in the middle of the suite's output.
+    {
+        kill -s "$sig" "$pid" || true
+        for _ in $(seq 1 100); do kill -0 "$pid" || break; sleep 0.1; done
+        kill -9 "$pid" || true
+        wait "$pid" || true
+    } 2>/dev/null
 }
 
 start_zookeeper() { # name port
