@@ -2,7 +2,7 @@
 # Apache ZooKeeper 3.9 as a reference server and client for paddock's tests and benchmarks.
 #
 #   scripts/zookeeper.sh fetch                   download the jars (once) into the cache
-#   scripts/zookeeper.sh start <port> <datadir>  start a standalone server, wait for ruok, print its PID
+#   scripts/zookeeper.sh start <port> <datadir>  start a standalone server, wait until it serves, print its PID
 #   scripts/zookeeper.sh stop <datadir>          stop the server started with that datadir
 #   scripts/zookeeper.sh cli -- <zkCli args>     run zkCli (org.apache.zookeeper.ZooKeeperMain)
 #   scripts/zookeeper.sh classpath               print the classpath (for other harnesses)
@@ -112,7 +112,9 @@ EOF
     pid=$!
     echo "$pid" >"$pidfile"
     deadline=$((SECONDS + ${ZK_START_TIMEOUT:-60}))
-    until [[ "$(four_letter "$port" ruok)" == imok ]]; do
+    # Not `ruok`: ZooKeeper answers imok before its request processors are up, and refuses sessions
+    # until then. `srvr` says "not currently serving requests" in that window.
+    until [[ "$(four_letter "$port" srvr)" == "Zookeeper version:"* ]]; do
         if ! kill -0 "$pid" 2>/dev/null; then
             rm -f "$pidfile"
             tail -n 30 "$datadir/zk.log" >&2 || true
@@ -122,7 +124,7 @@ EOF
             kill "$pid" 2>/dev/null || true
             rm -f "$pidfile"
             tail -n 30 "$datadir/zk.log" >&2 || true
-            die "ZooKeeper $ver did not answer ruok on 127.0.0.1:$port within ${ZK_START_TIMEOUT:-60}s"
+            die "ZooKeeper $ver did not serve on 127.0.0.1:$port within ${ZK_START_TIMEOUT:-60}s"
         fi
         sleep 0.3
     done
