@@ -546,6 +546,178 @@ check('chroot_connection_string', async ({ c, base }) => {
     }
 });
 
+check('session_timeout_negotiated_within_tick_bounds', async () => {
+    // tickTime 2000 on both servers: ZooKeeper clamps the requested timeout to [2, 20] ticks.
+    const asked = [[10000, 10000], [1000, 4000], [120000, 40000]];
+    for (const [request, expected] of asked) {
+        const client = zk.createClient(CONNECT, { sessionTimeout: request, spinDelay: 100, retries: 0 });
+        clients.add(client);
+        const connected = new Promise((resolve) => client.once('connected', resolve));
+        client.connect();
+        await withDeadline(connected, 15000, 'a session');
+        try {
+            assert.equal(client.getSessionTimeout(), expected, `asked for ${request} ms`);
+            assert.equal(client.getSessionPassword().length, 16, 'password length');
+        } finally {
+            await close(client);
+        }
+    }
+});
+
+check('large_data_roundtrip', async ({ c, base }) => {
+    const p = `${base}/big`;
+    const big = crypto.randomBytes(1000 * 1000);
+    await call(c, 'create', p, big);
+    const [data, stat] = await call(c, 'getData', p);
+    assert.equal(stat.dataLength, big.length);
+    assert.ok(data.equals(big), 'the data comes back byte for byte');
+    const [, stat2] = await call(c, 'getData', p);
+    assert.equal(stat2.version, 0);
+});
+
+check('watch_events_arrive_in_op_order', async ({ c, base }) => {
+    for (const n of ['a', 'b', 'c']) await call(c, 'create', `${base}/${n}`);
+    const other = await connect();
+    try {
+        const seen = [];
+        const all = recorder();
+        const note = (event) => { seen.push(`${event.getName()} ${event.getPath()}`); all.fn(event); };
+        await call(other, 'getData', `${base}/a`, note);
+        await call(other, 'getData', `${base}/b`, note);
+        await call(other, 'getChildren', `${base}/c`, note);
+        await call(other, 'exists', `${base}/d`, note);
+        await call(c, 'setData', `${base}/b`, Buffer.from('1'), -1);
+        await call(c, 'create', `${base}/d`);
+        await call(c, 'create', `${base}/c/x`);
+        await call(c, 'remove', `${base}/a`, -1);
+        for (let i = 0; i < 4; i++) await all.next(`event ${i + 1} of 4`);
+        assert.deepEqual(seen, [`NODE_DATA_CHANGED ${base}/b`, `NODE_CREATED ${base}/d`,
+            `NODE_CHILDREN_CHANGED ${base}/c`, `NODE_DELETED ${base}/a`]);
+    } finally {
+        await close(other);
+    }
+});
+
+check('transaction_fires_watches_in_op_order', async ({ c, base }) => {
+    await call(c, 'create', `${base}/a`);
+    await call(c, 'create', `${base}/b`);
+    await call(c, 'create', `${base}/dir`);
+    const other = await connect();
+    try {
+        const seen = [];
+        const all = recorder();
+        const note = (event) => { seen.push(`${event.getName()} ${event.getPath()}`); all.fn(event); };
+        await call(other, 'exists', `${base}/b`, note);
+        await call(other, 'getChildren', `${base}/dir`, note);
+        await call(other, 'getData', `${base}/a`, note);
+        await new Promise((resolve, reject) => c.transaction()
+            .setData(`${base}/a`, Buffer.from('x'))
+            .create(`${base}/dir/f`)
+            .remove(`${base}/b`)
+            .commit((err, res) => (err ? reject(err) : resolve(res))));
+        for (let i = 0; i < 3; i++) await all.next(`event ${i + 1} of 3`);
+        assert.deepEqual(seen, [`NODE_DATA_CHANGED ${base}/a`, `NODE_CHILDREN_CHANGED ${base}/dir`,
+            `NODE_DELETED ${base}/b`]);
+    } finally {
+        await close(other);
+    }
+});
+
+check('transaction_builds_on_earlier_ops', async ({ c, base }) => {
+    // Later ops see earlier ones: a create under a parent made in the same multi, sequential counters that
+    // advance within the multi, a setData on a node created two ops before.
+    const results = await new Promise((resolve, reject) => c.transaction()
+        .create(`${base}/p`)
+        .create(`${base}/p/s-`, CreateMode.PERSISTENT_SEQUENTIAL)
+        .create(`${base}/p/s-`, CreateMode.PERSISTENT_SEQUENTIAL)
+        .setData(`${base}/p`, Buffer.from('pd'))
+        .remove(`${base}/p/s-0000000000`)
+        .commit((err, res) => (err ? reject(err) : resolve(res))));
+    assert.deepEqual(results.slice(0, 3), [{ type: OP.CREATE, path: `${base}/p` },
+        { type: OP.CREATE, path: `${base}/p/s-0000000000` }, { type: OP.CREATE, path: `${base}/p/s-0000000001` }]);
+    assert.deepEqual([results[3].type, results[3].stat.version, results[3].stat.numChildren, results[3].stat.cversion],
+        [OP.SET_DATA, 1, 2, 2]);
+    assert.deepEqual(results[4], { type: OP.DELETE });
+    const [kids, stat] = await call(c, 'getChildren', `${base}/p`);
+    assert.deepEqual([kids, stat.cversion, stat.numChildren], [['s-0000000001'], 3, 1]);
+});
+
+check('transaction_check_fails_first', async ({ c, base }) => {
+    await call(c, 'create', `${base}/a`);
+    const [err, results] = await new Promise((resolve) => c.transaction()
+        .check(`${base}/a`, 5)
+        .create(`${base}/b`)
+        .commit((e, res) => resolve([e, res])));
+    assertCode(err, Exception.BAD_VERSION, 'check with a wrong version');
+    assert.deepEqual(results, [{ type: OP.ERROR, err: Exception.BAD_VERSION },
+        { type: OP.ERROR, err: Exception.RUNTIME_INCONSISTENCY }]);
+    const [err2, results2] = await new Promise((resolve) => c.transaction()
+        .create(`${base}/c`)
+        .create(`${base}/a`)
+        .commit((e, res) => resolve([e, res])));
+    assertCode(err2, Exception.NODE_EXISTS, 'create of an existing node in a multi');
+    assert.deepEqual(results2, [{ type: OP.ERROR, err: Exception.OK }, { type: OP.ERROR, err: Exception.NODE_EXISTS }]);
+    const [kids] = await call(c, 'getChildren', base);
+    assert.deepEqual(kids, ['a']);
+});
+
+check('acl_readers_see_masked_digest_and_exists_needs_read', async ({ c, base }) => {
+    const p = `${base}/masked`;
+    const alice = await connect();
+    try {
+        alice.addAuthInfo('digest', Buffer.from('alice:s3cret'));
+        const aliceId = digestId('alice:s3cret');
+        await call(alice, 'create', p, Buffer.from('d'), [new ACL(Permission.ALL, new Id('digest', aliceId)),
+            new ACL(Permission.READ, new Id('world', 'anyone'))]);
+        // Reading the ACL without ADMIN masks digest ids to user:x; with ADMIN it is the full id.
+        const [forReader] = await call(c, 'getACL', p);
+        assert.deepEqual(forReader.map((a) => [a.permission, a.id.scheme, a.id.id]),
+            [[31, 'digest', 'alice:x'], [1, 'world', 'anyone']]);
+        const [forAdmin] = await call(alice, 'getACL', p);
+        assert.deepEqual(forAdmin.map((a) => a.id.id), [aliceId, 'anyone']);
+        // With no READ for the world, exists on the existing node is NO_AUTH too (ZooKeeper >= 3.9.2).
+        await call(alice, 'setACL', p, [new ACL(Permission.ALL, new Id('digest', aliceId))], -1);
+        assertCode(await failure(call(c, 'exists', p)), Exception.NO_AUTH, 'exists without READ');
+        assertCode(await failure(call(c, 'getACL', p)), Exception.NO_AUTH, 'getACL without READ or ADMIN');
+        assertCode(await failure(call(c, 'getChildren', p)), Exception.NO_AUTH, 'getChildren without READ');
+        const stat = await call(alice, 'exists', p);
+        assert.equal(stat.aversion, 1);
+    } finally {
+        await close(alice);
+    }
+});
+
+check('acl_invalid_ids_and_ip_scheme', async ({ c, base }) => {
+    const bad = [new Id('digest', 'no-colon'), new Id('world', 'someone'), new Id('ip', '300.1.1.1'),
+        new Id('nosuchscheme', 'x')];
+    for (const id of bad) {
+        assertCode(await failure(call(c, 'create', `${base}/bad`, [new ACL(Permission.ALL, id)])),
+            Exception.INVALID_ACL, `create with ${id.scheme}:${id.id}`);
+    }
+    assert.equal(await call(c, 'exists', `${base}/bad`), null);
+    // Every connection carries ip:<its address>; a loopback /8 entry matches 127.0.0.1, another net does not.
+    await call(c, 'create', `${base}/lo`, Buffer.from('lo'), [new ACL(Permission.ALL, new Id('ip', '127.0.0.0/8'))]);
+    const [data] = await call(c, 'getData', `${base}/lo`);
+    assert.equal(data.toString(), 'lo');
+    await call(c, 'create', `${base}/far`, Buffer.from('far'), [new ACL(Permission.ALL, new Id('ip', '10.1.2.3'))]);
+    assertCode(await failure(call(c, 'getData', `${base}/far`)), Exception.NO_AUTH, 'getData from another address');
+});
+
+check('remove_recursive_one_level', async ({ c, base }) => {
+    // Only one level deep: with async 3.x (what 1.1.3 pins) listSubTreeBFS never visits children it pushes
+    // while reducing, so it lists two levels only and removeRecursive fails deeper down, on any server.
+    const t = `${base}/tree`;
+    await call(c, 'create', t);
+    await call(c, 'create', `${t}/a`);
+    await call(c, 'create', `${t}/b`, CreateMode.EPHEMERAL);
+    const listed = await call(c, 'listSubTreeBFS', t);
+    assert.deepEqual([listed[0], ...listed.slice(1).sort()], [t, `${t}/a`, `${t}/b`]);
+    await call(c, 'removeRecursive', t);
+    assert.equal(await call(c, 'exists', t), null);
+    const [kids, stat] = await call(c, 'getChildren', base);
+    assert.deepEqual([kids, stat.numChildren, stat.cversion], [[], 0, 2]);
+});
+
 // ---- runner ---------------------------------------------------------------------------------------
 
 async function main() {
