@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# C client compat suite: Apache ZooKeeper's multi-threaded C client (Debian's libzookeeper-mt-dev, 3.8.0)
+# driven by cclient.c (create/get/set/delete with stats, error codes, sequential ephemerals, watches,
+# multi, ACLs with digest auth, chroot) against a fresh server on a free loopback port.
+#
+#   compat-tests/c-client/run.sh                       against paddock (PADDOCK_BIN, else a debug build)
+#   compat-tests/c-client/run.sh --against-zookeeper   against Apache ZooKeeper 3.9 (scripts/zookeeper.sh):
+#                                                      every check must pass there, which proves it right
+#
+# Builds cclient into compat-tests/c-client/build/ (git-ignored) with cc -std=c11. Installs
+# libzookeeper-mt-dev with apt-get when its header is missing. Prints one `ok NAME` / `FAIL NAME: why` line
+# per check, then `c-client | passed | failed | skipped`. KEEP_WORK=1 keeps the temp dir (server log).
+# Exit status: 0 only if checks ran and all passed.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$COMPAT_LIB_DIR/c-client"
+TARGET=paddock
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --against-zookeeper) TARGET=zookeeper ;;
+        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
+    esac
+    shift
+done
+compat_init c-client
+[[ "$TARGET" == paddock ]] || COMPAT_SUITE="c-client@zookeeper"
+
+if [[ ! -f /usr/include/zookeeper/zookeeper.h ]]; then
+    SUDO=()
+    [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
+    echo "run.sh: installing libzookeeper-mt-dev" >&2
+    if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q libzookeeper-mt-dev >/dev/null 2>&1; then
+        "${SUDO[@]}" apt-get update -q >/dev/null 2>&1 || true
+        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q libzookeeper-mt-dev >/dev/null ||
+            compat_fail "could not install libzookeeper-mt-dev"
+    fi
+fi
+command -v cc >/dev/null || compat_fail "no C compiler (apt-get install gcc)"
+
+mkdir -p "$HERE/build"
+# THREADED exposes the synchronous API (zoo_create, zoo_get, ...) of the multi-threaded library.
+cc -std=c11 -DTHREADED -Wall -Wextra -Werror -O1 -g -o "$HERE/build/cclient" "$HERE/cclient.c" \
+    -lzookeeper_mt -lpthread || compat_fail "cclient.c did not compile"
+
+PORT="$(free_port)"
+if [[ "$TARGET" == zookeeper ]]; then
+    start_zookeeper zk "$PORT" || compat_fail "ZooKeeper did not start"
+else
+    start_paddock paddock "$PORT" "$COMPAT_WORK/data" || compat_fail "paddock did not start"
+fi
+
+OUT="$COMPAT_WORK/cclient.out"
+set +e
+# The library logs only errors, to stderr; the deadline guards against a hung synchronous call.
+timeout 300 "$HERE/build/cclient" "127.0.0.1:$PORT" | tee "$OUT"
+rc=${PIPESTATUS[0]}
+set -e
+
+result="$(grep -E '^RESULT passed=[0-9]+ failed=[0-9]+$' "$OUT" | tail -n 1 || true)"
+if [[ -z "$result" ]]; then
+    # Crashed or timed out before the summary: count what printed, plus one failure for the crash.
+    passed=$(grep -c '^ok ' "$OUT" || true)
+    failed=$(( $(grep -c '^FAIL ' "$OUT" || true) + 1 ))
+    echo "c-client: cclient exited $rc without a summary line" >&2
+else
+    passed=$(sed -E 's/^RESULT passed=([0-9]+) failed=([0-9]+)$/\1/' <<<"$result")
+    failed=$(sed -E 's/^RESULT passed=([0-9]+) failed=([0-9]+)$/\2/' <<<"$result")
+    if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
+fi
+if ((passed + failed == 0)); then failed=1; fi
+report "$passed" "$failed" 0
+[[ $failed -eq 0 ]]
