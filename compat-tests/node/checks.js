@@ -718,6 +718,53 @@ check('remove_recursive_one_level', async ({ c, base }) => {
     assert.deepEqual([kids, stat.numChildren, stat.cversion], [[], 0, 2]);
 });
 
+// A child process holds a session with an ephemeral, then is frozen with SIGSTOP: its TCP connection stays
+// open but it stops pinging, so the server must expire the session by its timeout and delete the ephemeral.
+const HOLDER = `
+const zk = require('node-zookeeper-client');
+const c = zk.createClient(process.env.ZK_CONNECT, { sessionTimeout: 4000, spinDelay: 100, retries: 0 });
+c.once('connected', () => c.create(process.env.EPH_PATH, zk.CreateMode.EPHEMERAL, (err) => {
+    if (err) { console.log('error ' + err.message); process.exit(1); }
+    console.log('created ' + c.getSessionId().toString('hex') + ' ' + c.getSessionTimeout());
+}));
+c.connect();
+`;
+
+check('ephemeral_vanishes_when_session_expires', async ({ c, base }) => {
+    const { spawn } = require('node:child_process');
+    const p = `${base}/held`;
+    const child = spawn(process.execPath, ['-e', HOLDER], {
+        env: { ...process.env, ZK_CONNECT: CONNECT, EPH_PATH: p, NODE_PATH: require('node:path').join(__dirname, 'node_modules') },
+        stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+        const line = await withDeadline(new Promise((resolve, reject) => {
+            let out = '';
+            child.stdout.on('data', (d) => {
+                out += d;
+                if (out.includes('\n')) resolve(out.trim());
+            });
+            child.once('exit', (code) => reject(new Error(`holder exited ${code}: ${out}`)));
+        }), 15000, 'the holder to create its ephemeral');
+        const [word, sid, timeout] = line.split(' ');
+        assert.deepEqual([word, timeout], ['created', '4000'], line);
+        const gone = recorder();
+        const stat = await call(c, 'exists', p, gone.fn);
+        assert.equal(hex(stat.ephemeralOwner), sid);
+        const frozenAt = Date.now();
+        child.kill('SIGSTOP');
+        const event = await withDeadline(gone.next(), 15000, 'NODE_DELETED after the session expires');
+        const waited = Date.now() - frozenAt;
+        if (process.env.NODE_COMPAT_DEBUG) console.log(`# expired after ${waited} ms`);
+        assertEvent(event, Event.NODE_DELETED, p);
+        assert.equal(await call(c, 'exists', p), null);
+        // Not before the session timeout (less a tick of slack for the last ping's timing).
+        assert.ok(waited >= 2000, `deleted after only ${waited} ms`);
+    } finally {
+        child.kill('SIGKILL');
+    }
+});
+
 // ---- runner ---------------------------------------------------------------------------------------
 
 async function main() {
