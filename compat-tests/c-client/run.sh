@@ -46,15 +46,20 @@ PORT="$(free_port)"
 if [[ "$TARGET" == zookeeper ]]; then
     start_zookeeper zk "$PORT" || compat_fail "ZooKeeper did not start"
 else
-    start_paddock paddock "$PORT" "$COMPAT_WORK/data" || compat_fail "paddock did not start"
+    # scripts/zookeeper.sh turns extended types (TTL nodes) on; so does this, to compare like with like.
+    start_paddock paddock "$PORT" "$COMPAT_WORK/data" --extended-types || compat_fail "paddock did not start"
 fi
 
 OUT="$COMPAT_WORK/cclient.out"
 set +e
-# The library logs only errors, to stderr; the deadline guards against a hung synchronous call.
-timeout 300 "$HERE/build/cclient" "127.0.0.1:$PORT" | tee "$OUT"
+# The deadline guards against a hung synchronous call.
+CCLIENT_ZOO_LOG="$COMPAT_WORK/zoo-client.log" timeout 300 "$HERE/build/cclient" "127.0.0.1:$PORT" | tee "$OUT"
 rc=${PIPESTATUS[0]}
 set -e
+if [[ $rc -ne 0 && -s "$COMPAT_WORK/zoo-client.log" ]]; then
+    echo "c-client: last lines of the C client's log:" >&2
+    tail -n 20 "$COMPAT_WORK/zoo-client.log" >&2
+fi
 
 result="$(grep -E '^RESULT passed=[0-9]+ failed=[0-9]+$' "$OUT" | tail -n 1 || true)"
 if [[ -z "$result" ]]; then
