@@ -765,6 +765,49 @@ check('ephemeral_vanishes_when_session_expires', async ({ c, base }) => {
     }
 });
 
+check('reconnect_keeps_session_and_resets_watches', async ({ c, base }) => {
+    for (const n of ['w', 'gone', 'dir']) await call(c, 'create', `${base}/${n}`);
+    const a = await connect();
+    try {
+        const sid = hex(a.getSessionId());
+        await call(a, 'create', `${base}/mine`, CreateMode.EPHEMERAL);
+        const seen = [];
+        const all = recorder();
+        const note = (event) => { seen.push(`${event.getName()} ${event.getPath()}`); all.fn(event); };
+        await call(a, 'getData', `${base}/w`, note);
+        await call(a, 'getData', `${base}/gone`, note);
+        await call(a, 'exists', `${base}/new`, note);
+        await call(a, 'getChildren', `${base}/dir`, note);
+        // Drop a's connection and hold its reconnect (the client would reconnect at once) while c changes
+        // every watched node: the missed changes must come back through setWatches' relative zxid.
+        const cm = a.connectionManager;
+        const reconnect = cm.connect;
+        let held = false;
+        cm.connect = () => { held = true; };
+        const disconnected = new Promise((resolve) => a.once('disconnected', resolve));
+        cm.socket.destroy();
+        await withDeadline(disconnected, 10000, 'a to notice its dropped connection');
+        assert.ok(held, 'the client tried to reconnect');
+        await call(c, 'setData', `${base}/w`, Buffer.from('while away'), -1);
+        await call(c, 'remove', `${base}/gone`, -1);
+        await call(c, 'create', `${base}/new`);
+        await call(c, 'create', `${base}/dir/kid`);
+        cm.connect = reconnect;
+        const connected = new Promise((resolve) => a.once('connected', resolve));
+        cm.connect();
+        await withDeadline(connected, 10000, 'a to reconnect');
+        assert.equal(hex(a.getSessionId()), sid, 'same session after reconnect');
+        for (let i = 0; i < 4; i++) await all.next(`event ${i + 1} of 4 after reconnect`);
+        // ZooKeeper answers setWatches data watches first, then exist watches, then child watches.
+        assert.deepEqual(seen, [`NODE_DATA_CHANGED ${base}/w`, `NODE_DELETED ${base}/gone`,
+            `NODE_CREATED ${base}/new`, `NODE_CHILDREN_CHANGED ${base}/dir`]);
+        const mine = await call(c, 'exists', `${base}/mine`);
+        assert.equal(hex(mine.ephemeralOwner), sid, 'the ephemeral survived the reconnect');
+    } finally {
+        await close(a);
+    }
+});
+
 // ---- runner ---------------------------------------------------------------------------------------
 
 async function main() {
