@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Apache Curator 5.9.0's own curator-recipes tests (the `tests` test-jar from Maven Central) against paddock.
+# src/test/java shadows curator-test's TestingServer with a class that starts the real paddock binary as a
+# separate process on a free port with its own data dir (restart() = SIGTERM + start on the same port and
+# dir), and TestingCluster with one that skips the test: paddock has no ensemble yet. Surefire scans the
+# test-jar (dependenciesToScan); see README.md.
+#
+#   compat-tests/curator-recipes/run.sh                      the CI subset (CI_CLASSES, about 4 min on 2 cores)
+#   compat-tests/curator-recipes/run.sh --full               every test class in the jar (about N min)
+#   compat-tests/curator-recipes/run.sh --against-zookeeper  the same tests, TestingServer starting Apache
+#                                                            ZooKeeper 3.9.5 (scripts/zookeeper.sh's jars)
+#   compat-tests/curator-recipes/run.sh [...] -- <mvn args>  e.g. -- -Dtest=TestLeaderLatch (replaces the
+#                                                            class list)
+#
+# KNOWN_FAILURES lists tests expected to fail (format of compat-tests/kazoo-suite/KNOWN_FAILURES: `~` marks
+# a flaky one that may pass). They count as skipped, with their reason. The run fails if any other test
+# fails, or a listed (non-`~`) test passes. Entries whose reason starts with `harness:` are limits of a
+# separate-process TestingServer and are expected with --against-zookeeper too; the others are paddock's.
+# Env: PADDOCK_BIN (no build then), KEEP_WORK=1 (keep the temp dir with server logs and surefire reports).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$HERE/../lib.sh"
+compat_init curator-recipes
+
+TARGET=paddock
+FULL=0
+MVN_ARGS=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --against-zookeeper) TARGET=zookeeper ;;
+        --full) FULL=1 ;;
+        --) shift; MVN_ARGS=("$@"); break ;;
+        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+command -v mvn >/dev/null || compat_fail "mvn not found (apt-get install maven)"
+command -v java >/dev/null || compat_fail "java not found (apt-get install openjdk-17-jdk-headless)"
+
+# Online resolution only when the offline build cannot compile and start surefire.
+if ! (cd "$HERE" && mvn -q -B -o test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false) >/dev/null 2>&1; then
+    echo "curator-recipes: resolving Maven dependencies online (first run)" >&2
+    (cd "$HERE" && mvn -q -B dependency:go-offline &&
+        mvn -q -B test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false) >&2 ||
+        compat_fail "could not resolve the Maven dependencies"
+fi
+
+PROPS=(-Dpaddock.target="$TARGET" -Dpaddock.logDir="$COMPAT_WORK/server-logs")
+if [[ "$TARGET" == zookeeper ]]; then
+    ZK_CP="$(bash "$ROOT/scripts/zookeeper.sh" classpath)" || compat_fail "no ZooKeeper jars (scripts/zookeeper.sh fetch)"
+    PROPS+=(-Dpaddock.zkClasspath="$ZK_CP")
+else
+    BIN="$(compat_paddock_bin)" || compat_fail "could not build paddock"
+    [[ -x "$BIN" ]] || compat_fail "no paddock binary at $BIN"
+    PROPS+=(-Dpaddock.bin="$BIN")
+fi
+
+# The CI subset: one class per main recipe, chosen for coverage per second (full-run times in README.md).
+CI_CLASSES=(
+    TestInterProcessMutex
+    TestInterProcessSemaphore
+    TestLeaderLatch
+    TestLeaderSelector
+    TestDistributedBarrier
+    TestDistributedDoubleBarrier
+    TestCuratorCache
+    TestPersistentNode
+    TestSharedCount
+    TestDistributedQueue
+)
+SELECT=()
+if ((${#MVN_ARGS[@]} == 0)) && ((FULL == 0)); then
+    SELECT=(-Dtest="$(IFS=,; echo "${CI_CLASSES[*]}")")
+fi
+
+REPORTS="$COMPAT_WORK/surefire-reports"
+started=$SECONDS
+set +e
+(cd "$HERE" && timeout 7200 mvn -q -B -o test -Dmaven.test.failure.ignore=true \
+    -Dpaddock.reportsDir="$REPORTS" "${PROPS[@]}" "${SELECT[@]}" "${MVN_ARGS[@]}") >"$COMPAT_WORK/mvn.out" 2>&1
+rc=$?
+set -e
+echo "curator-recipes: mvn exited $rc after $((SECONDS - started)) s against $TARGET"
+if [[ $rc -ne 0 ]]; then
+    tail -n 40 "$COMPAT_WORK/mvn.out" >&2
+fi
+
+python3 - "$REPORTS" "$HERE/KNOWN_FAILURES" "$TARGET" >"$COMPAT_WORK/summary.txt" <<'EOF'
+import collections, glob, os, sys, xml.etree.ElementTree as ET
+
+reports, known_path, target = sys.argv[1:]
+known, flaky = {}, set()
+for line in open(known_path):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    name, _, reason = line.partition(" ")
+    reason = reason.strip()
+    if target == "zookeeper" and not reason.startswith("harness:"):
+        continue  # a paddock gap: ZooKeeper must pass it
+    if name.startswith("~"):
+        name = name[1:]
+        flaky.add(name)
+    known[name] = reason
+
+results = {}  # id -> (status, message)
+classes = set()
+broken_reports = 0
+for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        broken_reports += 1
+        continue
+    for case in root.iter("testcase"):
+        cls = case.get("classname", "").rsplit(".", 1)[-1]
+        classes.add(cls)
+        tid = f"{cls}.{case.get('name')}"
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        skip = case.find("skipped")
+        if bad is not None:
+            msg = (bad.get("message") or bad.get("type") or bad.tag).strip().splitlines()
+            results[tid] = ("fail", (msg[0] if msg else bad.tag)[:300])
+        elif skip is not None:
+            results[tid] = ("skip", (skip.get("message") or "skipped").strip())
+        else:
+            results[tid] = ("pass", "")
+
+passed = failed = skipped = 0
+skip_reasons = collections.Counter()
+for tid in sorted(results):
+    status, msg = results[tid]
+    if status == "pass":
+        if tid in known and tid not in flaky:
+            print(f"FAIL {tid}: listed in KNOWN_FAILURES but passed (remove it)")
+            failed += 1
+        else:
+            print(f"ok {tid}")
+            passed += 1
+    elif status == "skip":
+        print(f"skip {tid}: {msg}")
+        skipped += 1
+        skip_reasons[msg] += 1
+    elif tid in known:
+        print(f"known {tid}: {known[tid]}")
+        skipped += 1
+        skip_reasons[("known flaky failure, " if tid in flaky else "known failure, ") + known[tid]] += 1
+    else:
+        print(f"FAIL {tid}: {msg}")
+        failed += 1
+for tid in sorted(known):
+    if tid.split(".", 1)[0] in classes and tid not in results:
+        print(f"FAIL {tid}: listed in KNOWN_FAILURES but did not run (renamed?)")
+        failed += 1
+if broken_reports:
+    print(f"FAIL {broken_reports} unreadable surefire report(s)")
+    failed += broken_reports
+for reason, n in sorted(skip_reasons.items()):
+    print(f"SKIP {n}\t{reason}")
+print(f"SUMMARY {passed} {failed} {skipped}")
+EOF
+grep -v '^SKIP \|^SUMMARY ' "$COMPAT_WORK/summary.txt"
+while IFS=$'\t' read -r head reason; do
+    report_skip "${head#SKIP }" "$reason"
+done < <(grep '^SKIP ' "$COMPAT_WORK/summary.txt")
+read -r _ passed failed skipped < <(grep '^SUMMARY ' "$COMPAT_WORK/summary.txt")
+# A run that died (timeout, crash) before reporting anything has not passed.
+if ((passed + failed + skipped == 0)); then failed=1; fi
+if [[ $rc -ne 0 ]] && ((failed == 0)); then
+    echo "curator-recipes: mvn failed without a failing test (exit $rc)" >&2
+    failed=1
+fi
+report "$passed" "$failed" "$skipped"
+((failed == 0))
