@@ -1,10 +1,12 @@
 /*
  * paddock compatibility checks through Apache ZooKeeper's multi-threaded C client (libzookeeper_mt).
  *
- *   cclient HOST:PORT
+ *   cclient HOST:PORT [--restart-hook]
  *
  * Runs named checks against a fresh server, prints `ok <name>` or `FAIL <name>: <why>` per check and a
- * final `RESULT passed=N failed=M` line (run.sh parses it). Exit status 0 only when every check passed.
+ * final `RESULT passed=N failed=M skipped=K` line (run.sh parses it). Exit status 0 only when every check
+ * that ran passed. With --restart-hook, the restart check prints `# restart-server` and waits for a line
+ * on stdin: `go` once the server is back on the same port and data, anything else if it is not.
  * The same program runs against Apache ZooKeeper (run.sh --against-zookeeper): a check that fails there is
  * a wrong check.
  *
@@ -124,7 +126,8 @@ typedef struct {
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int session_state; /* last state seen in a session event (global watcher only) */
+    int session_state;  /* last state seen in a session event (global watcher only) */
+    int session_events; /* how many session events so far */
     int n;
     event_t ev[MAX_EVENTS];
 } recorder_t;
@@ -148,6 +151,7 @@ static void record_watcher(zhandle_t *zh, int type, int state, const char *path,
     pthread_mutex_lock(&r->mu);
     if (type == ZOO_SESSION_EVENT) {
         r->session_state = state;
+        r->session_events++;
     } else if (r->n < MAX_EVENTS) {
         event_t *e = &r->ev[r->n++];
         e->type = type;
@@ -1248,6 +1252,67 @@ static bool check_remove_watches(void) {
     return true;
 }
 
+static bool restart_hook; /* run.sh restarts the server when asked (--restart-hook) */
+
+/*
+ * The session, its ephemeral and its watches survive a server restart: the client reconnects with its
+ * session id and password and re-registers its watches (setWatches), which then fire for writes made
+ * after the restart.
+ */
+static bool check_session_survives_restart(void) {
+    static session_t S;
+    static recorder_t rec;
+    recorder_init(&rec);
+    if (!session_open_with(&S, "", 30000)) return false;
+    int64_t id = zoo_client_id(S.zh)->client_id;
+    char buf[32];
+    int len = sizeof buf;
+    struct Stat st;
+    EXPECT_RC(zoo_create(S.zh, "/r-eph", "e", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    TRY(create_plain(S.zh, "/r-data", "before"));
+    EXPECT_RC(zoo_wget(S.zh, "/r-data", record_watcher, &rec, buf, &len, &st), ZOK);
+    EXPECT_RC(zoo_wexists(S.zh, "/r-new", record_watcher, &rec, &st), ZNONODE);
+    pthread_mutex_lock(&S.rec.mu);
+    int events_before = S.rec.session_events;
+    pthread_mutex_unlock(&S.rec.mu);
+
+    printf("# restart-server\n");
+    fflush(stdout);
+    char answer[64];
+    EXPECT(fgets(answer, sizeof answer, stdin) != NULL, "no answer from run.sh to the restart request");
+    EXPECT(strncmp(answer, "go", 2) == 0, "run.sh could not restart the server: %s", answer);
+
+    /* Disconnected (CONNECTING), then CONNECTED again. */
+    struct timespec dl = deadline_in(30000);
+    pthread_mutex_lock(&S.rec.mu);
+    while (!(S.rec.session_events >= events_before + 2 && S.rec.session_state == ZOO_CONNECTED_STATE))
+        if (pthread_cond_timedwait(&S.rec.cv, &S.rec.mu, &dl) == ETIMEDOUT) break;
+    int events = S.rec.session_events - events_before, state = S.rec.session_state;
+    pthread_mutex_unlock(&S.rec.mu);
+    EXPECT(events >= 2 && state == ZOO_CONNECTED_STATE,
+           "after the restart: %d session events, state %d; want a reconnect to ZOO_CONNECTED_STATE", events, state);
+    EXPECT_I64(zoo_client_id(S.zh)->client_id, id);
+    EXPECT_RC(zoo_exists(S.zh, "/r-eph", 0, &st), ZOK);
+    EXPECT_I64(st.ephemeralOwner, id);
+    EXPECT_DATA(S.zh, "/r-data", "before", &st);
+
+    /* Writes from another session after the restart fire the re-registered watches. */
+    session_t W;
+    if (!session_open(&W, "")) return false;
+    int r1 = zoo_set(W.zh, "/r-data", "after", 5, -1);
+    int r2 = zoo_create(W.zh, "/r-new", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
+    session_close(&W);
+    EXPECT(r1 == ZOK && r2 == ZOK, "writes after restart: %s, %s", rc_name(r1), rc_name(r2));
+    char fp[64];
+    if (!fence(S.zh, &rec, fp, sizeof fp)) return false;
+    EXPECT_EVENTS(&rec, {ZOO_CHANGED_EVENT, "/r-data"}, {ZOO_CREATED_EVENT, "/r-new"}, {ZOO_CREATED_EVENT, fp});
+    /* The main session reconnected too. */
+    EXPECT_RC(zoo_exists(A.zh, "/r-eph", 0, &st), ZOK);
+    EXPECT_RC(session_close(&S), ZOK);
+    EXPECT_RC(zoo_exists(A.zh, "/r-eph", 0, &st), ZNONODE);
+    return true;
+}
+
 static bool check_close(void) {
     EXPECT_RC(session_close(&A), ZOK);
     return true;
@@ -1258,14 +1323,16 @@ static bool check_close(void) {
 typedef struct {
     const char *name;
     bool (*fn)(void);
-    bool needs_a; /* skip (as failed) when the main session never connected */
+    bool needs_a;       /* fail at once when the main session never connected */
+    bool needs_restart; /* skipped without --restart-hook */
 } check_t;
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s HOST:PORT\n", argv[0]);
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--restart-hook") != 0)) {
+        fprintf(stderr, "usage: %s HOST:PORT [--restart-hook]\n", argv[0]);
         return 2;
     }
+    restart_hook = argc == 3;
     server = argv[1];
     setvbuf(stdout, NULL, _IOLBF, 0);
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
@@ -1276,47 +1343,53 @@ int main(int argc, char **argv) {
     zoo_set_log_stream(log ? log : stderr);
 
     const check_t checks[] = {
-        {"session_connect", check_connect, false},
-        {"create2_stat", check_create_stat, true},
-        {"get_exists_stat", check_get_data, true},
-        {"set_stat_versions", check_set_stat, true},
-        {"children_stat_cversion", check_children_stat, true},
-        {"error_nonode", check_err_nonode, true},
-        {"error_nodeexists", check_err_nodeexists, true},
-        {"error_badversion", check_err_badversion, true},
-        {"error_notempty", check_err_notempty, true},
-        {"delete", check_delete, true},
-        {"sequential_ephemeral_names_owner", check_sequential_ephemeral, true},
-        {"error_nochildrenforephemerals", check_no_children_for_ephemerals, true},
-        {"ephemerals_vanish_on_close", check_ephemerals_vanish_on_close, true},
-        {"watch_data_changed_once", check_watch_data_once, true},
-        {"watch_child_event", check_watch_child, true},
-        {"watch_exists_created", check_watch_exists_created, true},
-        {"watch_deleted", check_watch_deleted, true},
-        {"watch_fires_for_other_session", check_watch_from_other_session, true},
-        {"multi_commit", check_multi_commit, true},
-        {"multi_fail_nothing_applied", check_multi_fail, true},
-        {"acl_default_open", check_acl_default, true},
-        {"acl_digest_noauth", check_acl_digest_noauth, true},
-        {"acl_creator_all_owner", check_acl_owner_access, true},
-        {"acl_getacl_masks_digest", check_acl_getacl_masks_digest, true},
-        {"chroot_session", check_chroot, true},
-        {"session_timeout_negotiation", check_session_timeout_negotiation, true},
-        {"session_bad_password_expired", check_session_bad_password_expired, true},
-        {"special_nodes", check_special_nodes, true},
-        {"large_binary_data", check_large_binary_data, true},
-        {"ttl_and_container_nodes", check_ttl_container_modes, true},
-        {"add_auth_unknown_scheme_fails", check_add_auth_unknown_scheme, true},
-        {"multi_watch_events_in_op_order", check_multi_watch_order, true},
-        {"remove_watches", check_remove_watches, true},
-        {"close_session", check_close, true},
+        {"session_connect", check_connect, false, false},
+        {"create2_stat", check_create_stat, true, false},
+        {"get_exists_stat", check_get_data, true, false},
+        {"set_stat_versions", check_set_stat, true, false},
+        {"children_stat_cversion", check_children_stat, true, false},
+        {"error_nonode", check_err_nonode, true, false},
+        {"error_nodeexists", check_err_nodeexists, true, false},
+        {"error_badversion", check_err_badversion, true, false},
+        {"error_notempty", check_err_notempty, true, false},
+        {"delete", check_delete, true, false},
+        {"sequential_ephemeral_names_owner", check_sequential_ephemeral, true, false},
+        {"error_nochildrenforephemerals", check_no_children_for_ephemerals, true, false},
+        {"ephemerals_vanish_on_close", check_ephemerals_vanish_on_close, true, false},
+        {"watch_data_changed_once", check_watch_data_once, true, false},
+        {"watch_child_event", check_watch_child, true, false},
+        {"watch_exists_created", check_watch_exists_created, true, false},
+        {"watch_deleted", check_watch_deleted, true, false},
+        {"watch_fires_for_other_session", check_watch_from_other_session, true, false},
+        {"multi_commit", check_multi_commit, true, false},
+        {"multi_fail_nothing_applied", check_multi_fail, true, false},
+        {"acl_default_open", check_acl_default, true, false},
+        {"acl_digest_noauth", check_acl_digest_noauth, true, false},
+        {"acl_creator_all_owner", check_acl_owner_access, true, false},
+        {"acl_getacl_masks_digest", check_acl_getacl_masks_digest, true, false},
+        {"chroot_session", check_chroot, true, false},
+        {"session_timeout_negotiation", check_session_timeout_negotiation, true, false},
+        {"session_bad_password_expired", check_session_bad_password_expired, true, false},
+        {"special_nodes", check_special_nodes, true, false},
+        {"large_binary_data", check_large_binary_data, true, false},
+        {"ttl_and_container_nodes", check_ttl_container_modes, true, false},
+        {"add_auth_unknown_scheme_fails", check_add_auth_unknown_scheme, true, false},
+        {"multi_watch_events_in_op_order", check_multi_watch_order, true, false},
+        {"remove_watches", check_remove_watches, true, false},
+        {"session_survives_server_restart", check_session_survives_restart, true, true},
+        {"close_session", check_close, true, false},
     };
     int n = (int)(sizeof checks / sizeof checks[0]);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     bool have_a = false;
     for (int i = 0; i < n; i++) {
         why[0] = 0;
         bool ok;
+        if (checks[i].needs_restart && !restart_hook) {
+            skipped++;
+            printf("skip %s: needs --restart-hook (run.sh restarts the server)\n", checks[i].name);
+            continue;
+        }
         if (checks[i].needs_a && !have_a) {
             ok = false;
             snprintf(why, sizeof why, "main session not connected");
@@ -1332,6 +1405,6 @@ int main(int argc, char **argv) {
             printf("FAIL %s: %s\n", checks[i].name, why);
         }
     }
-    printf("RESULT passed=%d failed=%d\n", passed, failed);
+    printf("RESULT passed=%d failed=%d skipped=%d\n", passed, failed, skipped);
     return failed == 0 ? 0 : 1;
 }

@@ -39,7 +39,7 @@ command -v cc >/dev/null || compat_fail "no C compiler (apt-get install gcc)"
 
 mkdir -p "$HERE/build"
 # THREADED exposes the synchronous API (zoo_create, zoo_get, ...) of the multi-threaded library.
-cc -std=c11 -DTHREADED -Wall -Wextra -Werror -O1 -g -o "$HERE/build/cclient" "$HERE/cclient.c" \
+cc -std=c11 -DTHREADED -Wall -Wextra -O1 -g -o "$HERE/build/cclient" "$HERE/cclient.c" \
     -lzookeeper_mt -lpthread || compat_fail "cclient.c did not compile"
 
 PORT="$(free_port)"
@@ -50,28 +50,53 @@ else
     start_paddock paddock "$PORT" "$COMPAT_WORK/data" --extended-types || compat_fail "paddock did not start"
 fi
 
+restart_server() {
+    if [[ "$TARGET" == zookeeper ]]; then
+        bash "$ROOT/scripts/zookeeper.sh" stop "$COMPAT_WORK/zk" >/dev/null && start_zookeeper zk "$PORT"
+    else
+        stop_paddock paddock && start_paddock paddock "$PORT" "$COMPAT_WORK/data" --extended-types
+    fi
+}
+
+# cclient reads its restart answers from a fifo; holding it open read-write here means neither side
+# blocks on open. The loop runs in this shell (not a pipeline subshell) so that restarted servers are
+# recorded where the EXIT trap finds them.
 OUT="$COMPAT_WORK/cclient.out"
+CTL="$COMPAT_WORK/ctl"
+mkfifo "$CTL"
+exec {ctl_fd}<>"$CTL"
+: >"$OUT"
 set +e
 # The deadline guards against a hung synchronous call.
-CCLIENT_ZOO_LOG="$COMPAT_WORK/zoo-client.log" timeout 300 "$HERE/build/cclient" "127.0.0.1:$PORT" | tee "$OUT"
-rc=${PIPESTATUS[0]}
+while IFS= read -r line; do
+    if [[ "$line" == "# restart-server" ]]; then
+        echo "c-client: restarting the server on port $PORT" >&2
+        if restart_server; then echo go >&"$ctl_fd"; else echo failed >&"$ctl_fd"; fi
+        continue
+    fi
+    printf '%s\n' "$line" | tee -a "$OUT"
+done < <(CCLIENT_ZOO_LOG="$COMPAT_WORK/zoo-client.log" timeout 300 "$HERE/build/cclient" "127.0.0.1:$PORT" \
+    --restart-hook <"$CTL"; echo "$?" >"$COMPAT_WORK/cclient.rc")
+rc="$(cat "$COMPAT_WORK/cclient.rc" 2>/dev/null || echo 1)"
+exec {ctl_fd}>&-
 set -e
 if [[ $rc -ne 0 && -s "$COMPAT_WORK/zoo-client.log" ]]; then
     echo "c-client: last lines of the C client's log:" >&2
     tail -n 20 "$COMPAT_WORK/zoo-client.log" >&2
 fi
 
-result="$(grep -E '^RESULT passed=[0-9]+ failed=[0-9]+$' "$OUT" | tail -n 1 || true)"
+result="$(grep -E '^RESULT passed=[0-9]+ failed=[0-9]+ skipped=[0-9]+$' "$OUT" | tail -n 1 || true)"
+skipped=0
 if [[ -z "$result" ]]; then
     # Crashed or timed out before the summary: count what printed, plus one failure for the crash.
     passed=$(grep -c '^ok ' "$OUT" || true)
     failed=$(( $(grep -c '^FAIL ' "$OUT" || true) + 1 ))
     echo "c-client: cclient exited $rc without a summary line" >&2
 else
-    passed=$(sed -E 's/^RESULT passed=([0-9]+) failed=([0-9]+)$/\1/' <<<"$result")
-    failed=$(sed -E 's/^RESULT passed=([0-9]+) failed=([0-9]+)$/\2/' <<<"$result")
+    read -r passed failed skipped < <(sed -E 's/^RESULT passed=([0-9]+) failed=([0-9]+) skipped=([0-9]+)$/\1 \2 \3/' <<<"$result")
     if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
 fi
 if ((passed + failed == 0)); then failed=1; fi
-report "$passed" "$failed" 0
+if ((skipped > 0)); then report_skip "$skipped" "$(grep '^skip ' "$OUT" | sed 's/^skip //' | paste -sd ';' -)"; fi
+report "$passed" "$failed" "$skipped"
 [[ $failed -eq 0 ]]
