@@ -148,6 +148,18 @@ check('create_getdata_setdata_remove_stats', async ({ c, base }) => {
     assert.equal(await call(c, 'exists', p), null, 'exists after remove');
 });
 
+check('null_and_empty_data_stay_distinct', async ({ c, base }) => {
+    // The client sends no data as a null buffer (length -1) and reads a null buffer back as undefined, so a
+    // server that stores null as empty shows here as an empty Buffer.
+    await call(c, 'create', `${base}/nul`);
+    await call(c, 'create', `${base}/empty`, Buffer.alloc(0));
+    const [nul, nulStat] = await call(c, 'getData', `${base}/nul`);
+    const [empty, emptyStat] = await call(c, 'getData', `${base}/empty`);
+    assert.equal(nul, undefined, `null data read back as ${inspect(nul)}`);
+    assert.ok(Buffer.isBuffer(empty) && empty.length === 0, `empty data read back as ${inspect(empty)}`);
+    assert.deepEqual([nulStat.dataLength, emptyStat.dataLength], [0, 0]);
+});
+
 check('parent_cversion_numchildren_pzxid', async ({ c, base }) => {
     const parent = `${base}/p`;
     await call(c, 'create', parent);
@@ -470,7 +482,7 @@ check('acl_digest_auth_and_no_auth', async ({ c, base }) => {
         assertCode(await failure(call(stranger, 'create', `${p}/kid`)), Exception.NO_AUTH, 'create without auth');
         assertCode(await failure(call(wrongPassword, 'setData', p, Buffer.from('x'), -1)), Exception.NO_AUTH,
             'setData with the wrong password');
-        assertCode(await failure(call(stranger, 'setACL', p, ZK_OPEN(), -1)), Exception.NO_AUTH,
+        assertCode(await failure(call(stranger, 'setACL', p, ACL.OPEN_ACL_UNSAFE, -1)), Exception.NO_AUTH,
             'setACL without auth');
         const aliceSet = await call(alice, 'setData', p, Buffer.from('declassified'), 0);
         assert.equal(aliceSet.version, 1);
@@ -487,10 +499,6 @@ check('acl_digest_auth_and_no_auth', async ({ c, base }) => {
         await close(wrongPassword);
     }
 });
-
-function ZK_OPEN() {
-    return ACL.OPEN_ACL_UNSAFE;
-}
 
 check('acl_creator_all_expands_to_digest', async ({ c, base }) => {
     const bob = await connect();
