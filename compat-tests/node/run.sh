@@ -13,7 +13,7 @@
 # KEEP_WORK=1 keeps the temp dir (server log). Exit status 0 only if checks ran and none failed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=../lib.sh
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
 source "$HERE/../lib.sh"
 compat_init node
 
