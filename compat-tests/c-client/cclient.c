@@ -280,12 +280,12 @@ static const char *server; /* "127.0.0.1:PORT" */
  * answers ruok slightly before it accepts sessions, so a handle that has not connected within a few seconds
  * is closed and retried until the overall deadline.
  */
-static bool session_open_with(session_t *s, const char *suffix, int timeout_ms) {
+static bool session_open_flags(session_t *s, const char *suffix, int timeout_ms, int flags) {
     char host[256];
     snprintf(host, sizeof host, "%s%s", server, suffix);
     recorder_init(&s->rec);
     for (int attempt = 0; attempt < 5; attempt++) {
-        s->zh = zookeeper_init(host, record_watcher, timeout_ms, NULL, &s->rec, 0);
+        s->zh = zookeeper_init(host, record_watcher, timeout_ms, NULL, &s->rec, flags);
         EXPECT(s->zh != NULL, "zookeeper_init(%s) failed: %s", host, strerror(errno));
         struct timespec dl = deadline_in(4000);
         pthread_mutex_lock(&s->rec.mu);
@@ -299,6 +299,10 @@ static bool session_open_with(session_t *s, const char *suffix, int timeout_ms) 
         s->rec.session_state = 0;
     }
     return failf(__LINE__, "no ZOO_CONNECTED_STATE from %s within 20 s", host);
+}
+
+static bool session_open_with(session_t *s, const char *suffix, int timeout_ms) {
+    return session_open_flags(s, suffix, timeout_ms, 0);
 }
 
 static bool session_open(session_t *s, const char *suffix) {
@@ -1130,6 +1134,16 @@ static bool check_special_nodes(void) {
     EXPECT_I64(st.cversion, -2); /* stored 0 with 2 children: wire 0*2 - 2 */
     EXPECT_I64(st.czxid, 0);
     EXPECT_I64(st.ephemeralOwner, 0);
+    /* zoo_getconfig reads /zookeeper/config: standalone servers have no dynamic config there. */
+    char cfg[512], raw[512];
+    int cfg_len = sizeof cfg, raw_len = sizeof raw;
+    struct Stat cst, rst;
+    EXPECT_RC(zoo_getconfig(A.zh, 0, cfg, &cfg_len, &cst), ZOK);
+    EXPECT_RC(zoo_get(A.zh, "/zookeeper/config", 0, raw, &raw_len, &rst), ZOK);
+    EXPECT(cfg_len == raw_len && (cfg_len <= 0 || memcmp(cfg, raw, (size_t)cfg_len) == 0),
+           "zoo_getconfig gave %d bytes, zoo_get(/zookeeper/config) %d", cfg_len, raw_len);
+    EXPECT_I64(cfg_len, 0);
+    EXPECT_STAT(&cst, &rst, "getconfig stat vs get stat");
     return true;
 }
 
@@ -1249,6 +1263,116 @@ static bool check_remove_watches(void) {
     if (!fence(A.zh, &rec, fp, sizeof fp)) return false;
     EXPECT_EVENTS(&rec, {ZOO_CREATED_EVENT, fp});
     EXPECT_RC(zoo_remove_watches(A.zh, "/w", ZWATCHTYPE_DATA, record_watcher, &rec, 0), ZNOWATCHER);
+    return true;
+}
+
+static bool check_readonly_flag_gets_rw_session(void) {
+    /* A client that allows read-only mode still gets a read-write session from a server in the quorum. */
+    session_t s;
+    if (!session_open_flags(&s, "", SESSION_TIMEOUT_MS, ZOO_READONLY)) return false;
+    int state = zoo_state(s.zh);
+    int rc = zoo_create(s.zh, "/rw", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+    session_close(&s);
+    EXPECT(state == ZOO_CONNECTED_STATE, "state %d, want ZOO_CONNECTED_STATE (%d)", state, ZOO_CONNECTED_STATE);
+    EXPECT(rc == ZOK, "create in a ZOO_READONLY-flag session: %s", rc_name(rc));
+    return true;
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int rc;
+    char value[256];
+} string_done_t;
+
+static void sync_done(int rc, const char *value, const void *data) {
+    string_done_t *d = (string_done_t *)data;
+    pthread_mutex_lock(&d->mu);
+    d->rc = rc;
+    snprintf(d->value, sizeof d->value, "%s", value ? value : "(null)");
+    d->done = true;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static bool check_sync_and_get_children(void) {
+    static string_done_t d = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    EXPECT_RC(zoo_async(A.zh, "/w", sync_done, &d), ZOK);
+    struct timespec dl = deadline_in(EVENT_WAIT_MS);
+    pthread_mutex_lock(&d.mu);
+    while (!d.done)
+        if (pthread_cond_timedwait(&d.cv, &d.mu, &dl) == ETIMEDOUT) break;
+    bool done = d.done;
+    pthread_mutex_unlock(&d.mu);
+    EXPECT(done, "sync completion did not run");
+    EXPECT(d.rc == ZOK, "sync rc %s", rc_name(d.rc));
+    EXPECT_STR(d.value, "/w");
+    struct String_vector kids = {0};
+    EXPECT_RC(zoo_get_children(A.zh, "/w", 0, &kids), ZOK);
+    int count = kids.count;
+    deallocate_String_vector(&kids);
+    EXPECT_I64(count, 2); /* c1, c2 */
+    return true;
+}
+
+static bool check_big_multi(void) {
+    /* 200 creates in one multi, 200 children in one reply, 200 deletes in one multi. */
+    enum { N = 200 };
+    static zoo_op_t ops[N];
+    static zoo_op_result_t res[N];
+    static char paths[N][32], created[N][32];
+    TRY(create_plain(A.zh, "/many", NULL));
+    for (int i = 0; i < N; i++) {
+        snprintf(paths[i], sizeof paths[i], "/many/k-");
+        zoo_create_op_init(&ops[i], paths[i], "v", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT_SEQUENTIAL, created[i],
+                           sizeof created[i]);
+    }
+    EXPECT_RC(zoo_multi(A.zh, N, ops, res), ZOK);
+    for (int i = 0; i < N; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "/many/k-%010d", i);
+        EXPECT(res[i].err == ZOK, "create %d: %s", i, rc_name(res[i].err));
+        EXPECT_STR(created[i], want);
+    }
+    struct String_vector kids = {0};
+    struct Stat st;
+    EXPECT_RC(zoo_get_children2(A.zh, "/many", 0, &kids, &st), ZOK);
+    int count = kids.count;
+    deallocate_String_vector(&kids);
+    EXPECT_I64(count, N);
+    EXPECT_I64(st.numChildren, N);
+    EXPECT_I64(st.cversion, N);
+    for (int i = 0; i < N; i++) zoo_delete_op_init(&ops[i], created[i], 0);
+    EXPECT_RC(zoo_multi(A.zh, N, ops, res), ZOK);
+    EXPECT_RC(zoo_exists(A.zh, "/many", 0, &st), ZOK);
+    EXPECT_I64(st.numChildren, 0);
+    EXPECT_I64(st.cversion, 2 * N);
+    EXPECT_RC(zoo_delete(A.zh, "/many", 0), ZOK);
+    return true;
+}
+
+static bool check_idle_session_kept_alive(void) {
+    /* A 4 s session left idle for 6 s stays alive: the client's pings keep it. Waiting is the point here,
+     * done as a deadline wait for a session event that must not come. */
+    session_t s;
+    if (!session_open_with(&s, "", 4000)) return false;
+    int64_t id = zoo_client_id(s.zh)->client_id;
+    int rc = zoo_create(s.zh, "/idle", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+    pthread_mutex_lock(&s.rec.mu);
+    int before = s.rec.session_events;
+    struct timespec dl = deadline_in(6000);
+    while (s.rec.session_events == before)
+        if (pthread_cond_timedwait(&s.rec.cv, &s.rec.mu, &dl) == ETIMEDOUT) break;
+    int events = s.rec.session_events - before, state = s.rec.session_state;
+    pthread_mutex_unlock(&s.rec.mu);
+    struct Stat st;
+    int rc2 = zoo_exists(A.zh, "/idle", 0, &st);
+    session_close(&s);
+    EXPECT(rc == ZOK, "create /idle: %s", rc_name(rc));
+    EXPECT(events == 0, "%d session events while idle (state now %d)", events, state);
+    EXPECT(rc2 == ZOK, "ephemeral of the idle session: %s", rc_name(rc2));
+    EXPECT_I64(st.ephemeralOwner, id);
     return true;
 }
 
@@ -1376,6 +1500,10 @@ int main(int argc, char **argv) {
         {"add_auth_unknown_scheme_fails", check_add_auth_unknown_scheme, true, false},
         {"multi_watch_events_in_op_order", check_multi_watch_order, true, false},
         {"remove_watches", check_remove_watches, true, false},
+        {"readonly_flag_gets_rw_session", check_readonly_flag_gets_rw_session, true, false},
+        {"sync_and_get_children", check_sync_and_get_children, true, false},
+        {"multi_200_creates_and_deletes", check_big_multi, true, false},
+        {"idle_session_kept_alive_by_pings", check_idle_session_kept_alive, true, false},
         {"session_survives_server_restart", check_session_survives_restart, true, true},
         {"close_session", check_close, true, false},
     };
