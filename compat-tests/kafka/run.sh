@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Kafka 3.9 (ZooKeeper mode) compat suite: two brokers on one server with a chroot (/kafka), a topic with
+# replication factor 2, produce and consume, kill -9 of the controller's broker (its /brokers/ids entry must
+# stay until the session expires, then the other broker becomes controller and the data stays readable),
+# a restart, and a graceful stop (SIGTERM: the entry must go at once). The checks live in the Java program
+# src/main/java/dev/paddock/compat/kafka/KafkaFailover.java; this script provides the server and brokers.
+#
+#   compat-tests/kafka/run.sh                        against paddock (PADDOCK_BIN, or a debug build)
+#   compat-tests/kafka/run.sh --against-zookeeper    against Apache ZooKeeper 3.9 (scripts/zookeeper.sh):
+#                                                    every check must pass there, which proves the check
+#
+# Brokers: kafka_2.13 3.9.2 from Maven Central (the newest 3.9.x; 4.0 dropped ZooKeeper mode), each a JVM
+# with a 384 MB heap started by broker.sh, which records its PID in the work dir; the EXIT trap kills every
+# recorded broker, including one the checker restarted. zookeeper.session.timeout.ms=10000 (tickTime 2000
+# on both servers), so a kill -9 shows as a removal 6.7-12 s later and a SIGTERM as one within a second or two.
+# Maven runs offline once ~/.m2 holds the dependencies (the first run resolves them online).
+# KEEP_WORK=1 keeps the work dir (broker logs, server log, checker output).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$HERE/../lib.sh"
+compat_init kafka
+
+TARGET=paddock
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --against-zookeeper) TARGET=zookeeper ;;
+        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
+    esac
+    shift
+done
+SESSION_MS=10000
+CHROOT=/kafka
+export KAFKA_WORK="$COMPAT_WORK"
+
+# Brokers first (kill -9: their state is throw-away, and they must not outlive the server they talk to),
+# then lib.sh's cleanup (server, work dir). A PID is only killed if it still runs kafka.Kafka.
+kafka_cleanup() {
+    local rc=$? f pid
+    for f in "$KAFKA_WORK"/broker-*.pid; do
+        [[ -f "$f" ]] || continue
+        pid=$(<"$f")
+        if grep -qa kafka.Kafka "/proc/$pid/cmdline" 2>/dev/null; then
+            kill -9 "$pid" 2>/dev/null || true
+            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        fi
+    done
+    if ((rc != 0)) && [[ -z "${KEEP_WORK:-}" ]]; then
+        echo "kafka: run with KEEP_WORK=1 to keep the broker and server logs" >&2
+    fi
+    (exit "$rc")
+    compat_cleanup
+}
+trap kafka_cleanup EXIT
+
+PHASE_START=$SECONDS
+phase() { # name: prints how long the phase that just ended took
+    echo "kafka: phase $1: $((SECONDS - PHASE_START)) s"
+    PHASE_START=$SECONDS
+}
+
+command -v mvn >/dev/null || compat_fail "mvn not found (apt-get install maven)"
+command -v java >/dev/null || compat_fail "java not found (apt-get install openjdk-17-jdk-headless)"
+
+build() {
+    (cd "$HERE" && mvn -q -B "$@" compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
+}
+if ! build -o >/dev/null 2>&1; then
+    echo "kafka: resolving Maven dependencies online (first run)" >&2
+    (cd "$HERE" && mvn -q -B dependency:go-offline) >&2 || compat_fail "mvn could not resolve the dependencies"
+    build >&2 || compat_fail "mvn could not build the checker"
+fi
+cp "$HERE/target/classpath.txt" "$KAFKA_WORK/classpath.txt"
+phase build
+
+ZK_PORT=$(free_port)
+if [[ "$TARGET" == zookeeper ]]; then
+    start_zookeeper zk "$ZK_PORT" || compat_fail "Apache ZooKeeper did not start"
+    SERVER_LOG="$COMPAT_WORK/zk/zk.log"
+else
+    start_paddock zk "$ZK_PORT" "$COMPAT_WORK/zk-data" || compat_fail "paddock did not start"
+    SERVER_LOG="$COMPAT_WORK/zk.log"
+fi
+phase "start $TARGET"
+
+declare -A LISTENER
+for n in 0 1; do
+    LISTENER[$n]="127.0.0.1:$(free_port)"
+    mkdir -p "$KAFKA_WORK/broker-$n"
+    cat >"$KAFKA_WORK/broker-$n/server.properties" <<PROPS
+broker.id=$n
+listeners=PLAINTEXT://${LISTENER[$n]}
+log.dirs=$KAFKA_WORK/broker-$n/data
+zookeeper.connect=127.0.0.1:$ZK_PORT$CHROOT
+zookeeper.session.timeout.ms=$SESSION_MS
+zookeeper.connection.timeout.ms=30000
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=2
+num.recovery.threads.per.data.dir=1
+background.threads=2
+log.cleaner.enable=false
+PROPS
+    bash "$HERE/broker.sh" "$n"
+done
+
+# The checker waits for the registrations itself (its first check); the scenario's own time is printed
+# per check. timeout bounds a hung client.
+set +e
+timeout 600 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Dlog4j.configuration="file:$HERE/checker-log4j.properties" \
+    -Dzk="127.0.0.1:$ZK_PORT" -Dchroot="$CHROOT" -Dwork="$KAFKA_WORK" -Dbroker.script="$HERE/broker.sh" \
+    -Dlistener.0="${LISTENER[0]}" -Dlistener.1="${LISTENER[1]}" -Dsession.timeout.ms="$SESSION_MS" \
+    -cp "$HERE/target/classes:$(cat "$KAFKA_WORK/classpath.txt")" dev.paddock.compat.kafka.KafkaFailover \
+    2>"$KAFKA_WORK/checker.err" | tee "$KAFKA_WORK/checker.out"
+rc=${PIPESTATUS[0]}
+set -e
+phase "brokers and checks"
+
+# Kafka retries or shrugs off many ZooKeeper errors, so the brokers' own logs are checked too: against
+# Apache ZooKeeper this scenario logs no KeeperException, no expiry and no lost connection.
+ZK_TROUBLE='KeeperException|[Ss]ession expired|[Ee]xpired session|Unable to read additional data|Client session timed out|ZooKeeperClientExpiredException|ZooKeeperClientTimeoutException|Disconnected|AuthFailed'
+if trouble=$(grep -E "$ZK_TROUBLE" "$KAFKA_WORK"/broker-*.log); then
+    echo "FAIL broker logs free of ZooKeeper errors: $(wc -l <<<"$trouble") lines, first ones:"
+    head -n 10 <<<"$trouble" | cut -c1-400
+else
+    echo "ok broker logs free of ZooKeeper errors"
+fi | tee -a "$KAFKA_WORK/checker.out"
+
+passed=$(grep -c '^ok ' "$KAFKA_WORK/checker.out" || true)
+failed=$(grep -c '^FAIL ' "$KAFKA_WORK/checker.out" || true)
+if ((rc != 0 && failed == 0)); then
+    echo "FAIL checker: exited with status $rc before reporting a failed check"
+    failed=$((failed + 1))
+fi
+if ((failed > 0)); then
+    echo "kafka: checker stderr (last 30 lines):" >&2
+    tail -n 30 "$KAFKA_WORK/checker.err" >&2 || true
+    for n in 0 1; do
+        echo "kafka: broker $n log, ERROR and ZooKeeper lines (last 30):" >&2
+        grep -E ' ERROR |KeeperException|ZooKeeperClient' "$KAFKA_WORK/broker-$n.log" | tail -n 30 >&2 || true
+    done
+    echo "kafka: $TARGET log (last 20 lines):" >&2
+    tail -n 20 "$SERVER_LOG" >&2 || true
+fi
+echo "kafka: total $SECONDS s against $TARGET"
+report "$passed" "$failed" 0
+((failed == 0 && passed > 0))

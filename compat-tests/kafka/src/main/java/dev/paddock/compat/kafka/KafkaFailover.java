@@ -1,0 +1,582 @@
+package dev.paddock.compat.kafka;
+
+import static dev.paddock.compat.kafka.Checks.expect;
+import static dev.paddock.compat.kafka.Checks.require;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Predicate;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Two Kafka 3.9 brokers in ZooKeeper mode on one server (paddock, or Apache ZooKeeper to prove the checks):
+ * registration, controller election, a replicated topic, produce and consume, a kill -9 of the controller's
+ * broker (its registration must outlive it until the session expires, then the other broker takes over),
+ * a restart, and a graceful stop (its registration must go at once, with the session's close).
+ *
+ * <p>The brokers are separate JVMs started by broker.sh (run.sh starts the first two); this program kills
+ * them with signals (SIGKILL, SIGTERM) by the PIDs broker.sh records. System properties: zk (host:port),
+ * chroot, work (the run's work dir), broker.script, listener.0 and listener.1 (host:port),
+ * session.timeout.ms. Prints one ok/FAIL line per check and exits 0 only if every check passed.
+ */
+public final class KafkaFailover {
+    static final String TOPIC = "paddock-failover";
+    static final int PER_PARTITION = 10;
+
+    static final String REGISTERED = "brokers registered (/brokers/ids == [0, 1], one session each)";
+    static final String LAYOUT = "chroot holds Kafka's tree (root == [kafka, zookeeper], cluster id)";
+    static final String ELECTED = "controller elected (/controller, /controller_epoch in one multi)";
+    static final String TOPIC_RF2 = "topic created with replication factor 2 (topic and partition state znodes)";
+    static final String PRODUCE = "produce 20 messages acks=all";
+    static final String CONSUME = "consume 20 messages back in order";
+    static final String KILL_EXPIRES = "kill -9 controller's broker: /brokers/ids entry goes at session expiry";
+    static final String NEW_CONTROLLER = "other broker becomes controller";
+    static final String EPOCH = "controller epoch incremented";
+    static final String LEADERS_MOVED = "partition leadership and ISR moved to the survivor";
+    static final String PRODUCE_AFTER = "produce after failover acks=all";
+    static final String CONSUME_AFTER = "consumer still reads (old messages and the new ones)";
+    static final String REREGISTERED = "restarted broker re-registers with a new session and rejoins the ISR";
+    static final String TERM_GONE = "SIGTERM broker: /brokers/ids entry goes at once";
+    static final String TERM_CONTROLLER = "controller moves at once after SIGTERM";
+    static final String CONSUME_LAST = "consume everything from the last broker";
+
+    private final String zkHosts;
+    private final String chroot;
+    private final Path work;
+    private final String brokerScript;
+    private final Map<Integer, String> listeners = new TreeMap<>();
+    private final long sessionTimeoutMs;
+    private final Checks checks;
+    private Znodes zn;
+
+    // State carried from check to check.
+    private final Map<Integer, Long> owners = new HashMap<>();
+    private int controller;
+    private int epoch0;
+    private int epochVersion0;
+    private final Map<Integer, List<String>> sent = new TreeMap<>();
+    private Admin admin;
+    private KafkaProducer<String, String> producer;
+    private KafkaConsumer<String, String> consumer;
+    private long killedOwner;
+    private long termAt;
+    private Znodes.Node handover;
+    private double handoverSeconds;
+    private String handoverError;
+
+    private KafkaFailover(Checks checks) {
+        this.checks = checks;
+        zkHosts = prop("zk");
+        chroot = prop("chroot");
+        work = Path.of(prop("work"));
+        brokerScript = prop("broker.script");
+        listeners.put(0, prop("listener.0"));
+        listeners.put(1, prop("listener.1"));
+        sessionTimeoutMs = Long.parseLong(prop("session.timeout.ms"));
+    }
+
+    private static String prop(String name) {
+        return Objects.requireNonNull(System.getProperty(name), "system property " + name);
+    }
+
+    public static void main(String[] args) throws Exception {
+        Checks checks = new Checks(List.of(REGISTERED, LAYOUT, ELECTED, TOPIC_RF2, PRODUCE, CONSUME, KILL_EXPIRES,
+                NEW_CONTROLLER, EPOCH, LEADERS_MOVED, PRODUCE_AFTER, CONSUME_AFTER, REREGISTERED, TERM_GONE,
+                TERM_CONTROLLER, CONSUME_LAST));
+        KafkaFailover scenario = new KafkaFailover(checks);
+        try {
+            scenario.run();
+        } catch (Checks.Abort e) {
+            checks.notReached(e.getMessage());
+        } finally {
+            scenario.closeClients();
+        }
+        System.out.printf("kafka checks: %d passed, %d failed%n", checks.passed(), checks.failed());
+        System.out.flush();
+        System.exit(checks.failed() == 0 && checks.passed() > 0 ? 0 : 1);
+    }
+
+    private String z(String path) {
+        return chroot + path;
+    }
+
+    private String bootstrap() {
+        return String.join(",", listeners.values());
+    }
+
+    private void run() throws Exception {
+        zn = Znodes.connect(zkHosts);
+        checks.run(REGISTERED, this::registered);
+        checks.run(LAYOUT, this::layout);
+        checks.run(ELECTED, this::elected);
+        checks.run(TOPIC_RF2, this::topicCreated);
+        checks.run(PRODUCE, this::produce);
+        checks.run(CONSUME, this::consume);
+        int victim = controller;
+        int survivor = 1 - victim;
+        checks.run(KILL_EXPIRES, () -> killExpires(victim));
+        checks.run(NEW_CONTROLLER, () -> newController(survivor));
+        checks.run(EPOCH, () -> epochIncremented(1));
+        checks.run(LEADERS_MOVED, () -> leadersMoved(victim, survivor));
+        checks.run(PRODUCE_AFTER, this::produceAfter);
+        checks.run(CONSUME_AFTER, this::consumeAfter);
+        checks.run(REREGISTERED, () -> reregistered(victim, survivor));
+        checks.run(TERM_GONE, () -> termGone(survivor));
+        checks.run(TERM_CONTROLLER, () -> termController(victim));
+        checks.run(CONSUME_LAST, () -> consumeLast(victim));
+    }
+
+    // ---- checks -------------------------------------------------------------------------------------
+
+    private String registered() throws Exception {
+        List<String> ids = poll("/brokers/ids == [0, 1]", Duration.ofSeconds(120),
+                () -> zn.children(z("/brokers/ids")), List.of("0", "1")::equals, true);
+        for (int id = 0; id <= 1; id++) {
+            Znodes.Node node = zn.get(z("/brokers/ids/" + id));
+            require(node != null, "/brokers/ids/" + id + " vanished");
+            long owner = node.stat().getEphemeralOwner();
+            expect(owner != 0, "/brokers/ids/" + id + " is not ephemeral");
+            owners.put(id, owner);
+            checkRegistration(id, node);
+        }
+        expect(!owners.get(0).equals(owners.get(1)), "both brokers registered under one session "
+                + Long.toHexString(owners.get(0)));
+        return ids + ", owners 0x" + Long.toHexString(owners.get(0)) + " 0x" + Long.toHexString(owners.get(1));
+    }
+
+    /** Registration is multi[create EPHEMERAL (no data), setData version 0]: one zxid, data version 1. */
+    private void checkRegistration(int id, Znodes.Node node) {
+        String where = "/brokers/ids/" + id;
+        JsonNode json = node.json();
+        expect(json.path("endpoints").size() == 1
+                        && json.path("endpoints").get(0).asText().equals("PLAINTEXT://" + listeners.get(id)),
+                where + " endpoints " + json.path("endpoints") + ", want PLAINTEXT://" + listeners.get(id));
+        expect(node.stat().getVersion() == 1, where + " dataVersion " + node.stat().getVersion() + ", want 1");
+        expect(node.stat().getCzxid() == node.stat().getMzxid(), where + " czxid 0x"
+                + Long.toHexString(node.stat().getCzxid()) + " != mzxid 0x" + Long.toHexString(node.stat().getMzxid())
+                + " although created and set in one multi");
+        expect(node.stat().getDataLength() == node.data().length, where + " dataLength "
+                + node.stat().getDataLength() + " != " + node.data().length);
+    }
+
+    private String layout() throws Exception {
+        List<String> root = zn.children("/");
+        expect(List.of(chroot.substring(1), "zookeeper").equals(root), "root children " + root);
+        List<String> missing = new ArrayList<>();
+        for (String p : List.of("/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/changes",
+                "/config/topics", "/config/clients", "/config/users", "/config/brokers", "/config/ips",
+                "/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
+                "/log_dir_event_notification", "/feature", "/cluster/id")) {
+            Znodes.Node node = zn.get(z(p));
+            if (node == null) {
+                missing.add(p);
+            } else {
+                expect(node.stat().getEphemeralOwner() == 0, p + " is ephemeral");
+            }
+        }
+        expect(missing.isEmpty(), "missing under " + chroot + ": " + missing);
+        String id = zn.get(z("/cluster/id")).json().path("id").asText("");
+        expect(!id.isEmpty(), "/cluster/id has no id");
+        String seen = admin().describeCluster().clusterId().get(30, TimeUnit.SECONDS);
+        expect(id.equals(seen), "/cluster/id says " + id + ", brokers report " + seen);
+        return "cluster id " + id;
+    }
+
+    private String elected() throws Exception {
+        Znodes.Node node = poll("/controller exists", Duration.ofSeconds(30), () -> zn.get(z("/controller")),
+                n -> true, true);
+        controller = node.json().path("brokerid").asInt(-1);
+        require(controller == 0 || controller == 1, "/controller names broker " + node.text());
+        expect(node.stat().getEphemeralOwner() == owners.get(controller), "/controller owned by 0x"
+                + Long.toHexString(node.stat().getEphemeralOwner()) + ", broker " + controller + "'s session is 0x"
+                + Long.toHexString(owners.get(controller)));
+        Znodes.Node epoch = zn.get(z("/controller_epoch"));
+        require(epoch != null, "/controller_epoch missing");
+        epoch0 = Integer.parseInt(epoch.text());
+        epochVersion0 = epoch.stat().getVersion();
+        expect(epoch0 >= 1, "/controller_epoch " + epoch0);
+        expect(epoch.stat().getMzxid() == node.stat().getCzxid(), "/controller_epoch mzxid 0x"
+                + Long.toHexString(epoch.stat().getMzxid()) + " != /controller czxid 0x"
+                + Long.toHexString(node.stat().getCzxid()) + " although written in one multi");
+        int seen = poll("brokers report controller " + controller, Duration.ofSeconds(30),
+                () -> admin().describeCluster().controller().get(30, TimeUnit.SECONDS).id(),
+                id -> id == controller, false);
+        return "broker " + seen + ", epoch " + epoch0;
+    }
+
+    private String topicCreated() throws Exception {
+        Map<Integer, List<Integer>> assignment = new LinkedHashMap<>();
+        assignment.put(0, List.of(0, 1));
+        assignment.put(1, List.of(1, 0));
+        admin().createTopics(List.of(new NewTopic(TOPIC, assignment))).all().get(60, TimeUnit.SECONDS);
+        Znodes.Node topic = zn.get(z("/brokers/topics/" + TOPIC));
+        require(topic != null, "/brokers/topics/" + TOPIC + " missing after createTopics");
+        JsonNode partitions = topic.json().path("partitions");
+        expect(partitions.toString().equals("{\"0\":[0,1],\"1\":[1,0]}"), "topic znode partitions " + partitions);
+        TopicDescription described = admin().describeTopics(List.of(TOPIC)).allTopicNames()
+                .get(30, TimeUnit.SECONDS).get(TOPIC);
+        String topicId = topic.json().path("topic_id").asText("");
+        expect(topicId.equals(described.topicId().toString()), "topic znode topic_id " + topicId
+                + ", brokers report " + described.topicId());
+        for (TopicPartitionInfo p : described.partitions()) {
+            expect(p.replicas().size() == 2, "partition " + p.partition() + " replicas " + p.replicas());
+        }
+        for (int p = 0; p <= 1; p++) {
+            int leader = assignment.get(p).get(0);
+            JsonNode state = partitionState(p, Duration.ofSeconds(30),
+                    s -> s.path("isr").size() == 2 && s.path("leader").asInt() == leader);
+            expect(state.path("controller_epoch").asInt() == epoch0, "partition " + p + " state " + state
+                    + ": controller_epoch, want " + epoch0);
+            expect(state.path("leader_epoch").asInt() == 0, "partition " + p + " state " + state
+                    + ": leader_epoch, want 0");
+        }
+        return "partitions " + partitions;
+    }
+
+    private String produce() throws Exception {
+        for (int p = 0; p <= 1; p++) {
+            sent.put(p, new ArrayList<>());
+        }
+        List<CompletableFuture<RecordMetadata>> acks = new ArrayList<>();
+        for (int i = 0; i < 2 * PER_PARTITION; i++) {
+            acks.add(send(i % 2, "m" + i));
+        }
+        for (int i = 0; i < acks.size(); i++) {
+            RecordMetadata md = acks.get(i).get(60, TimeUnit.SECONDS);
+            expect(md.partition() == i % 2 && md.offset() == i / 2, "message m" + i + " acked at partition "
+                    + md.partition() + " offset " + md.offset() + ", want " + (i % 2) + "/" + (i / 2));
+        }
+        return null;
+    }
+
+    private String consume() throws Exception {
+        consumer = consumer(bootstrap());
+        Map<Integer, List<String>> got = read(consumer, 2 * PER_PARTITION, Duration.ofSeconds(60));
+        expect(got.equals(sent), "read " + got + ", want " + sent);
+        return null;
+    }
+
+    private String killExpires(int victim) throws Exception {
+        CompletableFuture<Long> idGone = zn.whenDeleted(z("/brokers/ids/" + victim));
+        CompletableFuture<Long> controllerGone = zn.whenDeleted(z("/controller"));
+        ProcessHandle broker = broker(victim);
+        killedOwner = owners.get(victim);
+        long killAt = System.nanoTime();
+        broker.destroyForcibly();
+        broker.onExit().get(10, TimeUnit.SECONDS);
+        double idSeconds = waitDeleted(idGone, killAt, sessionTimeoutMs + 30_000, "/brokers/ids/" + victim);
+        double controllerSeconds = waitDeleted(controllerGone, killAt, 5_000, "/controller");
+        // The client pings after a third of the session timeout idle, so expiry comes 2/3 to 1 timeout after
+        // the last ping, rounded up to the server's expiry tick.
+        double low = sessionTimeoutMs * 0.6 / 1000;
+        double high = sessionTimeoutMs / 1000.0 + 5;
+        expect(idSeconds >= low && idSeconds <= high, String.format(
+                "/brokers/ids/%d removed %.1fs after kill -9, want %.1f..%.1fs (session timeout %d ms)",
+                victim, idSeconds, low, high, sessionTimeoutMs));
+        expect(Math.abs(controllerSeconds - idSeconds) < 1.0, String.format(
+                "/controller removed at %.1fs, /brokers/ids/%d at %.1fs: one session, one expiry",
+                controllerSeconds, victim, idSeconds));
+        return String.format("removed %.1fs after kill -9 (session timeout %.0fs)", idSeconds,
+                sessionTimeoutMs / 1000.0);
+    }
+
+    private String newController(int survivor) throws Exception {
+        Znodes.Node node = poll("/controller names broker " + survivor, Duration.ofSeconds(20),
+                () -> zn.get(z("/controller")), n -> n.json().path("brokerid").asInt(-1) == survivor, true);
+        expect(node.stat().getEphemeralOwner() == owners.get(survivor), "/controller owned by 0x"
+                + Long.toHexString(node.stat().getEphemeralOwner()) + ", broker " + survivor + "'s session is 0x"
+                + Long.toHexString(owners.get(survivor)));
+        List<String> ids = zn.children(z("/brokers/ids"));
+        expect(List.of(String.valueOf(survivor)).equals(ids), "/brokers/ids " + ids);
+        controller = survivor;
+        return "broker " + survivor;
+    }
+
+    private String epochIncremented(int elections) throws Exception {
+        Znodes.Node epoch = zn.get(z("/controller_epoch"));
+        Znodes.Node node = zn.get(z("/controller"));
+        require(epoch != null && node != null, "/controller_epoch or /controller missing");
+        int now = Integer.parseInt(epoch.text());
+        expect(now == epoch0 + elections, "/controller_epoch " + now + ", want " + (epoch0 + elections));
+        expect(epoch.stat().getVersion() == epochVersion0 + elections, "/controller_epoch dataVersion "
+                + epoch.stat().getVersion() + ", want " + (epochVersion0 + elections));
+        expect(epoch.stat().getMzxid() == node.stat().getCzxid(), "/controller_epoch mzxid 0x"
+                + Long.toHexString(epoch.stat().getMzxid()) + " != /controller czxid 0x"
+                + Long.toHexString(node.stat().getCzxid()));
+        return epoch0 + " -> " + now;
+    }
+
+    private String leadersMoved(int victim, int survivor) throws Exception {
+        StringBuilder states = new StringBuilder();
+        for (int p = 0; p <= 1; p++) {
+            JsonNode state = partitionState(p, Duration.ofSeconds(30), s -> s.path("leader").asInt() == survivor
+                    && s.path("isr").toString().equals("[" + survivor + "]"));
+            // Partition p's preferred leader is broker p.
+            if (p == victim) {
+                expect(state.path("controller_epoch").asInt() == epoch0 + 1, "partition " + p + " state " + state
+                        + ": controller_epoch, want " + (epoch0 + 1));
+                expect(state.path("leader_epoch").asInt() >= 1, "partition " + p + " state " + state
+                        + ": leader_epoch did not move");
+            }
+            states.append(" p").append(p).append('=').append(state);
+        }
+        return states.toString().trim();
+    }
+
+    private String produceAfter() throws Exception {
+        List<CompletableFuture<RecordMetadata>> acks = new ArrayList<>();
+        for (int p = 0; p <= 1; p++) {
+            acks.add(send(p, "after-failover-" + p));
+        }
+        for (int p = 0; p <= 1; p++) {
+            RecordMetadata md = acks.get(p).get(90, TimeUnit.SECONDS);
+            expect(md.partition() == p && md.offset() == PER_PARTITION, "after-failover-" + p + " acked at "
+                    + md.partition() + "/" + md.offset() + ", want " + p + "/" + PER_PARTITION);
+        }
+        return null;
+    }
+
+    private String consumeAfter() throws Exception {
+        Map<Integer, List<String>> fresh = read(consumer, 2, Duration.ofSeconds(60));
+        Map<Integer, List<String>> want = new TreeMap<>();
+        for (int p = 0; p <= 1; p++) {
+            want.put(p, List.of("after-failover-" + p));
+        }
+        expect(fresh.equals(want), "the consumer from before the failover read " + fresh + ", want " + want);
+        try (KafkaConsumer<String, String> again = consumer(bootstrap())) {
+            Map<Integer, List<String>> all = read(again, 2 * PER_PARTITION + 2, Duration.ofSeconds(60));
+            expect(all.equals(sent), "a new consumer read " + all + ", want " + sent);
+        }
+        return null;
+    }
+
+    private String reregistered(int victim, int survivor) throws Exception {
+        startBroker(victim);
+        poll("/brokers/ids == [0, 1] again", Duration.ofSeconds(120), () -> zn.children(z("/brokers/ids")),
+                List.of("0", "1")::equals, true);
+        Znodes.Node node = zn.get(z("/brokers/ids/" + victim));
+        require(node != null, "/brokers/ids/" + victim + " vanished");
+        long owner = node.stat().getEphemeralOwner();
+        expect(owner != 0 && owner != killedOwner && owner != owners.get(survivor), "re-registered under 0x"
+                + Long.toHexString(owner) + " (killed session 0x" + Long.toHexString(killedOwner) + ")");
+        owners.put(victim, owner);
+        checkRegistration(victim, node);
+        for (int p = 0; p <= 1; p++) {
+            partitionState(p, Duration.ofSeconds(90), s -> s.path("isr").size() == 2);
+        }
+        return "session 0x" + Long.toHexString(owner);
+    }
+
+    private String termGone(int survivor) throws Exception {
+        int last = 1 - survivor;
+        CompletableFuture<Long> idGone = zn.whenDeleted(z("/brokers/ids/" + survivor));
+        ProcessHandle broker = broker(survivor);
+        termAt = System.nanoTime();
+        broker.destroy();
+        double seconds = waitDeleted(idGone, termAt, 60_000, "/brokers/ids/" + survivor);
+        // Timed here, before waiting for the JVM to exit, and checked by the next check.
+        try {
+            handover = poll("/controller names broker " + last, Duration.ofSeconds(20),
+                    () -> zn.get(z("/controller")), n -> n.json().path("brokerid").asInt(-1) == last, false);
+            handoverSeconds = Checks.seconds(termAt);
+        } catch (Checks.Fail e) {
+            handoverError = e.getMessage();
+        }
+        expect(seconds < 4.0, String.format("/brokers/ids/%d removed %.1fs after SIGTERM, want < 4s "
+                + "(the session is closed, not left to expire after %d ms)", survivor, seconds, sessionTimeoutMs));
+        broker.onExit().get(60, TimeUnit.SECONDS);
+        return String.format("removed %.1fs after SIGTERM", seconds);
+    }
+
+    private String termController(int last) throws Exception {
+        expect(handoverError == null, handoverError);
+        expect(handover != null, "not measured: the SIGTERM check stopped first");
+        expect(handoverSeconds < 4.0, String.format("/controller named broker %d only %.1fs after SIGTERM", last,
+                handoverSeconds));
+        expect(handover.stat().getEphemeralOwner() == owners.get(last), "/controller owned by 0x"
+                + Long.toHexString(handover.stat().getEphemeralOwner()) + ", broker " + last + "'s session is 0x"
+                + Long.toHexString(owners.get(last)));
+        epochIncremented(2);
+        return String.format("broker %d, %.1fs after SIGTERM", last, handoverSeconds);
+    }
+
+    private String consumeLast(int last) throws Exception {
+        try (KafkaConsumer<String, String> again = consumer(listeners.get(last))) {
+            Map<Integer, List<String>> all = read(again, 2 * PER_PARTITION + 2, Duration.ofSeconds(60));
+            expect(all.equals(sent), "read " + all + ", want " + sent);
+        }
+        return null;
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------------
+
+    private JsonNode partitionState(int partition, Duration timeout, Predicate<JsonNode> ok) throws Exception {
+        String path = z("/brokers/topics/" + TOPIC + "/partitions/" + partition + "/state");
+        return poll(path + " as wanted", timeout, () -> {
+            Znodes.Node node = zn.get(path);
+            return node == null ? null : node.json();
+        }, ok, false);
+    }
+
+    /** Polls until the probe's value passes; on timeout fails (or aborts) with the last value seen. */
+    private static <T> T poll(String what, Duration timeout, Callable<T> probe, Predicate<T> ok, boolean abort)
+            throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        T last = null;
+        Exception lastError = null;
+        while (true) {
+            try {
+                last = probe.call();
+                lastError = null;
+                if (last != null && ok.test(last)) {
+                    return last;
+                }
+            } catch (Checks.Fail | java.util.concurrent.ExecutionException e) {
+                lastError = e;
+            }
+            if (System.nanoTime() > deadline) {
+                String message = what + ": not within " + timeout.toSeconds() + " s; last "
+                        + (lastError != null ? lastError.toString() : String.valueOf(last));
+                throw abort ? new Checks.Abort(message) : new Checks.Fail(message);
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    private static double waitDeleted(CompletableFuture<Long> deleted, long since, long timeoutMs, String path)
+            throws Exception {
+        try {
+            return (deleted.get(timeoutMs, TimeUnit.MILLISECONDS) - since) / 1e9;
+        } catch (TimeoutException e) {
+            throw new Checks.Abort(path + " still there " + timeoutMs / 1000 + " s later");
+        }
+    }
+
+    private ProcessHandle broker(int id) throws IOException {
+        long pid = Long.parseLong(Files.readString(work.resolve("broker-" + id + ".pid")).trim());
+        ProcessHandle handle = ProcessHandle.of(pid).orElse(null);
+        require(handle != null && handle.isAlive(), "broker " + id + " (pid " + pid + ") is not running");
+        return handle;
+    }
+
+    private void startBroker(int id) throws Exception {
+        Process p = new ProcessBuilder("bash", brokerScript, String.valueOf(id)).inheritIO().start();
+        require(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0, "broker.sh " + id + " failed");
+    }
+
+    private Admin admin() {
+        if (admin == null) {
+            Properties props = new Properties();
+            props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+            props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 20_000);
+            admin = Admin.create(props);
+        }
+        return admin;
+    }
+
+    private CompletableFuture<RecordMetadata> send(int partition, String value) {
+        if (producer == null) {
+            Properties props = new Properties();
+            props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+            props.put(ProducerConfig.ACKS_CONFIG, "all");
+            props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+            props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
+            props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 90_000);
+            props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+            props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            producer = new KafkaProducer<>(props);
+        }
+        sent.get(partition).add(value);
+        CompletableFuture<RecordMetadata> ack = new CompletableFuture<>();
+        producer.send(new ProducerRecord<>(TOPIC, partition, value, value), (md, e) -> {
+            if (e != null) {
+                ack.completeExceptionally(e);
+            } else {
+                ack.complete(md);
+            }
+        });
+        return ack;
+    }
+
+    /** A group-less consumer of both partitions from the start: no offsets topic, no coordinator to fail. */
+    private static KafkaConsumer<String, String> consumer(String bootstrap) {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        KafkaConsumer<String, String> c = new KafkaConsumer<>(props);
+        List<TopicPartition> parts = List.of(new TopicPartition(TOPIC, 0), new TopicPartition(TOPIC, 1));
+        c.assign(parts);
+        c.seekToBeginning(parts);
+        return c;
+    }
+
+    /** Polls until count records arrived (or the timeout); returns the values per partition in arrival order. */
+    private static Map<Integer, List<String>> read(KafkaConsumer<String, String> c, int count, Duration timeout) {
+        Map<Integer, List<String>> got = new TreeMap<>();
+        int n = 0;
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (n < count && System.nanoTime() < deadline) {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                got.computeIfAbsent(r.partition(), k -> new ArrayList<>()).add(r.value());
+                n++;
+            }
+        }
+        // A short extra poll so that surplus (duplicated) records show up as a mismatch.
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) {
+            got.computeIfAbsent(r.partition(), k -> new ArrayList<>()).add(r.value());
+        }
+        return got;
+    }
+
+    private void closeClients() {
+        if (consumer != null) {
+            consumer.close(Duration.ofSeconds(5));
+        }
+        if (producer != null) {
+            producer.close(Duration.ofSeconds(5));
+        }
+        if (admin != null) {
+            admin.close(Duration.ofSeconds(5));
+        }
+        if (zn != null) {
+            try {
+                zn.close();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+package dev.paddock.compat.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * The checker's own view of the server: a plain ZooKeeper client session (the 3.8.4 client Kafka
+ * bundles), connected without a chroot so that it can also see what lies outside Kafka's /kafka.
+ */
+final class Znodes implements AutoCloseable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** A znode's data and stat, read together. */
+    record Node(byte[] data, Stat stat) {
+        String text() {
+            return new String(data == null ? new byte[0] : data, StandardCharsets.UTF_8);
+        }
+
+        JsonNode json() {
+            try {
+                return JSON.readTree(text());
+            } catch (IOException e) {
+                throw new Checks.Fail("not JSON: '" + text() + "'");
+            }
+        }
+    }
+
+    private final ZooKeeper zk;
+
+    private Znodes(ZooKeeper zk) {
+        this.zk = zk;
+    }
+
+    /**
+     * Connects, retrying for a while: Apache ZooKeeper answers ruok slightly before it accepts sessions.
+     */
+    static Znodes connect(String hosts) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            CountDownLatch connected = new CountDownLatch(1);
+            ZooKeeper zk = new ZooKeeper(hosts, 30_000, event -> {
+                if (event.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                    connected.countDown();
+                }
+            });
+            if (connected.await(5, TimeUnit.SECONDS)) {
+                return new Znodes(zk);
+            }
+            zk.close();
+            if (System.nanoTime() > deadline) {
+                throw new Checks.Abort("no ZooKeeper session with " + hosts + " within 20 s");
+            }
+        }
+    }
+
+    /** The znode, or null when it does not exist. */
+    Node get(String path) throws KeeperException, InterruptedException {
+        Stat stat = new Stat();
+        try {
+            byte[] data = zk.getData(path, false, stat);
+            return new Node(data, stat);
+        } catch (KeeperException.NoNodeException e) {
+            return null;
+        }
+    }
+
+    /** Sorted children, or null when the parent does not exist. */
+    List<String> children(String path) throws KeeperException, InterruptedException {
+        try {
+            List<String> names = new ArrayList<>(zk.getChildren(path, false));
+            Collections.sort(names);
+            return names;
+        } catch (KeeperException.NoNodeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * Sets an exists-watch on an existing znode and returns a future completed with System.nanoTime()
+     * of the NodeDeleted event, so that removals are timed by the server's own notification, not by polling.
+     */
+    CompletableFuture<Long> whenDeleted(String path) throws KeeperException, InterruptedException {
+        CompletableFuture<Long> deleted = new CompletableFuture<>();
+        Stat stat = zk.exists(path, (WatchedEvent event) -> {
+            if (event.getType() == Watcher.Event.EventType.NodeDeleted) {
+                deleted.complete(System.nanoTime());
+            } else {
+                deleted.completeExceptionally(new IllegalStateException("unexpected event " + event));
+            }
+        });
+        if (stat == null) {
+            throw new Checks.Abort(path + " does not exist before the stop");
+        }
+        return deleted;
+    }
+
+    long sessionId() {
+        return zk.getSessionId();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        zk.close();
+    }
+}
