@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::time::{timeout, Instant};
 use zookeeper_client::{
-    Acls, Client, CreateMode, CreateOptions, EventType, OneshotWatcher, PersistentWatcher, Stat,
-    WatchedEvent,
+    Acls, Client, Connector, CreateMode, CreateOptions, EventType, OneshotWatcher,
+    PersistentWatcher, Stat, WatchedEvent,
 };
 
 /// How long a check waits for one expected event. Generous: a debug server build on 2 busy cores.
@@ -32,10 +32,7 @@ impl Ctx {
 pub async fn connect(cluster: &str) -> Result<Client> {
     let deadline = Instant::now() + CONNECT_RETRY;
     loop {
-        let attempt = Client::connector()
-            .with_session_timeout(Duration::from_secs(10))
-            .with_connection_timeout(Duration::from_secs(5))
-            .connect(cluster);
+        let attempt = connector().connect(cluster);
         let err = match timeout(Duration::from_secs(10), attempt).await {
             Ok(Ok(client)) => return Ok(client),
             Ok(Err(err)) => anyhow!(err),
@@ -47,6 +44,13 @@ pub async fn connect(cluster: &str) -> Result<Client> {
         // A retry delay, not synchronisation: the server is still starting.
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The connector every check uses: 10 s sessions, so a lost close would not be hidden by a quick expiry.
+pub fn connector() -> Connector {
+    Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .with_connection_timeout(Duration::from_secs(5))
 }
 
 pub fn persistent() -> CreateOptions<'static> {

@@ -8,6 +8,7 @@ mod errors;
 mod lock;
 mod modes;
 mod multi;
+mod sessions;
 mod watches;
 
 use crate::CheckFn;
@@ -37,6 +38,7 @@ pub fn all() -> Vec<(&'static str, CheckFn)> {
         ephemeral::ephemeral_owner_is_session,
         ephemeral::ephemerals_vanish_on_close,
         ephemeral::list_ephemerals,
+        sessions::session_reattach_keeps_ephemerals,
         watches::watch_data_changed,
         watches::watch_data_deleted,
         watches::watch_exists_created,
@@ -47,6 +49,7 @@ pub fn all() -> Vec<(&'static str, CheckFn)> {
         multi::multi_commit_results,
         multi::multi_failure_applies_nothing,
         multi::multi_check_version_fails,
+        multi::multi_ephemeral_owner,
         multi::multi_read,
         lock::lock_curator_contention,
         lock::lock_guarded_write_after_loss,

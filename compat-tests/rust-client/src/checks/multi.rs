@@ -3,9 +3,9 @@
 
 use anyhow::{bail, Result};
 
-use crate::support::{eq, persistent, Ctx};
+use crate::support::{ephemeral, eq, expect_event, oneshot_event, persistent, Ctx};
 use zookeeper_client::{
-    Acls, CreateMode, Error, MultiReadResult, MultiWriteError, MultiWriteResult,
+    Acls, CreateMode, Error, EventType, MultiReadResult, MultiWriteError, MultiWriteResult,
 };
 
 pub async fn multi_commit_results(ctx: Ctx, base: String) -> Result<()> {
@@ -163,6 +163,44 @@ pub async fn multi_check_version_fails(ctx: Ctx, base: String) -> Result<()> {
         "empty multi",
         zk.new_multi_writer().commit().await?,
         Vec::new(),
+    )?;
+    Ok(())
+}
+
+pub async fn multi_ephemeral_owner(ctx: Ctx, base: String) -> Result<()> {
+    let zk = ctx.connect().await?;
+    let observer = ctx.connect().await?;
+    let sid = zk.session_id().0;
+    let path = format!("{base}/broker");
+    // Kafka's broker registration shape: an ephemeral create and a setData in one multi.
+    let mut w = zk.new_multi_writer();
+    w.add_create(&path, b"", &ephemeral())?;
+    w.add_set_data(&path, b"registered", Some(0))?;
+    let results = w.commit().await?;
+    match &results[..] {
+        [MultiWriteResult::Create { stat: created, .. }, MultiWriteResult::SetData { stat }] => {
+            eq("multi create owner", created.ephemeral_owner, sid)?;
+            eq(
+                "setData after create in one multi: version",
+                stat.version,
+                1,
+            )?;
+            eq("owner in the setData stat", stat.ephemeral_owner, sid)?;
+        }
+        other => bail!("results {other:?}, want [Create, SetData]"),
+    }
+    let (data, watcher) = observer
+        .get_and_watch_data(&path)
+        .await
+        .map(|(d, _, w)| (d, w))?;
+    eq("data", data, b"registered".to_vec())?;
+    drop(zk);
+    let event = oneshot_event("ephemeral from a multi after close", watcher).await?;
+    expect_event(
+        "ephemeral from a multi after close",
+        &event,
+        EventType::NodeDeleted,
+        &path,
     )?;
     Ok(())
 }
