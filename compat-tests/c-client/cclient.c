@@ -417,7 +417,18 @@ static bool check_get_data(void) {
     int len = sizeof buf;
     EXPECT_RC(zoo_get(A.zh, "/nulldata", 0, buf, &len, &st), ZOK);
     EXPECT_I64(len, -1);
-    EXPECT_RC(zoo_delete(A.zh, "/nulldata", 0), ZOK);
+    /* Empty data is not NULL data: it reads back as length 0; setting NULL makes it -1 again. */
+    EXPECT_RC(zoo_set(A.zh, "/nulldata", "", 0, 0), ZOK);
+    len = sizeof buf;
+    EXPECT_RC(zoo_get(A.zh, "/nulldata", 0, buf, &len, &st), ZOK);
+    EXPECT_I64(len, 0);
+    EXPECT_RC(zoo_set(A.zh, "/nulldata", NULL, -1, 1), ZOK);
+    len = sizeof buf;
+    EXPECT_RC(zoo_get(A.zh, "/nulldata", 0, buf, &len, &st), ZOK);
+    EXPECT_I64(len, -1);
+    EXPECT_I64(st.version, 2);
+    EXPECT_I64(st.dataLength, 0);
+    EXPECT_RC(zoo_delete(A.zh, "/nulldata", 2), ZOK);
     return true;
 }
 
