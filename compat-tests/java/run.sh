@@ -17,10 +17,8 @@
 # PADDOCK_BIN overrides the binary (no build then). KEEP_WORK=1 keeps the temp dir (server log).
 # Exit status: 0 only if tests ran and all passed.
 set -euo pipefail
-
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$COMPAT_LIB_DIR/java"
 SUPER_DIGEST='super:D/InIHSb7yEEbrWz8b9l71RjZJU='
 CHECK_MS=1000
 TARGET=paddock
@@ -33,33 +31,11 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
+compat_init java
+[[ "$TARGET" == paddock ]] || COMPAT_SUITE="java@zookeeper"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/paddock-java.XXXXXX")"
-SERVER_PID=""
-cleanup() {
-    if [[ "$TARGET" == zookeeper ]]; then
-        [[ -f "$WORK/data/zk.pid" ]] && bash "$ROOT/scripts/zookeeper.sh" stop "$WORK/data" || true
-    elif [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$SERVER_PID" 2>/dev/null || true
-    fi
-    [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-report() { printf 'suite | passed | failed | skipped\njava | %d | %d | %d\n' "$1" "$2" "$3"; }
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-ruok() {
-    timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf ruok >&3 && cat <&3' 2>/dev/null || true
-}
-
-command -v mvn >/dev/null || { echo "run.sh: mvn not found (apt-get install maven)" >&2; report 0 1 0; exit 1; }
-command -v java >/dev/null || { echo "run.sh: java not found (apt-get install openjdk-17-jdk-headless)" >&2; report 0 1 0; exit 1; }
+command -v mvn >/dev/null || compat_fail "mvn not found (scripts/install-deps.sh installs maven)"
+command -v java >/dev/null || compat_fail "java not found (scripts/install-deps.sh installs openjdk-17-jdk-headless)"
 
 # Online resolution only when the offline build cannot even compile and start surefire.
 if ! (cd "$HERE" && mvn -q -B -o test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false) >/dev/null 2>&1; then
@@ -69,31 +45,13 @@ if ! (cd "$HERE" && mvn -q -B -o test -Dtest=NoSuchTest -Dsurefire.failIfNoSpeci
 fi
 
 PORT="$(free_port)"
-mkdir -p "$WORK/data"
 if [[ "$TARGET" == zookeeper ]]; then
     ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$CHECK_MS -Dzookeeper.enforceQuota=true -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST" \
-        bash "$ROOT/scripts/zookeeper.sh" start "$PORT" "$WORK/data" >/dev/null
+        start_zookeeper zk "$PORT" || compat_fail "ZooKeeper did not start"
 else
-    BIN="${PADDOCK_BIN:-}"
-    if [[ -z "$BIN" ]]; then
-        (cd "$ROOT" && cargo build -q -p paddock)
-        BIN="$CARGO_TARGET_DIR/debug/paddock"
-    fi
-    [[ -x "$BIN" ]] || { echo "run.sh: no paddock binary at $BIN" >&2; report 0 1 0; exit 1; }
-    "$BIN" serve --port "$PORT" --data-dir "$WORK/data" --extended-types --super-digest "$SUPER_DIGEST" \
-        -D "znode.container.checkIntervalMs=$CHECK_MS" -D zookeeper.enforceQuota=true \
-        >"$WORK/paddock.log" 2>&1 </dev/null &
-    SERVER_PID=$!
-    deadline=$((SECONDS + 60))
-    until [[ "$(ruok "$PORT")" == imok ]]; do
-        if ! kill -0 "$SERVER_PID" 2>/dev/null || ((SECONDS >= deadline)); then
-            echo "run.sh: paddock did not answer ruok on 127.0.0.1:$PORT; last log lines:" >&2
-            tail -n 30 "$WORK/paddock.log" >&2 || true
-            report 0 1 0
-            exit 1
-        fi
-        sleep 0.2
-    done
+    start_paddock paddock "$PORT" "$COMPAT_WORK/data" --extended-types --super-digest "$SUPER_DIGEST" \
+        -D "znode.container.checkIntervalMs=$CHECK_MS" -D zookeeper.enforceQuota=true ||
+        compat_fail "paddock did not start"
 fi
 
 REPORTS="$HERE/target/surefire-reports"
@@ -122,7 +80,8 @@ if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
 if ((passed + failed == 0)); then failed=1; rc=1; fi
 if [[ $rc -ne 0 && "$TARGET" == paddock ]]; then
     echo "run.sh: paddock log (last 30 lines):" >&2
-    tail -n 30 "$WORK/paddock.log" >&2 || true
+    tail -n 30 "$COMPAT_WORK/paddock.log" >&2 || true
 fi
+((skipped == 0)) || report_skip "$skipped" "skipped by JUnit (see the surefire reports)"
 report "$passed" "$failed" "$skipped"
 [[ $rc -eq 0 ]]

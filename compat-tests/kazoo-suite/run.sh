@@ -11,24 +11,17 @@
 # Tests listed in KNOWN_FAILURES may fail without failing this script. It fails when any other test fails
 # or errors, and when a listed test passes (the list must stay true), except for entries marked `~`
 # (races in kazoo's own tests, which may go either way). Every skip is printed with its reason.
-# Prints `suite | passed | failed | skipped` and appends that line to compat-tests/results.txt; `failed`
-# counts every failing test, known ones included; the lines above it split them.
+# Ends with the row `kazoo-suite | passed | failed | skipped` (compat-tests/lib.sh): `failed` counts the
+# unexpected failures; `skipped` counts kazoo's own skips plus the known failures (they ran, and failed
+# the way KNOWN_FAILURES says), each group explained by a `skipped N: reason` line.
 #
 # Env: PADDOCK_BIN (skip the build), CARGO_TARGET_DIR (default ~/.cache/paddock-target),
-#      KAZOO_SUITE_WORK (keep junit.xml and pytest output there; default a temp dir, path printed).
+#      KAZOO_SUITE_WORK (keep junit.xml and pytest output there; default a temp dir, removed on exit
+#      unless KEEP_WORK=1).
 set -euo pipefail
-
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-RESULTS="$ROOT/compat-tests/results.txt"
-SUITE=kazoo-suite
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
-
-report() { # passed failed skipped
-    printf 'suite | passed | failed | skipped\n'
-    [[ -s "$RESULTS" ]] || printf 'suite | passed | failed | skipped\n' >>"$RESULTS"
-    printf '%s | %d | %d | %d\n' "$SUITE" "$1" "$2" "$3" | tee -a "$RESULTS"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$COMPAT_LIB_DIR/kazoo-suite"
+compat_init kazoo-suite
 
 # The venv: the repository's .venv if it already holds everything kazoo's tests import (its harness needs
 # pyjks and pyOpenSSL for the TLS material it always generates, gevent/eventlet for the handler variants,
@@ -54,12 +47,8 @@ if ! venv_ok "$VENV"; then
 fi
 PY="$VENV/bin/python"
 
-BIN="${PADDOCK_BIN:-}"
-if [[ -z "$BIN" ]]; then
-    (cd "$ROOT" && cargo build -q -p paddock)
-    BIN="$CARGO_TARGET_DIR/debug/paddock"
-fi
-[[ -x "$BIN" ]] || { echo "kazoo-suite: no paddock binary at $BIN" >&2; report 0 1 0; exit 1; }
+BIN="$(compat_paddock_bin)" || compat_fail "could not build paddock"
+[[ -x "$BIN" ]] || compat_fail "no paddock binary at $BIN"
 
 # The harness gives server i the ports offset+10i .. +4; pick an offset whose five ports are free, so that
 # runs by other people on this machine do not collide. 2181 must stay free too: test_slow_connect assumes
@@ -83,7 +72,7 @@ if (exec 3<>/dev/tcp/127.0.0.1/2181) 2>/dev/null; then
     echo "kazoo-suite: warning: something listens on 127.0.0.1:2181; test_utils::test_slow_connect will fail" >&2
 fi
 
-WORK="${KAZOO_SUITE_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/paddock-kazoo-suite.XXXXXX")}"
+WORK="${KAZOO_SUITE_WORK:-$COMPAT_WORK}"
 mkdir -p "$WORK"
 
 set +e
@@ -155,15 +144,29 @@ for t in missing:
     print(f"kazoo-suite: known failure {t} did not run (renamed?)")
 print(f"kazoo-suite: {len(passed)} passed, {len(failed)} failed ({len(known_failed)} known, "
       f"{len(unexpected)} unexpected), {len(skipped)} skipped, {len(stale)} stale known failures")
+# One `SKIPGROUP count reason` line per distinct reason: kazoo's skip messages, then the known failures.
+groups = {}
+for t in skipped:
+    groups.setdefault(f"kazoo skips it: {skipped[t]}", []).append(t)
+for t in known_failed:
+    # Group by the gap ("paddock has no ensemble"), the part of the reason before its first colon.
+    gap = known[t].split(":", 1)[0].removeprefix("known, ").removeprefix("flaky, ")
+    groups.setdefault(f"ran and failed as listed in KNOWN_FAILURES: {gap}", []).append(t)
+for reason, tests in groups.items():
+    print(f"SKIPGROUP {len(tests)} {reason} ({', '.join(tests)})")
 ok = bool(passed or failed) and not unexpected and not stale and not missing
-print(f"SUMMARY {len(passed)} {len(failed)} {len(skipped)} {int(ok)}")
+print(f"SUMMARY {len(passed)} {len(unexpected)} {len(skipped) + len(known_failed)} {int(ok)}")
 EOF
-grep -v '^SUMMARY ' "$WORK/summary.txt"
+grep -v -e '^SUMMARY ' -e '^SKIPGROUP ' "$WORK/summary.txt"
 read -r _ passed failed skipped ok < <(grep '^SUMMARY ' "$WORK/summary.txt")
+while read -r _ count reason; do
+    report_skip "$count" "$reason"
+done < <(grep '^SKIPGROUP ' "$WORK/summary.txt")
 # A pytest that died (timeout, crash) without failures in its report has not passed.
 if [[ $rc -ne 0 && $rc -ne 1 ]]; then
     echo "kazoo-suite: pytest exit status $rc (interrupted, internal error or no tests collected)" >&2
     ok=0
 fi
+[[ "$ok" == 1 || "$failed" -gt 0 ]] || failed=1
 report "$passed" "$failed" "$skipped"
 [[ "$ok" == 1 ]]

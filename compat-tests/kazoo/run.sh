@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# kazoo smoke: paddock's own pytest checks (compat-tests/kazoo/test_*.py) through kazoo 2.11, against a
+# server this script starts on a free loopback port with a fresh data dir (ZK_HOSTS=127.0.0.1:<port>).
+#
+#   compat-tests/kazoo/run.sh                        against paddock (PADDOCK_BIN, or a debug build)
+#   compat-tests/kazoo/run.sh --against-zookeeper    against Apache ZooKeeper 3.9 (scripts/zookeeper.sh):
+#                                                    every test must pass there, which proves the test right
+#   compat-tests/kazoo/run.sh [...] -- <pytest args> e.g. -- -k watches -x
+#
+# Ends with the row `kazoo | passed | failed | skipped` (compat-tests/lib.sh). KEEP_WORK=1 keeps the
+# server log. Exit status: 0 only if pytest ran tests and all passed.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$COMPAT_LIB_DIR/kazoo"
+
+TARGET=paddock
+PYTEST_ARGS=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --against-zookeeper) TARGET=zookeeper ;;
+        --) shift; PYTEST_ARGS=("$@"); break ;;
+        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
+    esac
+    shift
+done
+compat_init kazoo
+[[ "$TARGET" == paddock ]] || COMPAT_SUITE="kazoo@zookeeper"
+
+bash "$ROOT/scripts/install-deps.sh" || compat_fail "scripts/install-deps.sh failed"
+PY="$ROOT/.venv/bin/python"
+
+PORT="$(free_port)"
+if [[ "$TARGET" == zookeeper ]]; then
+    start_zookeeper zk "$PORT" || compat_fail "ZooKeeper did not start"
+else
+    start_paddock paddock "$PORT" "$COMPAT_WORK/data" || compat_fail "paddock did not start"
+fi
+
+set +e
+ZK_HOSTS="127.0.0.1:$PORT" ZK_TARGET="$TARGET" "$PY" -m pytest "$HERE" -q -rfEs --timeout=120 \
+    -p no:cacheprovider --junitxml="$COMPAT_WORK/junit.xml" "${PYTEST_ARGS[@]}"
+rc=$?
+set -e
+
+read -r passed failed skipped < <("$PY" - "$COMPAT_WORK/junit.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError):
+    print(0, 1, 0); sys.exit()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+t = f = s = 0
+for x in suites:
+    t += int(x.get("tests", 0)); s += int(x.get("skipped", 0))
+    f += int(x.get("failures", 0)) + int(x.get("errors", 0))
+print(t - f - s, f, s)
+PY
+)
+# pytest exits 5 when it collected nothing: a suite that ran no test has not passed.
+if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
+if [[ $rc -ne 0 && "$TARGET" == paddock ]]; then
+    echo "run.sh: server log (last 30 lines):" >&2
+    tail -n 30 "$COMPAT_WORK/paddock.log" >&2 || true
+fi
+((skipped == 0)) || report_skip "$skipped" "skipped by pytest (see the SKIPPED lines above)"
+report "$passed" "$failed" "$skipped"
+[[ $rc -eq 0 ]]
