@@ -53,6 +53,12 @@ pub async fn digest_creator_acl(ctx: Ctx, base: String) -> Result<()> {
         Error::NoAuth,
     )?;
     expect_err("anonymous getACL", anon.get_acl(&path).await, Error::NoAuth)?;
+    // Since 3.9.2, exists on an existing node needs READ too.
+    expect_err(
+        "anonymous exists",
+        anon.check_stat(&path).await,
+        Error::NoAuth,
+    )?;
     expect_err(
         "anonymous getChildren",
         anon.list_children(&path).await,

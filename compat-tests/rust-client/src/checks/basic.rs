@@ -154,3 +154,30 @@ pub async fn descendant_count(ctx: Ctx, base: String) -> Result<()> {
     )?;
     Ok(())
 }
+
+pub async fn system_nodes(ctx: Ctx, _base: String) -> Result<()> {
+    let zk = ctx.connect().await?;
+    let (mut children, stat) = zk.get_children("/zookeeper").await?;
+    children.sort();
+    eq(
+        "children of /zookeeper",
+        children,
+        vec!["config".to_string(), "quota".to_string()],
+    )?;
+    // Never-incremented stored cversion with two children: wire cversion -2.
+    eq("/zookeeper cversion", stat.cversion, -2)?;
+    eq("/zookeeper num_children", stat.num_children, 2)?;
+    eq("/zookeeper czxid", stat.czxid, 0)?;
+    eq(
+        "/zookeeper/quota children",
+        zk.list_children("/zookeeper/quota").await?,
+        Vec::<String>::new(),
+    )?;
+    let (_, config) = zk.get_config().await?;
+    eq(
+        "/zookeeper/config ephemeral_owner",
+        config.ephemeral_owner,
+        0,
+    )?;
+    Ok(())
+}

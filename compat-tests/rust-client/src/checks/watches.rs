@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use crate::support::{eq, expect_event, next_event, oneshot_event, persistent, Ctx};
-use zookeeper_client::{AddWatchMode, EventType};
+use zookeeper_client::{Acls, AddWatchMode, CreateMode, EventType};
 
 pub async fn watch_data_changed(ctx: Ctx, base: String) -> Result<()> {
     let zk = ctx.connect().await?;
@@ -178,5 +178,29 @@ pub async fn persistent_watch_node(ctx: Ctx, base: String) -> Result<()> {
         let event = next_event(&format!("event {i}"), &mut watcher).await?;
         expect_event(&format!("event {i}"), &event, kind, &p)?;
     }
+    Ok(())
+}
+
+pub async fn watch_events_need_read_acl(ctx: Ctx, base: String) -> Result<()> {
+    let watcher_client = ctx.connect().await?;
+    let alice = ctx.connect().await?;
+    alice.auth("digest", b"alice:secret").await?;
+    let mut recursive = watcher_client
+        .watch(&base, AddWatchMode::PersistentRecursive)
+        .await?;
+    let hidden = format!("{base}/hidden");
+    let open = format!("{base}/open");
+    // The watcher cannot read `hidden`, so (ZooKeeper 3.9.2+) it is not told about it.
+    alice
+        .create(
+            &hidden,
+            b"",
+            &CreateMode::Persistent.with_acls(Acls::creator_all()),
+        )
+        .await?;
+    alice.set_data(&hidden, b"x", None).await?;
+    alice.create(&open, b"", &persistent()).await?;
+    let event = next_event("first visible event", &mut recursive).await?;
+    expect_event("first visible event", &event, EventType::NodeCreated, &open)?;
     Ok(())
 }
