@@ -49,6 +49,7 @@ pub fn all() -> Vec<(&'static str, CheckFn)> {
         watches::persistent_recursive_grandchild,
         watches::persistent_watch_node,
         watches::watch_events_need_read_acl,
+        watches::watch_remove_answers,
         multi::multi_commit_results,
         multi::multi_failure_applies_nothing,
         multi::multi_check_version_fails,

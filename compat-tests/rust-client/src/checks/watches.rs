@@ -204,3 +204,30 @@ pub async fn watch_events_need_read_acl(ctx: Ctx, base: String) -> Result<()> {
     expect_event("first visible event", &event, EventType::NodeCreated, &open)?;
     Ok(())
 }
+
+/// removeWatches (opcode 18) as the crate sends it when the last watcher of a path and kind goes away.
+#[allow(deprecated)] // remove() is the only way to see the server's answer; Drop sends the same request.
+pub async fn watch_remove_answers(ctx: Ctx, base: String) -> Result<()> {
+    let zk = ctx.connect().await?;
+    let writer = ctx.connect().await?;
+    let p = format!("{base}/p");
+    writer.create(&p, b"", &persistent()).await?;
+    let persistent_watcher = zk.watch(&p, AddWatchMode::Persistent).await?;
+    persistent_watcher.remove().await?;
+    let (_, _, data_watcher) = zk.get_and_watch_data(&p).await?;
+    data_watcher.remove().await?;
+    let (_, _, child_watcher) = zk.get_and_watch_children(&p).await?;
+    child_watcher.remove().await?;
+    // Watching again after the removals still works.
+    let (_, _, watcher) = zk.get_and_watch_data(&p).await?;
+    let stat = writer.set_data(&p, b"x", None).await?;
+    let event = oneshot_event("data watch after removals", watcher).await?;
+    expect_event(
+        "data watch after removals",
+        &event,
+        EventType::NodeDataChanged,
+        &p,
+    )?;
+    eq("event zxid", event.zxid, stat.mzxid)?;
+    Ok(())
+}
