@@ -37,7 +37,7 @@ export KAFKA_WORK="$COMPAT_WORK"
 # then lib.sh's cleanup (server, work dir). A PID is only killed if it still runs kafka.Kafka.
 kafka_cleanup() {
     local rc=$? f pid
-    for f in "$KAFKA_WORK"/broker-*.pid; do
+    for f in "$KAFKA_WORK"/*.pid; do
         [[ -f "$f" ]] || continue
         pid=$(<"$f")
         if grep -qa kafka.Kafka "/proc/$pid/cmdline" 2>/dev/null; then
@@ -84,13 +84,16 @@ fi
 phase "start $TARGET"
 
 declare -A LISTENER
-for n in 0 1; do
-    LISTENER[$n]="127.0.0.1:$(free_port)"
-    mkdir -p "$KAFKA_WORK/broker-$n"
-    cat >"$KAFKA_WORK/broker-$n/server.properties" <<PROPS
-broker.id=$n
-listeners=PLAINTEXT://${LISTENER[$n]}
-log.dirs=$KAFKA_WORK/broker-$n/data
+# dup-0 is a third broker configured with broker.id=0: the checker starts it while broker 0 is registered,
+# and its registration multi must fail with NODEEXISTS (Kafka then refuses to start).
+write_properties() { # name broker-id
+    local name=$1 id=$2
+    LISTENER[$name]="127.0.0.1:$(free_port)"
+    mkdir -p "$KAFKA_WORK/$name"
+    cat >"$KAFKA_WORK/$name/server.properties" <<PROPS
+broker.id=$id
+listeners=PLAINTEXT://${LISTENER[$name]}
+log.dirs=$KAFKA_WORK/$name/data
 zookeeper.connect=127.0.0.1:$ZK_PORT$CHROOT
 zookeeper.session.timeout.ms=$SESSION_MS
 zookeeper.connection.timeout.ms=30000
@@ -106,8 +109,12 @@ num.recovery.threads.per.data.dir=1
 background.threads=2
 log.cleaner.enable=false
 PROPS
-    bash "$HERE/broker.sh" "$n"
-done
+}
+write_properties broker-0 0
+write_properties broker-1 1
+write_properties dup-0 0
+bash "$HERE/broker.sh" broker-0
+bash "$HERE/broker.sh" broker-1
 
 # The checker waits for the registrations itself (its first check); the scenario's own time is printed
 # per check. timeout bounds a hung client.
@@ -115,7 +122,8 @@ set +e
 timeout 600 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -Dlog4j.configuration="file:$HERE/checker-log4j.properties" \
     -Dzk="127.0.0.1:$ZK_PORT" -Dchroot="$CHROOT" -Dwork="$KAFKA_WORK" -Dbroker.script="$HERE/broker.sh" \
-    -Dlistener.0="${LISTENER[0]}" -Dlistener.1="${LISTENER[1]}" -Dsession.timeout.ms="$SESSION_MS" \
+    -Dlistener.0="${LISTENER[broker-0]}" -Dlistener.1="${LISTENER[broker-1]}" \
+    -Dsession.timeout.ms="$SESSION_MS" \
     -cp "$HERE/target/classes:$(cat "$KAFKA_WORK/classpath.txt")" dev.paddock.compat.kafka.KafkaFailover \
     2>"$KAFKA_WORK/checker.err" | tee "$KAFKA_WORK/checker.out"
 rc=${PIPESTATUS[0]}
@@ -123,7 +131,8 @@ set -e
 phase "brokers and checks"
 
 # Kafka retries or shrugs off many ZooKeeper errors, so the brokers' own logs are checked too: against
-# Apache ZooKeeper this scenario logs no KeeperException, no expiry and no lost connection.
+# Apache ZooKeeper this scenario logs no KeeperException, no expiry and no lost connection (dup-0's log
+# is not searched: its NODEEXISTS is the point of its check).
 ZK_TROUBLE='KeeperException|[Ss]ession expired|[Ee]xpired session|Unable to read additional data|Client session timed out|ZooKeeperClientExpiredException|ZooKeeperClientTimeoutException|Disconnected|AuthFailed'
 if trouble=$(grep -E "$ZK_TROUBLE" "$KAFKA_WORK"/broker-*.log); then
     echo "FAIL broker logs free of ZooKeeper errors: $(wc -l <<<"$trouble") lines, first ones:"
@@ -141,9 +150,10 @@ fi
 if ((failed > 0)); then
     echo "kafka: checker stderr (last 30 lines):" >&2
     tail -n 30 "$KAFKA_WORK/checker.err" >&2 || true
-    for n in 0 1; do
-        echo "kafka: broker $n log, ERROR and ZooKeeper lines (last 30):" >&2
-        grep -E ' ERROR |KeeperException|ZooKeeperClient' "$KAFKA_WORK/broker-$n.log" | tail -n 30 >&2 || true
+    for n in broker-0 broker-1 dup-0; do
+        [[ -f "$KAFKA_WORK/$n.log" ]] || continue
+        echo "kafka: $n log, ERROR and ZooKeeper lines (last 30):" >&2
+        grep -E ' ERROR |KeeperException|ZooKeeperClient' "$KAFKA_WORK/$n.log" | tail -n 30 >&2 || true
     done
     echo "kafka: $TARGET log (last 20 lines):" >&2
     tail -n 20 "$SERVER_LOG" >&2 || true

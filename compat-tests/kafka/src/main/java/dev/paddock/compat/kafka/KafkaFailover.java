@@ -23,6 +23,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -34,6 +36,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -55,6 +58,8 @@ public final class KafkaFailover {
     static final String REGISTERED = "brokers registered (/brokers/ids == [0, 1], one session each)";
     static final String LAYOUT = "chroot holds Kafka's tree (root == [kafka, zookeeper], cluster id)";
     static final String ELECTED = "controller elected (/controller, /controller_epoch in one multi)";
+    static final String DUPLICATE = "duplicate broker.id refused (registration multi fails with NODEEXISTS)";
+    static final String CONFIG_CHANGE = "cluster config change reaches both brokers (/config/changes sequential)";
     static final String TOPIC_RF2 = "topic created with replication factor 2 (topic and partition state znodes)";
     static final String PRODUCE = "produce 20 messages acks=all";
     static final String CONSUME = "consume 20 messages back in order";
@@ -109,7 +114,8 @@ public final class KafkaFailover {
     }
 
     public static void main(String[] args) throws Exception {
-        Checks checks = new Checks(List.of(REGISTERED, LAYOUT, ELECTED, TOPIC_RF2, PRODUCE, CONSUME, KILL_EXPIRES,
+        Checks checks = new Checks(List.of(REGISTERED, LAYOUT, ELECTED, DUPLICATE, TOPIC_RF2, PRODUCE, CONSUME,
+                CONFIG_CHANGE, KILL_EXPIRES,
                 NEW_CONTROLLER, EPOCH, LEADERS_MOVED, PRODUCE_AFTER, CONSUME_AFTER, REREGISTERED, TERM_GONE,
                 TERM_CONTROLLER, CONSUME_LAST));
         KafkaFailover scenario = new KafkaFailover(checks);
@@ -138,9 +144,11 @@ public final class KafkaFailover {
         checks.run(REGISTERED, this::registered);
         checks.run(LAYOUT, this::layout);
         checks.run(ELECTED, this::elected);
+        checks.run(DUPLICATE, this::duplicateRefused);
         checks.run(TOPIC_RF2, this::topicCreated);
         checks.run(PRODUCE, this::produce);
         checks.run(CONSUME, this::consume);
+        checks.run(CONFIG_CHANGE, this::configChange);
         int victim = controller;
         int survivor = 1 - victim;
         checks.run(KILL_EXPIRES, () -> killExpires(victim));
@@ -231,6 +239,79 @@ public final class KafkaFailover {
                 () -> admin().describeCluster().controller().get(30, TimeUnit.SECONDS).id(),
                 id -> id == controller, false);
         return "broker " + seen + ", epoch " + epoch0;
+    }
+
+    /**
+     * A second broker with broker.id 0 while broker 0 is registered: Kafka's registration multi[create
+     * EPHEMERAL, setData] fails with NODEEXISTS, Kafka reads the znode, sees another session's
+     * ephemeralOwner, and refuses to start. Nothing of broker 0's registration or the controller may change.
+     */
+    private String duplicateRefused() throws Exception {
+        Znodes.Node before = zn.get(z("/brokers/ids/0"));
+        Znodes.Node controllerBefore = zn.get(z("/controller"));
+        require(before != null && controllerBefore != null, "/brokers/ids/0 or /controller missing");
+        startBroker("dup-0");
+        ProcessHandle dup = ProcessHandle.of(pidOf("dup-0")).orElse(null);
+        if (dup != null) {
+            try {
+                dup.onExit().get(90, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                dup.destroyForcibly();
+                throw new Checks.Fail("the broker with the duplicate id 0 still runs 90 s after its start");
+            }
+        }
+        String log = Files.readString(work.resolve("dup-0.log"));
+        // Kafka's own words after the failed multi and its getData of the existing znode.
+        java.util.regex.Matcher refused = java.util.regex.Pattern.compile(
+                "Error while creating ephemeral at /brokers/ids/0, node already exists and owner '0x([0-9a-f]+)'")
+                .matcher(log);
+        require(refused.find(), "dup-0.log lacks Kafka's NodeExists refusal for /brokers/ids/0 (see "
+                + work.resolve("dup-0.log") + ")");
+        expect(Long.parseUnsignedLong(refused.group(1), 16) == owners.get(0), "Kafka read the owner as 0x"
+                + refused.group(1) + ", broker 0's session is 0x" + Long.toHexString(owners.get(0)));
+        expect(log.contains("Exiting Kafka due to fatal exception during startup"), "dup-0 did not refuse to start");
+        Znodes.Node after = zn.get(z("/brokers/ids/0"));
+        require(after != null, "/brokers/ids/0 vanished");
+        expect(after.stat().equals(before.stat()) && after.text().equals(before.text()),
+                "/brokers/ids/0 changed: " + before.stat() + " -> " + after.stat());
+        Znodes.Node controllerAfter = zn.get(z("/controller"));
+        expect(controllerAfter != null && controllerAfter.stat().equals(controllerBefore.stat()),
+                "/controller changed");
+        expect(List.of("0", "1").equals(zn.children(z("/brokers/ids"))), "/brokers/ids "
+                + zn.children(z("/brokers/ids")));
+        return "refused: owner 0x" + refused.group(1) + " is not its session";
+    }
+
+    /**
+     * A dynamic cluster-wide broker config: Kafka writes /config/brokers/<default> and a sequential
+     * /config/changes/config_change_ znode; each broker learns of it through its child watch there and
+     * reports the new value from its own memory.
+     */
+    private String configChange() throws Exception {
+        String key = "log.retention.ms";
+        String value = "604800001";
+        ConfigResource cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
+        admin().incrementalAlterConfigs(Map.of(cluster, List.of(new AlterConfigOp(new ConfigEntry(key, value),
+                AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
+        Znodes.Node stored = zn.get(z("/config/brokers/<default>"));
+        expect(stored != null && stored.json().path("config").path(key).asText("").equals(value),
+                "/config/brokers/<default> " + (stored == null ? "missing" : stored.text()));
+        List<String> changes = zn.children(z("/config/changes"));
+        expect(List.of("config_change_0000000000").equals(changes), "/config/changes " + changes);
+        if (changes != null && !changes.isEmpty()) {
+            Znodes.Node change = zn.get(z("/config/changes/" + changes.get(0)));
+            expect(change != null && change.json().path("entity_path").asText("").equals("brokers/<default>"),
+                    "change notification " + (change == null ? "missing" : change.text()));
+        }
+        for (int id = 0; id <= 1; id++) {
+            ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(id));
+            poll("broker " + id + " reports " + key + "=" + value, Duration.ofSeconds(30), () -> {
+                ConfigEntry e = admin().describeConfigs(List.of(broker)).all().get(30, TimeUnit.SECONDS)
+                        .get(broker).get(key);
+                return e == null ? null : e.value();
+            }, value::equals, false);
+        }
+        return changes.toString();
     }
 
     private String topicCreated() throws Exception {
@@ -380,7 +461,7 @@ public final class KafkaFailover {
     }
 
     private String reregistered(int victim, int survivor) throws Exception {
-        startBroker(victim);
+        startBroker("broker-" + victim);
         poll("/brokers/ids == [0, 1] again", Duration.ofSeconds(120), () -> zn.children(z("/brokers/ids")),
                 List.of("0", "1")::equals, true);
         Znodes.Node node = zn.get(z("/brokers/ids/" + victim));
@@ -481,16 +562,20 @@ public final class KafkaFailover {
         }
     }
 
+    private long pidOf(String name) throws IOException {
+        return Long.parseLong(Files.readString(work.resolve(name + ".pid")).trim());
+    }
+
     private ProcessHandle broker(int id) throws IOException {
-        long pid = Long.parseLong(Files.readString(work.resolve("broker-" + id + ".pid")).trim());
+        long pid = pidOf("broker-" + id);
         ProcessHandle handle = ProcessHandle.of(pid).orElse(null);
         require(handle != null && handle.isAlive(), "broker " + id + " (pid " + pid + ") is not running");
         return handle;
     }
 
-    private void startBroker(int id) throws Exception {
-        Process p = new ProcessBuilder("bash", brokerScript, String.valueOf(id)).inheritIO().start();
-        require(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0, "broker.sh " + id + " failed");
+    private void startBroker(String name) throws Exception {
+        Process p = new ProcessBuilder("bash", brokerScript, name).inheritIO().start();
+        require(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0, "broker.sh " + name + " failed");
     }
 
     private Admin admin() {
