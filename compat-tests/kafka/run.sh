@@ -63,11 +63,11 @@ command -v mvn >/dev/null || compat_fail "mvn not found (apt-get install maven)"
 command -v java >/dev/null || compat_fail "java not found (apt-get install openjdk-17-jdk-headless)"
 
 build() {
-    (cd "$HERE" && mvn -q -B "$@" compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
+    (cd "$HERE" && mvn -q -B -Dstyle.color=never "$@" compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
 }
 if ! build -o >/dev/null 2>&1; then
     echo "kafka: resolving Maven dependencies online (first run)" >&2
-    (cd "$HERE" && mvn -q -B dependency:go-offline) >&2 || compat_fail "mvn could not resolve the dependencies"
+    (cd "$HERE" && mvn -q -B -Dstyle.color=never dependency:go-offline) >&2 || compat_fail "mvn could not resolve the dependencies"
     build >&2 || compat_fail "mvn could not build the checker"
 fi
 cp "$HERE/target/classpath.txt" "$KAFKA_WORK/classpath.txt"
@@ -133,7 +133,7 @@ phase "brokers and checks"
 # Kafka retries or shrugs off many ZooKeeper errors, so the brokers' own logs are checked too: against
 # Apache ZooKeeper this scenario logs no KeeperException, no expiry and no lost connection (dup-0's log
 # is not searched: its NODEEXISTS is the point of its check).
-ZK_TROUBLE='KeeperException|[Ss]ession expired|[Ee]xpired session|Unable to read additional data|Client session timed out|ZooKeeperClientExpiredException|ZooKeeperClientTimeoutException|Disconnected|AuthFailed'
+ZK_TROUBLE='KeeperException|SessionExpired|[Ss]ession expired|[Ee]xpired session|ConnectionLoss|Unable to read additional data|EndOfStreamException|Client session timed out|ZooKeeperClient(Expired|Timeout|AuthFailed)Exception|Disconnected|AuthFailed'
 if trouble=$(grep -E "$ZK_TROUBLE" "$KAFKA_WORK"/broker-*.log); then
     echo "FAIL broker logs free of ZooKeeper errors: $(wc -l <<<"$trouble") lines, first ones:"
     head -n 10 <<<"$trouble" | cut -c1-400
@@ -152,11 +152,11 @@ if ((failed > 0)); then
     tail -n 30 "$KAFKA_WORK/checker.err" >&2 || true
     for n in broker-0 broker-1 dup-0; do
         [[ -f "$KAFKA_WORK/$n.log" ]] || continue
-        echo "kafka: $n log, ERROR and ZooKeeper lines (last 30):" >&2
-        grep -E ' ERROR |KeeperException|ZooKeeperClient' "$KAFKA_WORK/$n.log" | tail -n 30 >&2 || true
+        echo "kafka: $n log, ERROR and ZooKeeper lines (last 15):" >&2
+        grep -E '^\[.*( ERROR |KeeperException|ZooKeeperClient)' "$KAFKA_WORK/$n.log" | tail -n 15 >&2 || true
     done
     echo "kafka: $TARGET log (last 20 lines):" >&2
-    tail -n 20 "$SERVER_LOG" >&2 || true
+    tail -n 20 "$SERVER_LOG" | sed 's/\x1b\[[0-9;]*m//g' >&2 || true
 fi
 echo "kafka: total $SECONDS s against $TARGET"
 report "$passed" "$failed" 0
