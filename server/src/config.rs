@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use wire::FourLetterWord;
 
+use crate::sasl::{SaslConfig, SaslSettings};
+
 /// ZooKeeper's code default when a zoo.cfg has no `tickTime` (`ZooKeeperServer.DEFAULT_TICK_TIME`).
 pub const ZK_DEFAULT_TICK_TIME_MS: u32 = 3000;
 /// The tick of `conf/zoo_sample.cfg`, used by paddock's embedded default.
@@ -295,6 +297,9 @@ pub struct Config {
     pub snapshot_every_entries: u64,
     /// `--ignore-peers`: run alone although server.N lines list others (no replication yet).
     pub ignore_peers: bool,
+    /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
+    /// configured, and then SASL tokens are refused (see `sasl.rs`).
+    pub sasl: Option<SaslConfig>,
     pub source: Option<PathBuf>,
 }
 
@@ -335,6 +340,7 @@ impl Config {
             container_check_interval_ms: 60_000,
             snapshot_every_entries: 100_000,
             ignore_peers: false,
+            sasl: None,
             source: None,
         }
     }
@@ -649,6 +655,7 @@ struct Builder {
     min_set: bool,
     max_set: bool,
     read_only_mode: bool,
+    sasl: SaslSettings,
 }
 
 impl Builder {
@@ -663,6 +670,7 @@ impl Builder {
             min_set: false,
             max_set: false,
             read_only_mode: false,
+            sasl: SaslSettings::default(),
         }
     }
 
@@ -673,6 +681,22 @@ impl Builder {
             reason,
         };
         let v = e.value.as_str();
+        // A JVM property, not a `zookeeper.*` one: only `-D` can set it (a zoo.cfg line would
+        // become `zookeeper.java.security...`, which ZooKeeper never reads). Java reads
+        // `==file` as "this file only", and accepts a file: URL.
+        if e.key == "java.security.auth.login.config" {
+            if let Origin::Line { .. } = e.origin {
+                tracing::warn!(origin = %e.origin, "ignoring java.security.auth.login.config in a zoo.cfg (ZooKeeper reads it only as a JVM property): pass it as -D");
+                return Ok(());
+            }
+            let path = v.trim_start_matches('=');
+            let path = path
+                .strip_prefix("file://")
+                .or_else(|| path.strip_prefix("file:"))
+                .unwrap_or(path);
+            self.sasl.jaas_file = Some(non_empty_path(path).map_err(invalid)?);
+            return Ok(());
+        }
         // Settings ZooKeeper reads from `zookeeper.*` system properties may be written with or
         // without the prefix (the file form sets the property, `-D` sets it directly).
         let key = e.key.strip_prefix("zookeeper.").unwrap_or(&e.key);
@@ -714,6 +738,25 @@ impl Builder {
             "DigestAuthenticationProvider.superDigest" => {
                 validate_super_digest(v).map_err(invalid)?;
                 self.cfg.super_digest = Some(v.to_string());
+            }
+            "sasl.serverconfig" => self.sasl.section = Some(v.to_string()),
+            "SASLAuthenticationProvider.superPassword" => {
+                self.sasl.super_password = Some(v.to_string())
+            }
+            "kerberos.removeHostFromPrincipal" => {
+                self.sasl.remove_host = parse_bool(v).map_err(invalid)?
+            }
+            "kerberos.removeRealmFromPrincipal" => {
+                self.sasl.remove_realm = parse_bool(v).map_err(invalid)?
+            }
+            "allowSaslFailedClients" => {
+                self.sasl.allow_failed_clients = parse_bool(v).map_err(invalid)?
+            }
+            // isSaslSuperUser reads `zookeeper.superUser` and any `zookeeper.superUser.<suffix>`.
+            k if k == "superUser" || k.starts_with("superUser.") => {
+                if !self.sasl.super_users.iter().any(|u| u == v) {
+                    self.sasl.super_users.push(v.to_string());
+                }
             }
             "enforceQuota" => self.cfg.enforce_quota = parse_bool(v).map_err(invalid)?,
             "skipACL" => self.cfg.skip_acl = parse_bool(v).map_err(invalid)?,
@@ -808,6 +851,8 @@ impl Builder {
         if self.from_file {
             c.source = Some(self.file.clone());
         }
+        // Read last, so a bad JAAS file is reported after the zoo.cfg's own mistakes.
+        c.sasl = self.sasl.load().map_err(ConfigError::Invalid)?;
         self.cfg.validate()?;
         Ok(self.cfg)
     }

@@ -32,12 +32,14 @@ use tokio::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 use consensus::{CommittedEntry, Event};
+use wire::ops::auth::SetSaslResponse;
 use wire::ops::who_am_i::WhoAmIResponse;
 use wire::{ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, ReplyHeader, Request, RequestHeader, Response};
 use znode_tree::{acl, Entry, ReadCtx, Tree, Txn, WatchRegistry};
 
 use crate::config::Config;
 use crate::outbound::{Outbound, OutboundTx, Refused};
+use crate::sasl::{DigestMd5Server, Step};
 use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ConnStats, ServerStats};
 
@@ -93,6 +95,8 @@ struct Conn {
     session_id: i64,
     timeout_ms: i32,
     auth: Vec<Id>,
+    /// The connection's SASL exchange, from its first token on (`ServerCnxn.zooKeeperSaslServer`).
+    sasl: Option<DigestMd5Server>,
     queue: VecDeque<Pending>,
     /// Whether the client sent the optional readOnly byte: the server mirrors it.
     sent_read_only: bool,
@@ -269,6 +273,7 @@ impl Core {
             session_id: 0,
             timeout_ms,
             auth: vec![Id::new("ip", &remote.ip().to_string())],
+            sasl: None,
             queue: VecDeque::new(),
             sent_read_only,
             ready: Some(ready),
@@ -404,10 +409,7 @@ impl Core {
         match req {
             // Auth is answered at once, outside the ordered pipeline, as ZooKeeper does.
             Request::Auth(packet) => self.auth(id, header.xid, packet),
-            Request::Sasl(_) => {
-                // No SASL provider is configured: ZooKeeper answers AuthFailed and closes.
-                self.reply_error_and_close(id, header.xid, ErrorCode::AuthFailed);
-            }
+            Request::Sasl(req) => self.sasl(id, header.xid, req.token.unwrap_or_default()),
             Request::Check(_) | Request::DeleteContainer(_) => {
                 // Valid only inside multi / only from the server itself.
                 self.reply_error_and_close(id, header.xid, ErrorCode::Unimplemented);
@@ -475,6 +477,56 @@ impl Core {
                 self.stats.auth_failed += 1;
                 self.send(id, Outbound::Reply { header: ReplyHeader { xid, zxid: 0, err: code.code() }, body: None });
                 self.close_conn(id);
+            }
+        }
+    }
+
+    /// `ZooKeeperServer.processSasl`: like auth, answered at once with zxid 0, outside the
+    /// ordered pipeline. A failure answers AuthFailed (with an empty token) and closes the
+    /// connection; the session lives on until it expires, as in ZooKeeper.
+    fn sasl(&mut self, id: ConnId, xid: i32, token: Vec<u8>) {
+        let cfg = Arc::clone(&self.cfg);
+        let Some(sasl_cfg) = cfg.sasl.as_ref() else {
+            // No JAAS Server section, so no SASL server for this connection.
+            self.reply_error_and_close(id, xid, ErrorCode::AuthFailed);
+            return;
+        };
+        let conn = self.conns.get_mut(&id).unwrap();
+        let (remote, session_id) = (conn.remote, conn.session_id);
+        let server = conn.sasl.get_or_insert_with(|| DigestMd5Server::new(DigestMd5Server::random_nonce()));
+        let reply = |err: i32, token: Option<Vec<u8>>| Outbound::Reply {
+            header: ReplyHeader { xid, zxid: 0, err },
+            body: Some(Response::Sasl(SetSaslResponse { token })),
+        };
+        match server.evaluate(&token, sasl_cfg) {
+            Ok(Step::Challenge(challenge)) => self.send(id, reply(0, Some(challenge))),
+            Ok(Step::Complete { token, authorization_id }) => {
+                info!(
+                    peer = %remote,
+                    session = format_args!("{session_id:#x}"),
+                    authorization_id,
+                    "SASL authentication succeeded"
+                );
+                let mut ids = vec![Id::new("sasl", &authorization_id)];
+                if sasl_cfg.is_super_user(&authorization_id) {
+                    ids.push(Id::new("super", ""));
+                }
+                for new in ids {
+                    if !conn.auth.contains(&new) {
+                        conn.auth.push(new);
+                    }
+                }
+                self.send(id, reply(0, Some(token)));
+            }
+            Err(e) => {
+                warn!(peer = %remote, session = format_args!("{session_id:#x}"), error = %e, "SASL authentication failed");
+                if sasl_cfg.allow_failed_clients {
+                    // zookeeper.allowSaslFailedClients: the connection stays, unauthenticated.
+                    self.send(id, reply(0, None));
+                } else {
+                    self.send(id, reply(ErrorCode::AuthFailed.code(), None));
+                    self.close_conn(id);
+                }
             }
         }
     }

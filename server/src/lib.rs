@@ -6,7 +6,8 @@
 //!
 //! `node` starts and stops a server; `connection` frames and decodes one client; `core` owns
 //! all state and orders replies and events; `session` decides expiry; `admin` and `fourlw`
-//! answer the four-letter words; `config` and `cli` turn zoo.cfg and flags into one `Config`.
+//! answer the four-letter words; `config` and `cli` turn zoo.cfg and flags into one `Config`;
+//! `sasl` runs the DIGEST-MD5 exchange with the users `jaas` reads from a JAAS file.
 
 pub mod admin;
 pub mod cli;
@@ -14,7 +15,9 @@ pub mod config;
 pub mod connection;
 pub mod core;
 pub mod fourlw;
+pub mod jaas;
 pub mod node;
 pub mod outbound;
+pub mod sasl;
 pub mod session;
 pub mod stats;

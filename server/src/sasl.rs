@@ -1,0 +1,828 @@
+//! SASL authentication (opcode 102) with the DIGEST-MD5 mechanism, as Apache ZooKeeper 3.9 does
+//! it with the JDK's `DigestMD5Server` (RFC 2831) and `SaslServerCallbackHandler`:
+//!
+//! ```text
+//!  client                                   server (one DigestMd5Server per connection)
+//!  sasl(empty token)              ───▶      realm="zk-sasl-md5",nonce="…",charset=utf-8,algorithm=md5-sess
+//!  sasl(username=…,response=…)    ───▶      rspauth=<hex>        (complete: conn gains sasl:<id>)
+//!                                           or AuthFailed (-115), then the connection closes
+//! ```
+//!
+//! Users and passwords come from the `user_<name>="<password>"` options of the JAAS file's
+//! `Server` section (`SaslConfig`). ZooKeeper creates the SASL server with protocol `zookeeper`
+//! and server name `zk-sasl-md5`, so the realm is `zk-sasl-md5` and the client's digest-uri must
+//! be `zookeeper/zk-sasl-md5`; only qop `auth` is offered (no integrity or privacy layer), as the
+//! JDK does when no properties are given.
+//!
+//! The authorization id the connection gains is the authenticated user name, canonicalized as
+//! ZooKeeper's callback handler does (Kerberos-style `name[/host][@realm]`); the authzid a
+//! client asks for only enters the digest, it cannot make one user act as another.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use md5::{Digest, Md5};
+use thiserror::Error;
+
+use crate::jaas::JaasConfig;
+
+/// `ZooKeeperSaslServer`: the server name the SASL server is created with, hence the realm.
+pub const REALM: &str = "zk-sasl-md5";
+/// The digest-uri a client must send: `<protocol>/<server name>`.
+pub const DIGEST_URI: &str = "zookeeper/zk-sasl-md5";
+/// The default JAAS section (`zookeeper.sasl.serverconfig` overrides it).
+pub const DEFAULT_SECTION: &str = "Server";
+/// The login module whose `user_*` options are DIGEST-MD5 credentials.
+pub const DIGEST_LOGIN_MODULE: &str = "org.apache.zookeeper.server.auth.DigestLoginModule";
+/// The JDK refuses longer client responses.
+const MAX_RESPONSE_LENGTH: usize = 4096;
+
+/// Everything a connection's SASL exchange needs, loaded once at start-up.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslConfig {
+    pub jaas_file: PathBuf,
+    pub section: String,
+    users: BTreeMap<String, String>,
+    /// `zookeeper.superUser` (and `zookeeper.superUser.*`): authorization ids that also get `super`.
+    pub super_users: Vec<String>,
+    /// `zookeeper.SASLAuthenticationProvider.superPassword`: replaces the JAAS password of `super`.
+    pub super_password: Option<String>,
+    /// `zookeeper.kerberos.removeHostFromPrincipal` / `removeRealmFromPrincipal`.
+    pub remove_host: bool,
+    pub remove_realm: bool,
+    /// `zookeeper.allowSaslFailedClients`: keep the connection (unauthenticated) after a failure.
+    pub allow_failed_clients: bool,
+}
+
+/// Passwords stay out of logs and `conf` dumps.
+impl fmt::Debug for SaslConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SaslConfig")
+            .field("jaas_file", &self.jaas_file)
+            .field("section", &self.section)
+            .field("users", &self.users.keys().collect::<Vec<_>>())
+            .field("super_users", &self.super_users)
+            .field(
+                "super_password",
+                &self.super_password.as_ref().map(|_| "<set>"),
+            )
+            .field("remove_host", &self.remove_host)
+            .field("remove_realm", &self.remove_realm)
+            .field("allow_failed_clients", &self.allow_failed_clients)
+            .finish()
+    }
+}
+
+/// The settings that decide whether and how SASL runs, before the JAAS file is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SaslSettings {
+    /// `java.security.auth.login.config`.
+    pub jaas_file: Option<PathBuf>,
+    /// `zookeeper.sasl.serverconfig`, when set.
+    pub section: Option<String>,
+    pub super_users: Vec<String>,
+    pub super_password: Option<String>,
+    pub remove_host: bool,
+    pub remove_realm: bool,
+    pub allow_failed_clients: bool,
+}
+
+impl SaslSettings {
+    /// `ServerCnxnFactory.configureSaslLogin`: no JAAS file, or a file without the section,
+    /// means no SASL (tokens are refused as before); a file that cannot be read or parsed, or a
+    /// section name set without a file, stops the server. `Ok(None)` is "SASL off".
+    pub fn load(&self) -> Result<Option<SaslConfig>, String> {
+        let section = self
+            .section
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SECTION.to_string());
+        let Some(path) = &self.jaas_file else {
+            if self.section.is_some() {
+                return Err(format!(
+                    "zookeeper.sasl.serverconfig names JAAS section {section:?}, but no JAAS file is set \
+                     (java.security.auth.login.config)"
+                ));
+            }
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read the JAAS file {} (java.security.auth.login.config): {e}",
+                path.display()
+            )
+        })?;
+        let jaas =
+            JaasConfig::parse(&text).map_err(|e| format!("JAAS file {}: {e}", path.display()))?;
+        let Some(modules) = jaas.section(&section) else {
+            tracing::info!(file = %path.display(), section, "the JAAS file has no such section: SASL is off");
+            return Ok(None);
+        };
+        if let Some(other) = modules.iter().find(|m| m.class != DIGEST_LOGIN_MODULE) {
+            return Err(format!(
+                "JAAS file {}: section {section:?} uses login module {}; paddock supports only {DIGEST_LOGIN_MODULE} \
+                 (SASL DIGEST-MD5; no GSSAPI/Kerberos)",
+                path.display(),
+                other.class
+            ));
+        }
+        // ServerCnxnFactory.getDigestMd5Credentials: every `user_<name>` option of every module.
+        let users: BTreeMap<String, String> = modules
+            .iter()
+            .flat_map(|m| m.options.iter())
+            .filter_map(|(k, v)| {
+                k.strip_prefix("user_")
+                    .map(|name| (name.to_string(), v.clone()))
+            })
+            .collect();
+        if users.is_empty() {
+            tracing::warn!(file = %path.display(), section, "the JAAS section defines no user_<name> entries: every SASL login will fail");
+        }
+        Ok(Some(SaslConfig {
+            jaas_file: path.clone(),
+            section,
+            users,
+            super_users: self.super_users.clone(),
+            super_password: self.super_password.clone(),
+            remove_host: self.remove_host,
+            remove_realm: self.remove_realm,
+            allow_failed_clients: self.allow_failed_clients,
+        }))
+    }
+}
+
+impl SaslConfig {
+    /// `SaslServerCallbackHandler`: the password of a known user; `super` may take it from
+    /// `superPassword` instead.
+    fn password(&self, user: &str) -> Option<&str> {
+        let known = self.users.get(user)?;
+        match (&self.super_password, user) {
+            (Some(p), "super") => Some(p),
+            _ => Some(known),
+        }
+    }
+
+    /// `ZooKeeperServer.isSaslSuperUser`.
+    pub fn is_super_user(&self, authorization_id: &str) -> bool {
+        !authorization_id.is_empty() && self.super_users.iter().any(|u| u == authorization_id)
+    }
+
+    pub fn user_names(&self) -> impl Iterator<Item = &str> {
+        self.users.keys().map(String::as_str)
+    }
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SaslError {
+    #[error("DIGEST-MD5 must not have an initial response")]
+    InitialResponse,
+    #[error(
+        "DIGEST-MD5: Invalid digest response length. Got: {0} Expected < {MAX_RESPONSE_LENGTH}"
+    )]
+    TooLong(usize),
+    #[error("DIGEST-MD5: {0}")]
+    Malformed(String),
+    #[error("DIGEST-MD5: digest response format violation. {0}")]
+    Violation(String),
+    #[error("DIGEST-MD5: cannot acquire password for {user} in realm : {realm}")]
+    UnknownUser { user: String, realm: String },
+    #[error("DIGEST-MD5: digest response format violation. Mismatched response.")]
+    WrongPassword,
+    #[error("Malformed Kerberos name: {0}")]
+    MalformedName(String),
+    #[error("DIGEST-MD5: Server at illegal state")]
+    IllegalState,
+    #[error("DIGEST-MD5 authentication already completed")]
+    AlreadyComplete,
+}
+
+/// What a token evaluation produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Send this challenge and wait for the next token.
+    Challenge(Vec<u8>),
+    /// Authenticated: send `token` (rspauth) and add `sasl:<authorization_id>`.
+    Complete {
+        token: Vec<u8>,
+        authorization_id: String,
+    },
+}
+
+#[derive(Debug)]
+enum State {
+    Start,
+    Challenged,
+    Complete,
+    /// After a failed response, as the JDK's `step = 0`.
+    Failed,
+}
+
+/// One connection's DIGEST-MD5 server. The nonce is chosen by the caller (random in the core,
+/// fixed in tests), so this type does no IO and reads no randomness.
+#[derive(Debug)]
+pub struct DigestMd5Server {
+    state: State,
+    nonce: Vec<u8>,
+}
+
+impl DigestMd5Server {
+    pub fn new(nonce: Vec<u8>) -> DigestMd5Server {
+        DigestMd5Server {
+            state: State::Start,
+            nonce,
+        }
+    }
+
+    /// The JDK's nonce: 30 random bytes in base64, 40 characters with no padding or quotes.
+    pub fn random_nonce() -> Vec<u8> {
+        use base64::Engine;
+        let mut raw = [0u8; 30];
+        rand::Rng::fill(&mut rand::thread_rng(), &mut raw[..]);
+        base64::engine::general_purpose::STANDARD
+            .encode(raw)
+            .into_bytes()
+    }
+
+    pub fn is_complete(&self) -> bool {
+        matches!(self.state, State::Complete)
+    }
+
+    /// `SaslServer.evaluateResponse`.
+    pub fn evaluate(&mut self, token: &[u8], cfg: &SaslConfig) -> Result<Step, SaslError> {
+        if self.is_complete() {
+            return Err(SaslError::AlreadyComplete);
+        }
+        if token.len() > MAX_RESPONSE_LENGTH {
+            return Err(SaslError::TooLong(token.len()));
+        }
+        match self.state {
+            State::Start => {
+                if !token.is_empty() {
+                    return Err(SaslError::InitialResponse);
+                }
+                self.state = State::Challenged;
+                Ok(Step::Challenge(self.challenge()))
+            }
+            State::Challenged => {
+                let result = self.validate(token, cfg);
+                self.state = if result.is_ok() {
+                    State::Complete
+                } else {
+                    State::Failed
+                };
+                result
+            }
+            State::Complete | State::Failed => Err(SaslError::IllegalState),
+        }
+    }
+
+    /// `DigestMD5Server.generateChallenge` with no properties: one realm, no qop directive
+    /// (so `auth`), the default maxbuf, UTF-8, md5-sess.
+    fn challenge(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(96);
+        out.extend_from_slice(b"realm=\"");
+        write_quoted(&mut out, REALM.as_bytes());
+        out.extend_from_slice(b"\",nonce=\"");
+        write_quoted(&mut out, &self.nonce);
+        out.extend_from_slice(b"\",charset=utf-8,algorithm=md5-sess");
+        out
+    }
+
+    /// `DigestMD5Server.validateClientResponse`, check for check in the same order.
+    fn validate(&self, token: &[u8], cfg: &SaslConfig) -> Result<Step, SaslError> {
+        let d = Directives::parse(token)?;
+        // The challenge said charset=utf-8, so values are read as UTF-8.
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let violation = |s: String| Err(SaslError::Violation(s));
+        if let Some(cs) = &d.charset {
+            if cs.as_slice() != b"utf-8" {
+                return violation(format!("Incompatible charset value: {}", text(cs)));
+            }
+        }
+        if let Some(mb) = &d.maxbuf {
+            if text(mb).parse::<i32>().is_err() {
+                return Err(SaslError::Malformed(format!(
+                    "invalid maxbuf {:?}",
+                    text(mb)
+                )));
+            }
+        }
+        let Some(username) = d.username.as_deref().map(text) else {
+            return violation("Missing username.".into());
+        };
+        let realm = d.realm.as_deref().map(text).unwrap_or_default();
+        if realm != REALM {
+            return violation(format!("Nonexistent realm: {realm}"));
+        }
+        let Some(nonce) = &d.nonce else {
+            return violation("Missing nonce.".into());
+        };
+        if *nonce != self.nonce {
+            return violation("Mismatched nonce.".into());
+        }
+        let Some(cnonce) = &d.cnonce else {
+            return violation("Missing cnonce.".into());
+        };
+        if let Some(nc) = &d.nonce_count {
+            if i64::from_str_radix(&text(nc), 16).ok() != Some(1) {
+                return violation(format!("Nonce count does not match: {}", text(nc)));
+            }
+        }
+        let qop = d.qop.as_deref().map(text).unwrap_or_else(|| "auth".into());
+        match qop.as_str() {
+            "auth" => {}
+            "auth-int" | "auth-conf" => {
+                return Err(SaslError::Malformed(format!(
+                    "server does not support  qop: {qop}"
+                )));
+            }
+            _ => return violation(format!("Invalid QOP: {qop}")),
+        }
+        let uri = d.digest_uri.as_deref().map(text);
+        if !uri
+            .as_deref()
+            .is_some_and(|u| u.eq_ignore_ascii_case(DIGEST_URI))
+        {
+            return violation(format!(
+                "Mismatched URI: {}; expecting: {DIGEST_URI}",
+                uri.as_deref().unwrap_or("null")
+            ));
+        }
+        // The client's spelling of the URI enters the digest (the JDK keeps it after the check).
+        let uri = uri.unwrap_or_default();
+        let Some(response) = &d.response else {
+            return violation("Missing response.".into());
+        };
+        let Some(password) = cfg.password(&username) else {
+            return Err(SaslError::UnknownUser {
+                user: username,
+                realm,
+            });
+        };
+        let inputs = DigestInputs {
+            digest_uri: &uri,
+            username: &username,
+            realm: &realm,
+            password,
+            nonce,
+            cnonce,
+            authzid: d.authzid.as_deref(),
+        };
+        if response_value(b"AUTHENTICATE", &inputs) != *response {
+            return Err(SaslError::WrongPassword);
+        }
+        let requested = d
+            .authzid
+            .as_deref()
+            .map(text)
+            .unwrap_or_else(|| username.clone());
+        let authorization_id = canonical_id(&username, &requested, cfg)?;
+        let mut token = b"rspauth=".to_vec();
+        token.extend_from_slice(&response_value(b"", &inputs));
+        Ok(Step::Complete {
+            token,
+            authorization_id,
+        })
+    }
+}
+
+/// The directives of a digest-response the server reads (`DigestMD5Server.DIRECTIVE_KEY`).
+/// Others are ignored, including `nc`: the JDK's table names it `nonce-count`, so it never
+/// checks the `nc` that RFC 2831 clients send, and always hashes with a count of 1.
+#[derive(Debug, Default)]
+struct Directives {
+    username: Option<Vec<u8>>,
+    realm: Option<Vec<u8>>,
+    nonce: Option<Vec<u8>>,
+    cnonce: Option<Vec<u8>>,
+    nonce_count: Option<Vec<u8>>,
+    qop: Option<Vec<u8>>,
+    digest_uri: Option<Vec<u8>>,
+    response: Option<Vec<u8>>,
+    maxbuf: Option<Vec<u8>>,
+    charset: Option<Vec<u8>>,
+    cipher: Option<Vec<u8>>,
+    authzid: Option<Vec<u8>>,
+    auth_param: Option<Vec<u8>>,
+}
+
+fn is_lws(b: u8) -> bool {
+    matches!(b, b'\r' | b'\n' | b' ' | b'\t')
+}
+
+impl Directives {
+    /// `DigestMD5Base.parseDirectives`: `key=value` or `key="quoted\"value"`, separated by
+    /// commas and linear white space; empty elements are skipped; a repeated directive is an
+    /// error.
+    fn parse(buf: &[u8]) -> Result<Directives, SaslError> {
+        let err = |s: String| Err(SaslError::Malformed(s));
+        let skip_lws = |mut i: usize| {
+            while i < buf.len() && is_lws(buf[i]) {
+                i += 1;
+            }
+            i
+        };
+        let mut d = Directives::default();
+        let mut key: Vec<u8> = Vec::new();
+        let mut value: Vec<u8> = Vec::new();
+        let (mut getting_key, mut quoted, mut expect_sep) = (true, false, false);
+        let mut i = skip_lws(0);
+        while i < buf.len() {
+            let b = buf[i];
+            if getting_key {
+                if b == b',' {
+                    if !key.is_empty() {
+                        return err(format!(
+                            "Directive key contains a ',':{}",
+                            String::from_utf8_lossy(&key)
+                        ));
+                    }
+                    i = skip_lws(i + 1);
+                } else if b == b'=' {
+                    if key.is_empty() {
+                        return err("Empty directive key".into());
+                    }
+                    getting_key = false;
+                    i = skip_lws(i + 1);
+                    if i < buf.len() {
+                        if buf[i] == b'"' {
+                            quoted = true;
+                            i += 1;
+                        }
+                    } else {
+                        return err(format!(
+                            "Valueless directive found: {}",
+                            String::from_utf8_lossy(&key)
+                        ));
+                    }
+                } else if is_lws(b) {
+                    i = skip_lws(i + 1);
+                    if i >= buf.len() || buf[i] != b'=' {
+                        return err(format!(
+                            "'=' expected after key: {}",
+                            String::from_utf8_lossy(&key)
+                        ));
+                    }
+                } else {
+                    key.push(b);
+                    i += 1;
+                }
+            } else if quoted {
+                if b == b'\\' {
+                    i += 1;
+                    if i >= buf.len() {
+                        return err(format!(
+                            "Unmatched quote found for directive: {}",
+                            String::from_utf8_lossy(&key)
+                        ));
+                    }
+                    value.push(buf[i]);
+                    i += 1;
+                } else if b == b'"' {
+                    i += 1;
+                    quoted = false;
+                    expect_sep = true;
+                } else {
+                    value.push(b);
+                    i += 1;
+                }
+            } else if is_lws(b) || b == b',' {
+                d.set(&key, std::mem::take(&mut value))?;
+                key.clear();
+                getting_key = true;
+                expect_sep = false;
+                i = skip_lws(i + 1);
+            } else if expect_sep {
+                return err(format!(
+                    "Expecting comma or linear whitespace after quoted string: \"{}\"",
+                    String::from_utf8_lossy(&value)
+                ));
+            } else {
+                value.push(b);
+                i += 1;
+            }
+        }
+        if quoted {
+            return err(format!(
+                "Unmatched quote found for directive: {}",
+                String::from_utf8_lossy(&key)
+            ));
+        }
+        if !key.is_empty() {
+            d.set(&key, value)?;
+        }
+        Ok(d)
+    }
+
+    fn set(&mut self, key: &[u8], value: Vec<u8>) -> Result<(), SaslError> {
+        let key = String::from_utf8_lossy(key).to_ascii_lowercase();
+        let slot = match key.as_str() {
+            "username" => &mut self.username,
+            "realm" => &mut self.realm,
+            "nonce" => &mut self.nonce,
+            "cnonce" => &mut self.cnonce,
+            "nonce-count" => &mut self.nonce_count,
+            "qop" => &mut self.qop,
+            "digest-uri" => &mut self.digest_uri,
+            "response" => &mut self.response,
+            "maxbuf" => &mut self.maxbuf,
+            "charset" => &mut self.charset,
+            "cipher" => &mut self.cipher,
+            "authzid" => &mut self.authzid,
+            "auth-param" => &mut self.auth_param,
+            _ => return Ok(()),
+        };
+        if slot.is_some() {
+            return Err(SaslError::Malformed(format!(
+                "peer sent more than one {key} directive: {}",
+                String::from_utf8_lossy(&value)
+            )));
+        }
+        *slot = Some(value);
+        Ok(())
+    }
+}
+
+fn write_quoted(out: &mut Vec<u8>, value: &[u8]) {
+    for &b in value {
+        if matches!(b, b'"' | b'\\' | 127) || (b < 32 && !matches!(b, b'\t' | b'\r' | b'\n')) {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+}
+
+struct DigestInputs<'a> {
+    digest_uri: &'a str,
+    username: &'a str,
+    realm: &'a str,
+    password: &'a str,
+    nonce: &'a [u8],
+    cnonce: &'a [u8],
+    authzid: Option<&'a [u8]>,
+}
+
+/// RFC 2831 §2.1.2.1 response-value (qop auth, nonce count 1); `method` is `AUTHENTICATE` for
+/// the client's response and empty for the server's rspauth.
+fn response_value(method: &[u8], x: &DigestInputs) -> Vec<u8> {
+    let mut a2 = method.to_vec();
+    a2.push(b':');
+    a2.extend_from_slice(x.digest_uri.as_bytes());
+
+    let mut secret = latin1_or_utf8(x.username);
+    secret.push(b':');
+    secret.extend(latin1_or_utf8(x.realm));
+    secret.push(b':');
+    secret.extend(latin1_or_utf8(x.password));
+
+    let mut a1 = Md5::digest(&secret).to_vec();
+    a1.push(b':');
+    a1.extend_from_slice(x.nonce);
+    a1.push(b':');
+    a1.extend_from_slice(x.cnonce);
+    if let Some(authzid) = x.authzid {
+        a1.push(b':');
+        a1.extend_from_slice(authzid);
+    }
+
+    let mut kd = hex(&Md5::digest(&a1));
+    kd.push(b':');
+    kd.extend_from_slice(x.nonce);
+    kd.extend_from_slice(b":00000001:");
+    kd.extend_from_slice(x.cnonce);
+    kd.extend_from_slice(b":auth:");
+    kd.extend(hex(&Md5::digest(&a2)));
+    hex(&Md5::digest(&kd))
+}
+
+/// RFC 2831 §2.1.2.1: user name, realm and password are hashed in ISO 8859-1 when every
+/// character fits, else in UTF-8.
+fn latin1_or_utf8(s: &str) -> Vec<u8> {
+    if s.chars().all(|c| (c as u32) <= 0xff) {
+        s.chars().map(|c| c as u8).collect()
+    } else {
+        s.as_bytes().to_vec()
+    }
+}
+
+fn hex(bytes: &[u8]) -> Vec<u8> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
+        .iter()
+        .flat_map(|b| [DIGITS[(b >> 4) as usize], DIGITS[(b & 15) as usize]])
+        .collect()
+}
+
+/// `SaslServerCallbackHandler.handleAuthorizeCallback` with ZooKeeper's `KerberosName` and its
+/// default `auth_to_local` rule, on a host without a Kerberos configuration (default realm ""):
+/// `name` stays `name`; `name/host@` becomes `name/host@` minus the parts the remove* settings
+/// drop; a name with a non-empty realm matches no rule, so ZooKeeper leaves the authorized id
+/// unset and the JDK falls back to the requested authzid. A name with `@` that is not
+/// `service[/host]@realm` is rejected, as `KerberosName` throws.
+fn canonical_id(username: &str, requested: &str, cfg: &SaslConfig) -> Result<String, SaslError> {
+    let Some((principal, realm)) = username.split_once('@') else {
+        return Ok(username.to_string());
+    };
+    let (service, host) = match principal.split_once('/') {
+        Some((s, h)) => (s, Some(h)),
+        None => (principal, None),
+    };
+    if realm.contains(['@', '/']) || host.is_some_and(|h| h.contains('/')) {
+        return Err(SaslError::MalformedName(username.to_string()));
+    }
+    if !realm.is_empty() {
+        return Ok(requested.to_string());
+    }
+    let mut id = service.to_string();
+    if let Some(h) = host.filter(|_| !cfg.remove_host) {
+        id.push('/');
+        id.push_str(h);
+    }
+    if !cfg.remove_realm {
+        id.push('@');
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(users: &[(&str, &str)]) -> SaslConfig {
+        SaslConfig {
+            jaas_file: PathBuf::from("jaas.conf"),
+            section: DEFAULT_SECTION.into(),
+            users: users
+                .iter()
+                .map(|(u, p)| (u.to_string(), p.to_string()))
+                .collect(),
+            super_users: Vec::new(),
+            super_password: None,
+            remove_host: false,
+            remove_realm: false,
+            allow_failed_clients: false,
+        }
+    }
+
+    /// RFC 2831 §4's worked example (IMAP, realm elwood.innosoft.com, user chris/secret):
+    /// proves the digest arithmetic independently of ZooKeeper's fixed realm and URI.
+    #[test]
+    fn response_value_matches_rfc2831_example() {
+        let x = DigestInputs {
+            digest_uri: "imap/elwood.innosoft.com",
+            username: "chris",
+            realm: "elwood.innosoft.com",
+            password: "secret",
+            nonce: b"OA6MG9tEQGm2hh",
+            cnonce: b"OA6MHXh6VqTrRk",
+            authzid: None,
+        };
+        assert_eq!(
+            response_value(b"AUTHENTICATE", &x),
+            b"d388dad90d4bbd760a152321f2143af7".to_vec()
+        );
+        assert_eq!(
+            response_value(b"", &x),
+            b"ea40f60335c427b5527b84dbabcdfffd".to_vec()
+        );
+    }
+
+    #[test]
+    fn challenge_is_the_jdk_default_form() {
+        let mut s = DigestMd5Server::new(b"abc+/=".to_vec());
+        let step = s.evaluate(b"", &cfg(&[])).unwrap();
+        assert_eq!(
+            step,
+            Step::Challenge(
+                b"realm=\"zk-sasl-md5\",nonce=\"abc+/=\",charset=utf-8,algorithm=md5-sess".to_vec()
+            )
+        );
+        assert_eq!(DigestMd5Server::random_nonce().len(), 40);
+    }
+
+    #[test]
+    fn initial_response_is_refused() {
+        let mut s = DigestMd5Server::new(b"n".to_vec());
+        assert_eq!(
+            s.evaluate(b"username=\"a\"", &cfg(&[])),
+            Err(SaslError::InitialResponse)
+        );
+    }
+
+    fn client_response(user: &str, password: &str, nonce: &str, extra: &str) -> Vec<u8> {
+        let x = DigestInputs {
+            digest_uri: DIGEST_URI,
+            username: user,
+            realm: REALM,
+            password,
+            nonce: nonce.as_bytes(),
+            cnonce: b"cn",
+            authzid: None,
+        };
+        let r = String::from_utf8(response_value(b"AUTHENTICATE", &x)).unwrap();
+        format!(
+            "username=\"{user}\",realm=\"zk-sasl-md5\",nonce=\"{nonce}\",cnonce=\"cn\",nc=00000001,qop=auth,\
+             digest-uri=\"zookeeper/zk-sasl-md5\",response={r}{extra}"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn right_password_completes_with_rspauth_and_a_second_token_is_refused() {
+        let c = cfg(&[("bob", "pw")]);
+        let mut s = DigestMd5Server::new(b"N1".to_vec());
+        s.evaluate(b"", &c).unwrap();
+        let Step::Complete {
+            token,
+            authorization_id,
+        } = s
+            .evaluate(&client_response("bob", "pw", "N1", ""), &c)
+            .unwrap()
+        else {
+            panic!("not complete")
+        };
+        assert_eq!(authorization_id, "bob");
+        assert!(token.starts_with(b"rspauth=") && token.len() == 8 + 32);
+        assert_eq!(s.evaluate(b"", &c), Err(SaslError::AlreadyComplete));
+    }
+
+    #[test]
+    fn failures_say_why() {
+        let c = cfg(&[("bob", "pw")]);
+        let run = |resp: Vec<u8>| {
+            let mut s = DigestMd5Server::new(b"N1".to_vec());
+            s.evaluate(b"", &c).unwrap();
+            let r = s.evaluate(&resp, &c);
+            assert_eq!(s.evaluate(b"", &c), Err(SaslError::IllegalState));
+            r.unwrap_err()
+        };
+        assert_eq!(
+            run(client_response("bob", "nope", "N1", "")),
+            SaslError::WrongPassword
+        );
+        assert_eq!(
+            run(client_response("eve", "pw", "N1", "")),
+            SaslError::UnknownUser {
+                user: "eve".into(),
+                realm: REALM.into()
+            }
+        );
+        assert_eq!(
+            run(client_response("bob", "pw", "N2", "")),
+            SaslError::Violation("Mismatched nonce.".into())
+        );
+        assert_eq!(
+            run(client_response("bob", "pw", "N1", ",charset=iso-8859-1")),
+            SaslError::Violation("Incompatible charset value: iso-8859-1".into())
+        );
+        assert_eq!(
+            run(client_response("bob", "pw", "N1", ",realm=x")),
+            SaslError::Malformed("peer sent more than one realm directive: x".into())
+        );
+        assert_eq!(
+            run(b"username=bob,realm=\"zk-sasl-md5\",nonce=N1,cnonce=c,digest-uri=\"zookeeper/other\",response=0".to_vec()),
+            SaslError::Violation("Mismatched URI: zookeeper/other; expecting: zookeeper/zk-sasl-md5".into())
+        );
+        assert_eq!(
+            run(b"username=bob,nonce=N1".to_vec()),
+            SaslError::Violation("Nonexistent realm: ".into())
+        );
+        assert_eq!(
+            run(b"username=bob,realm=\"zk-sasl-md5\",nonce=N1,cnonce=c,qop=auth-conf".to_vec()),
+            SaslError::Malformed("server does not support  qop: auth-conf".into())
+        );
+        assert_eq!(
+            run(b"username=\"bob".to_vec()),
+            SaslError::Malformed("Unmatched quote found for directive: username".into())
+        );
+    }
+
+    #[test]
+    fn super_password_replaces_the_jaas_password_of_super_only() {
+        let mut c = cfg(&[("super", "jaas"), ("bob", "pw")]);
+        c.super_password = Some("prop".into());
+        assert_eq!(c.password("super"), Some("prop"));
+        assert_eq!(c.password("bob"), Some("pw"));
+        assert_eq!(c.password("eve"), None);
+        c.super_users = vec!["bob".into()];
+        assert!(c.is_super_user("bob") && !c.is_super_user("super") && !c.is_super_user(""));
+    }
+
+    #[test]
+    fn authorization_id_is_the_canonical_user_name() {
+        let mut c = cfg(&[]);
+        assert_eq!(canonical_id("bob", "super", &c).unwrap(), "bob");
+        assert_eq!(canonical_id("svc/host@", "x", &c).unwrap(), "svc/host@");
+        assert_eq!(
+            canonical_id("bob@EXAMPLE.COM", "bob@EXAMPLE.COM", &c).unwrap(),
+            "bob@EXAMPLE.COM"
+        );
+        assert_eq!(
+            canonical_id("a@b@c", "a", &c),
+            Err(SaslError::MalformedName("a@b@c".into()))
+        );
+        c.remove_host = true;
+        c.remove_realm = true;
+        assert_eq!(canonical_id("svc/host@", "x", &c).unwrap(), "svc");
+    }
+}

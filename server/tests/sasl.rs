@@ -1,0 +1,503 @@
+//! SASL DIGEST-MD5 (opcode 102) against the real binary, configured as kazoo's harness and
+//! ZooKeeper deployments do it: a JAAS file named by `-D java.security.auth.login.config` with a
+//! `Server { DigestLoginModule required user_<name>="<password>"; }` section.
+//!
+//! The client side of the exchange is written here from RFC 2831 §2.1.2.1, so the server's
+//! challenge, its check of the response and its rspauth are each checked against an independent
+//! computation.
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use md5::{Digest, Md5};
+
+use common::RawClient;
+use wire::ops::auth::{GetSaslRequest, SetSaslResponse};
+use wire::ops::create::{CreateRequest, CreateResponse};
+use wire::ops::data::{GetDataRequest, GetDataResponse};
+use wire::ops::who_am_i::WhoAmIResponse;
+use wire::{Acl, ErrorCode, Id, Record, Request};
+
+const JAAS: &str = r#"
+// as kazoo's harness writes it
+Server {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_super="super_secret"
+    user_admin="admin_secret"
+    user_jaasuser="jaas_password";
+};
+"#;
+
+struct Paddock {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Paddock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn command(data_dir: &Path, port: u16, props: &[String]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_paddock"));
+    cmd.args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(data_dir);
+    for p in props {
+        cmd.args(["-D", p]);
+    }
+    cmd.env("RUST_LOG", "warn").stdout(Stdio::null());
+    cmd
+}
+
+/// Writes `jaas` (if any) into a fresh directory and starts paddock with it plus `props`.
+async fn start(jaas: Option<&str>, props: &[&str]) -> Paddock {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all: Vec<String> = props.iter().map(|p| p.to_string()).collect();
+    if let Some(text) = jaas {
+        let path = dir.path().join("jaas.conf");
+        std::fs::write(&path, text).unwrap();
+        all.push(format!(
+            "java.security.auth.login.config={}",
+            path.display()
+        ));
+    }
+    let port = free_port();
+    let child = command(&dir.path().join("data"), port, &all)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("paddock starts");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Owned from here, so a failed start is killed and reaped too.
+    let server = Paddock {
+        child,
+        addr,
+        _dir: dir,
+    };
+    for _ in 0..200 {
+        let ruok = common::four_letter_try(addr, "ruok");
+        if let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(500), ruok).await {
+            if s == "imok" {
+                return server;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("paddock did not answer ruok on {addr}");
+}
+
+/// Runs paddock with a JAAS file that must stop it; returns (exit code, stderr).
+fn start_refused(jaas: Option<&str>, props: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all: Vec<String> = props.iter().map(|p| p.to_string()).collect();
+    let path: PathBuf = dir.path().join("jaas.conf");
+    if let Some(text) = jaas {
+        std::fs::write(&path, text).unwrap();
+    }
+    all.push(format!(
+        "java.security.auth.login.config={}",
+        path.display()
+    ));
+    let out = command(&dir.path().join("data"), free_port(), &all)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// ----- the client side of RFC 2831 ---------------------------------------------------------
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The response-value of RFC 2831 §2.1.2.1 for qop=auth, nc=00000001; `method` is
+/// "AUTHENTICATE" for the client's response and "" for the server's rspauth.
+fn response_value(
+    method: &str,
+    user: &str,
+    realm: &str,
+    password: &str,
+    nonce: &str,
+    cnonce: &str,
+    uri: &str,
+) -> String {
+    let secret = Md5::digest(format!("{user}:{realm}:{password}"));
+    let mut a1 = secret.to_vec();
+    a1.extend_from_slice(format!(":{nonce}:{cnonce}").as_bytes());
+    let ha1 = hex(&Md5::digest(&a1));
+    let ha2 = hex(&Md5::digest(format!("{method}:{uri}")));
+    hex(&Md5::digest(format!(
+        "{ha1}:{nonce}:00000001:{cnonce}:auth:{ha2}"
+    )))
+}
+
+/// Picks `key="value"` out of a challenge (values here have no escapes).
+fn directive<'a>(challenge: &'a str, key: &str) -> &'a str {
+    let start = challenge
+        .find(&format!("{key}=\""))
+        .unwrap_or_else(|| panic!("no {key} in {challenge}"))
+        + key.len()
+        + 2;
+    let len = challenge[start..].find('"').unwrap();
+    &challenge[start..start + len]
+}
+
+async fn sasl(
+    raw: &mut RawClient,
+    xid: i32,
+    token: &[u8],
+) -> Option<(wire::ReplyHeader, SetSaslResponse)> {
+    raw.send(
+        xid,
+        &Request::Sasl(GetSaslRequest {
+            token: Some(token.to_vec()),
+        }),
+    )
+    .await;
+    let (h, body) = raw.recv().await?;
+    Some((h, SetSaslResponse::from_bytes(&body).unwrap()))
+}
+
+/// Sends the empty first token and returns the challenge's nonce, checking the challenge is
+/// exactly what the JDK's DigestMD5Server sends for ZooKeeper.
+async fn challenge(raw: &mut RawClient) -> String {
+    let (h, resp) = sasl(raw, 1, b"").await.expect("a challenge");
+    assert_eq!((h.xid, h.zxid, h.err), (1, 0, 0));
+    let challenge = String::from_utf8(resp.token.expect("a challenge token")).unwrap();
+    let nonce = directive(&challenge, "nonce").to_string();
+    assert_eq!(nonce.len(), 40, "30 random bytes in base64: {challenge}");
+    assert_eq!(
+        challenge,
+        format!("realm=\"zk-sasl-md5\",nonce=\"{nonce}\",charset=utf-8,algorithm=md5-sess")
+    );
+    nonce
+}
+
+fn client_response(user: &str, password: &str, nonce: &str, cnonce: &str) -> String {
+    let uri = "zookeeper/zk-sasl-md5";
+    let r = response_value(
+        "AUTHENTICATE",
+        user,
+        "zk-sasl-md5",
+        password,
+        nonce,
+        cnonce,
+        uri,
+    );
+    // The order and quoting puresasl (kazoo) uses.
+    format!(
+        "qop=auth,realm=\"zk-sasl-md5\",username=\"{user}\",nonce=\"{nonce}\",cnonce=\"{cnonce}\",nc=00000001,\
+         digest-uri=\"{uri}\",response={r}"
+    )
+}
+
+/// A full successful login; asserts the server's rspauth proves it knows the password.
+async fn login(addr: SocketAddr, user: &str, password: &str) -> RawClient {
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    let nonce = challenge(&mut raw).await;
+    let cnonce = "OA6MHXh6VqTrRk";
+    let (h, resp) = sasl(
+        &mut raw,
+        2,
+        client_response(user, password, &nonce, cnonce).as_bytes(),
+    )
+    .await
+    .expect("an answer");
+    assert_eq!((h.xid, h.zxid, h.err), (2, 0, 0));
+    let rspauth = response_value(
+        "",
+        user,
+        "zk-sasl-md5",
+        password,
+        &nonce,
+        cnonce,
+        "zookeeper/zk-sasl-md5",
+    );
+    assert_eq!(
+        String::from_utf8(resp.token.unwrap()).unwrap(),
+        format!("rspauth={rspauth}")
+    );
+    raw
+}
+
+async fn who_am_i(raw: &mut RawClient, xid: i32) -> Vec<(String, String)> {
+    raw.send(xid, &Request::WhoAmI).await;
+    let (h, body) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (xid, 0));
+    WhoAmIResponse::from_bytes(&body)
+        .unwrap()
+        .client_info
+        .into_iter()
+        .map(|c| (c.auth_scheme, c.user))
+        .collect()
+}
+
+async fn get_data(raw: &mut RawClient, xid: i32, path: &str) -> Result<Vec<u8>, i32> {
+    raw.send(
+        xid,
+        &Request::GetData(GetDataRequest {
+            path: path.into(),
+            watch: false,
+        }),
+    )
+    .await;
+    let (h, body) = raw.recv().await.unwrap();
+    assert_eq!(h.xid, xid);
+    if h.err != 0 {
+        return Err(h.err);
+    }
+    Ok(GetDataResponse::from_bytes(&body)
+        .unwrap()
+        .data
+        .unwrap_or_default())
+}
+
+fn ip_and(rest: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v = vec![("ip".to_string(), "127.0.0.1".to_string())];
+    v.extend(rest.iter().map(|(a, b)| (a.to_string(), b.to_string())));
+    v
+}
+
+// ----- tests -------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_md5_login_gains_the_sasl_id_that_sasl_acls_name() {
+    let server = start(Some(JAAS), &[]).await;
+    let mut alice = login(server.addr, "jaasuser", "jaas_password").await;
+    assert_eq!(
+        who_am_i(&mut alice, 3).await,
+        ip_and(&[("sasl", "jaasuser")])
+    );
+
+    // kazoo's test_connect_sasl_auth: a node only the SASL user may touch.
+    let acl = vec![Acl {
+        perms: 31,
+        id: Id::new("sasl", "jaasuser"),
+    }];
+    alice
+        .send(
+            4,
+            &Request::Create(CreateRequest {
+                path: "/1".into(),
+                data: Some(b"x".to_vec()),
+                acl,
+                flags: 0,
+            }),
+        )
+        .await;
+    let (h, body) = alice.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (4, 0));
+    assert_eq!(CreateResponse::from_bytes(&body).unwrap().path, "/1");
+    assert_eq!(get_data(&mut alice, 5, "/1").await, Ok(b"x".to_vec()));
+
+    let mut stranger = RawClient::connect(server.addr, 10_000).await;
+    assert_eq!(
+        get_data(&mut stranger, 1, "/1").await,
+        Err(ErrorCode::NoAuth.code())
+    );
+    // Another SASL user is a different id.
+    let mut admin = login(server.addr, "admin", "admin_secret").await;
+    assert_eq!(
+        get_data(&mut admin, 3, "/1").await,
+        Err(ErrorCode::NoAuth.code())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_password_is_auth_failed_then_the_connection_closes() {
+    let server = start(Some(JAAS), &[]).await;
+    for (user, password) in [("jaasuser", "wrong"), ("baduser", "badpassword")] {
+        let mut raw = RawClient::connect(server.addr, 10_000).await;
+        let nonce = challenge(&mut raw).await;
+        let (h, resp) = sasl(
+            &mut raw,
+            2,
+            client_response(user, password, &nonce, "c").as_bytes(),
+        )
+        .await
+        .expect("an answer");
+        // ZooKeeper sends ReplyHeader(xid, 0, AUTHFAILED) with SetSASLResponse(null).
+        assert_eq!(
+            (h.xid, h.zxid, h.err),
+            (2, 0, ErrorCode::AuthFailed.code()),
+            "{user}"
+        );
+        assert_eq!(resp.token, None);
+        assert!(
+            raw.closed_by_server().await,
+            "{user}: the server closes the connection"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_to_another_nonce_or_an_initial_response_fails() {
+    let server = start(Some(JAAS), &[]).await;
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    let nonce = challenge(&mut raw).await;
+    let stale = format!("{}x", &nonce[..39]);
+    let (h, _) = sasl(
+        &mut raw,
+        2,
+        client_response("jaasuser", "jaas_password", &stale, "c").as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(h.err, ErrorCode::AuthFailed.code());
+    assert!(raw.closed_by_server().await);
+
+    // DIGEST-MD5 starts with the server's challenge: a first token that is not empty fails.
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    let (h, _) = sasl(&mut raw, 1, b"username=\"jaasuser\"").await.unwrap();
+    assert_eq!((h.xid, h.zxid, h.err), (1, 0, ErrorCode::AuthFailed.code()));
+    assert!(raw.closed_by_server().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn super_user_named_by_zookeeper_super_user_bypasses_acls() {
+    let server = start(Some(JAAS), &["zookeeper.superUser=admin"]).await;
+    let mut alice = login(server.addr, "jaasuser", "jaas_password").await;
+    let acl = vec![Acl {
+        perms: 31,
+        id: Id::new("sasl", "jaasuser"),
+    }];
+    alice
+        .send(
+            3,
+            &Request::Create(CreateRequest {
+                path: "/private".into(),
+                data: Some(b"p".to_vec()),
+                acl,
+                flags: 0,
+            }),
+        )
+        .await;
+    assert_eq!(alice.recv().await.unwrap().0.err, 0);
+
+    let mut admin = login(server.addr, "admin", "admin_secret").await;
+    assert_eq!(
+        who_am_i(&mut admin, 3).await,
+        ip_and(&[("sasl", "admin"), ("super", "")])
+    );
+    assert_eq!(get_data(&mut admin, 4, "/private").await, Ok(b"p".to_vec()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn super_password_property_replaces_the_jaas_password_of_super() {
+    let server = start(
+        Some(JAAS),
+        &["zookeeper.SASLAuthenticationProvider.superPassword=from_property"],
+    )
+    .await;
+    let mut s = login(server.addr, "super", "from_property").await;
+    assert_eq!(who_am_i(&mut s, 3).await, ip_and(&[("sasl", "super")]));
+
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    let nonce = challenge(&mut raw).await;
+    let (h, _) = sasl(
+        &mut raw,
+        2,
+        client_response("super", "super_secret", &nonce, "c").as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(h.err, ErrorCode::AuthFailed.code());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_server_section_sasl_tokens_are_refused_as_before() {
+    // kazoo's harness always passes a JAAS file, empty unless the test wants SASL.
+    for jaas in [
+        None,
+        Some(""),
+        Some("Client { org.apache.zookeeper.server.auth.DigestLoginModule required; };"),
+    ] {
+        let server = start(jaas, &[]).await;
+        let mut raw = RawClient::connect(server.addr, 10_000).await;
+        raw.send(
+            1,
+            &Request::Sasl(GetSaslRequest {
+                token: Some(Vec::new()),
+            }),
+        )
+        .await;
+        let (h, body) = raw.recv().await.unwrap();
+        assert_eq!(
+            (h.xid, h.err),
+            (1, ErrorCode::AuthFailed.code()),
+            "{jaas:?}"
+        );
+        assert!(body.is_empty());
+        assert!(raw.closed_by_server().await);
+    }
+}
+
+#[test]
+fn a_bad_jaas_file_stops_the_server_with_the_line_at_fault() {
+    let (code, stderr) = start_refused(Some("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_a=\"x\"\n};"), &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "jaas.conf: line 4: expected an option name or ';' ending the module, found '}'"
+        ),
+        "{stderr}"
+    );
+
+    let (code, stderr) = start_refused(None, &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot read the JAAS file") && stderr.contains("jaas.conf"),
+        "{stderr}"
+    );
+
+    let krb = "Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };";
+    let (code, stderr) = start_refused(Some(krb), &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("uses login module com.sun.security.auth.module.Krb5LoginModule"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sasl_serverconfig_picks_the_section_and_needs_a_jaas_file() {
+    let (code, stderr) = start_refused(
+        Some("Other { m required; };"),
+        &["zookeeper.sasl.serverconfig=Other"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("section \"Other\" uses login module m"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(
+        dir.path(),
+        free_port(),
+        &["zookeeper.sasl.serverconfig=Server".into()],
+    )
+    .stderr(Stdio::piped())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no JAAS file is set"));
+}
