@@ -743,12 +743,6 @@ impl Builder {
             "SASLAuthenticationProvider.superPassword" => {
                 self.sasl.super_password = Some(v.to_string())
             }
-            "kerberos.removeHostFromPrincipal" => {
-                self.sasl.remove_host = parse_bool(v).map_err(invalid)?
-            }
-            "kerberos.removeRealmFromPrincipal" => {
-                self.sasl.remove_realm = parse_bool(v).map_err(invalid)?
-            }
             "allowSaslFailedClients" => {
                 self.sasl.allow_failed_clients = parse_bool(v).map_err(invalid)?
             }

@@ -10,8 +10,9 @@
 //! ```
 //!
 //! A file is a list of sections (`Name { module flag key=value ... ; ... };`). Comments are
-//! `//`, `/* */` and `#`, as the JDK's `ConfigFile` tokenizer allows; option values are words
-//! or double-quoted strings with backslash escapes. Anything else is an error naming the line,
+//! `//` and `/* */` as in the JDK's `ConfigFile`, and `#` lines too (a leniency: the JDK rejects
+//! them); option values are words or quoted strings (`"..."` or `'...'`) with backslash escapes.
+//! Words are letters, digits and `. _ $ - *`, so a `user_<name>` key never holds `@` or `/`. Anything else is an error naming the line,
 //! so a typo stops the server at start-up instead of silently disabling authentication.
 //! `${property}` expansion inside values is not done (ZooKeeper deployments rarely use it).
 
@@ -106,7 +107,7 @@ fn describe(t: &Tok) -> String {
 }
 
 fn is_word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '$' | '-') || (c as u32) >= 160
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '$' | '-' | '*') || (c as u32) >= 160
 }
 
 fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, JaasError> {
@@ -149,8 +150,8 @@ fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, JaasError> {
                     }
                 }
             }
-            '"' => {
-                let start = line;
+            '"' | '\'' => {
+                let (quote, start) = (c, line);
                 let mut s = String::new();
                 loop {
                     match chars.next() {
@@ -160,7 +161,7 @@ fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, JaasError> {
                                 reason: "unterminated quoted string".into(),
                             })
                         }
-                        Some('"') => break,
+                        Some(q) if q == quote => break,
                         Some('\\') => match chars.next() {
                             None => {
                                 return Err(JaasError {
@@ -349,12 +350,13 @@ mod tests {
     #[test]
     fn several_sections_escapes_and_unquoted_values() {
         let text = r#"
-            Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="bob" password="a\"b\\c"; };
+            Client { org.apache.zookeeper.server.auth.DigestLoginModule required username='bob' password="a\"b\\c"; };
             /* the server */ Server {
                 org.apache.zookeeper.server.auth.DigestLoginModule Optional user_x=plain; # trailing
                 com.example.Other sufficient;
             };"#;
         let cfg = JaasConfig::parse(text).unwrap();
+        assert_eq!(cfg.section("Client").unwrap()[0].options["username"], "bob");
         assert_eq!(
             cfg.section("Client").unwrap()[0].options["password"],
             "a\"b\\c"

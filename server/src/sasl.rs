@@ -14,9 +14,11 @@
 //! be `zookeeper/zk-sasl-md5`; only qop `auth` is offered (no integrity or privacy layer), as the
 //! JDK does when no properties are given.
 //!
-//! The authorization id the connection gains is the authenticated user name, canonicalized as
-//! ZooKeeper's callback handler does (Kerberos-style `name[/host][@realm]`); the authzid a
-//! client asks for only enters the digest, it cannot make one user act as another.
+//! The authorization id the connection gains is the authenticated user name. ZooKeeper's callback
+//! handler passes it through Kerberos-style canonicalization (`name[/host][@realm]`), but a
+//! DIGEST user is always a JAAS `user_<name>` key, and a JAAS key cannot contain `/` or `@`, so
+//! the name comes out unchanged. The authzid a client asks for only enters the digest: it cannot
+//! make one user act as another.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -48,9 +50,6 @@ pub struct SaslConfig {
     pub super_users: Vec<String>,
     /// `zookeeper.SASLAuthenticationProvider.superPassword`: replaces the JAAS password of `super`.
     pub super_password: Option<String>,
-    /// `zookeeper.kerberos.removeHostFromPrincipal` / `removeRealmFromPrincipal`.
-    pub remove_host: bool,
-    pub remove_realm: bool,
     /// `zookeeper.allowSaslFailedClients`: keep the connection (unauthenticated) after a failure.
     pub allow_failed_clients: bool,
 }
@@ -67,8 +66,6 @@ impl fmt::Debug for SaslConfig {
                 "super_password",
                 &self.super_password.as_ref().map(|_| "<set>"),
             )
-            .field("remove_host", &self.remove_host)
-            .field("remove_realm", &self.remove_realm)
             .field("allow_failed_clients", &self.allow_failed_clients)
             .finish()
     }
@@ -83,8 +80,6 @@ pub struct SaslSettings {
     pub section: Option<String>,
     pub super_users: Vec<String>,
     pub super_password: Option<String>,
-    pub remove_host: bool,
-    pub remove_realm: bool,
     pub allow_failed_clients: bool,
 }
 
@@ -144,8 +139,6 @@ impl SaslSettings {
             users,
             super_users: self.super_users.clone(),
             super_password: self.super_password.clone(),
-            remove_host: self.remove_host,
-            remove_realm: self.remove_realm,
             allow_failed_clients: self.allow_failed_clients,
         }))
     }
@@ -188,8 +181,6 @@ pub enum SaslError {
     UnknownUser { user: String, realm: String },
     #[error("DIGEST-MD5: digest response format violation. Mismatched response.")]
     WrongPassword,
-    #[error("Malformed Kerberos name: {0}")]
-    MalformedName(String),
     #[error("DIGEST-MD5: Server at illegal state")]
     IllegalState,
     #[error("DIGEST-MD5 authentication already completed")]
@@ -371,17 +362,11 @@ impl DigestMd5Server {
         if response_value(b"AUTHENTICATE", &inputs) != *response {
             return Err(SaslError::WrongPassword);
         }
-        let requested = d
-            .authzid
-            .as_deref()
-            .map(text)
-            .unwrap_or_else(|| username.clone());
-        let authorization_id = canonical_id(&username, &requested, cfg)?;
         let mut token = b"rspauth=".to_vec();
         token.extend_from_slice(&response_value(b"", &inputs));
         Ok(Step::Complete {
             token,
-            authorization_id,
+            authorization_id: username,
         })
     }
 }
@@ -613,37 +598,6 @@ fn hex(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// `SaslServerCallbackHandler.handleAuthorizeCallback` with ZooKeeper's `KerberosName` and its
-/// default `auth_to_local` rule, on a host without a Kerberos configuration (default realm ""):
-/// `name` stays `name`; `name/host@` becomes `name/host@` minus the parts the remove* settings
-/// drop; a name with a non-empty realm matches no rule, so ZooKeeper leaves the authorized id
-/// unset and the JDK falls back to the requested authzid. A name with `@` that is not
-/// `service[/host]@realm` is rejected, as `KerberosName` throws.
-fn canonical_id(username: &str, requested: &str, cfg: &SaslConfig) -> Result<String, SaslError> {
-    let Some((principal, realm)) = username.split_once('@') else {
-        return Ok(username.to_string());
-    };
-    let (service, host) = match principal.split_once('/') {
-        Some((s, h)) => (s, Some(h)),
-        None => (principal, None),
-    };
-    if realm.contains(['@', '/']) || host.is_some_and(|h| h.contains('/')) {
-        return Err(SaslError::MalformedName(username.to_string()));
-    }
-    if !realm.is_empty() {
-        return Ok(requested.to_string());
-    }
-    let mut id = service.to_string();
-    if let Some(h) = host.filter(|_| !cfg.remove_host) {
-        id.push('/');
-        id.push_str(h);
-    }
-    if !cfg.remove_realm {
-        id.push('@');
-    }
-    Ok(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,8 +612,6 @@ mod tests {
                 .collect(),
             super_users: Vec::new(),
             super_password: None,
-            remove_host: false,
-            remove_realm: false,
             allow_failed_clients: false,
         }
     }
@@ -809,20 +761,33 @@ mod tests {
     }
 
     #[test]
-    fn authorization_id_is_the_canonical_user_name() {
-        let mut c = cfg(&[]);
-        assert_eq!(canonical_id("bob", "super", &c).unwrap(), "bob");
-        assert_eq!(canonical_id("svc/host@", "x", &c).unwrap(), "svc/host@");
-        assert_eq!(
-            canonical_id("bob@EXAMPLE.COM", "bob@EXAMPLE.COM", &c).unwrap(),
-            "bob@EXAMPLE.COM"
+    fn a_requested_authzid_enters_the_digest_but_not_the_identity() {
+        let c = cfg(&[("bob", "pw")]);
+        let x = DigestInputs {
+            digest_uri: DIGEST_URI,
+            username: "bob",
+            realm: REALM,
+            password: "pw",
+            nonce: b"N1",
+            cnonce: b"cn",
+            authzid: Some(b"super"),
+        };
+        let r = String::from_utf8(response_value(b"AUTHENTICATE", &x)).unwrap();
+        let resp = format!(
+            "username=bob,realm=\"zk-sasl-md5\",nonce=N1,cnonce=cn,digest-uri=\"zookeeper/zk-sasl-md5\",\
+             authzid=\"super\",response={r}"
         );
-        assert_eq!(
-            canonical_id("a@b@c", "a", &c),
-            Err(SaslError::MalformedName("a@b@c".into()))
-        );
-        c.remove_host = true;
-        c.remove_realm = true;
-        assert_eq!(canonical_id("svc/host@", "x", &c).unwrap(), "svc");
+        let mut s = DigestMd5Server::new(b"N1".to_vec());
+        s.evaluate(b"", &c).unwrap();
+        let Step::Complete {
+            token,
+            authorization_id,
+        } = s.evaluate(resp.as_bytes(), &c).unwrap()
+        else {
+            panic!("not complete")
+        };
+        assert_eq!(authorization_id, "bob");
+        let rspauth = response_value(b"", &x);
+        assert_eq!(token, [b"rspauth=".as_slice(), &rspauth].concat());
     }
 }
