@@ -60,6 +60,7 @@ public final class KafkaFailover {
     static final String ELECTED = "controller elected (/controller, /controller_epoch in one multi)";
     static final String DUPLICATE = "duplicate broker.id refused (registration multi fails with NODEEXISTS)";
     static final String CONFIG_CHANGE = "cluster config change reaches both brokers (/config/changes sequential)";
+    static final String TOPIC_DELETED = "topic deletion removes its znodes (controller's fenced multi deletes)";
     static final String TOPIC_RF2 = "topic created with replication factor 2 (topic and partition state znodes)";
     static final String PRODUCE = "produce 20 messages acks=all";
     static final String CONSUME = "consume 20 messages back in order";
@@ -115,7 +116,7 @@ public final class KafkaFailover {
 
     public static void main(String[] args) throws Exception {
         Checks checks = new Checks(List.of(REGISTERED, LAYOUT, ELECTED, DUPLICATE, TOPIC_RF2, PRODUCE, CONSUME,
-                CONFIG_CHANGE, KILL_EXPIRES,
+                CONFIG_CHANGE, TOPIC_DELETED, KILL_EXPIRES,
                 NEW_CONTROLLER, EPOCH, LEADERS_MOVED, PRODUCE_AFTER, CONSUME_AFTER, REREGISTERED, TERM_GONE,
                 TERM_CONTROLLER, CONSUME_LAST));
         KafkaFailover scenario = new KafkaFailover(checks);
@@ -149,6 +150,7 @@ public final class KafkaFailover {
         checks.run(PRODUCE, this::produce);
         checks.run(CONSUME, this::consume);
         checks.run(CONFIG_CHANGE, this::configChange);
+        checks.run(TOPIC_DELETED, this::topicDeleted);
         int victim = controller;
         int survivor = 1 - victim;
         checks.run(KILL_EXPIRES, () -> killExpires(victim));
@@ -312,6 +314,36 @@ public final class KafkaFailover {
             }, value::equals, false);
         }
         return changes.toString();
+    }
+
+    /**
+     * Deletion goes through /admin/delete_topics/T (a child watch of the controller), then the controller
+     * deletes the topic's znodes recursively with multi[check /controller_epoch, delete] and finally the
+     * request znode.
+     */
+    private String topicDeleted() throws Exception {
+        String doomed = "paddock-doomed";
+        admin().createTopics(List.of(new NewTopic(doomed, Map.of(0, List.of(1, 0))))).all()
+                .get(60, TimeUnit.SECONDS);
+        String state = z("/brokers/topics/" + doomed + "/partitions/0/state");
+        poll(state + " with an ISR of 2", Duration.ofSeconds(30), () -> {
+            Znodes.Node node = zn.get(state);
+            return node == null ? null : node.json();
+        }, st -> st.path("isr").size() == 2, false);
+        expect(zn.get(z("/config/topics/" + doomed)) != null, "/config/topics/" + doomed + " missing");
+        admin().deleteTopics(List.of(doomed)).all().get(60, TimeUnit.SECONDS);
+        poll("/brokers/topics == [" + TOPIC + "]", Duration.ofSeconds(60), () -> zn.children(z("/brokers/topics")),
+                List.of(TOPIC)::equals, false);
+        poll("/admin/delete_topics empty", Duration.ofSeconds(30), () -> zn.children(z("/admin/delete_topics")),
+                List::isEmpty, false);
+        List<String> configs = zn.children(z("/config/topics"));
+        expect(List.of(TOPIC).equals(configs), "/config/topics " + configs);
+        Znodes.Node topic = zn.get(z("/brokers/topics/" + TOPIC));
+        expect(topic != null && zn.children(z("/brokers/topics/" + TOPIC + "/partitions")).equals(List.of("0", "1")),
+                "the other topic's znodes changed");
+        var names = admin().listTopics().names().get(30, TimeUnit.SECONDS);
+        expect(!names.contains(doomed), "brokers still list " + doomed + ": " + names);
+        return null;
     }
 
     private String topicCreated() throws Exception {
