@@ -35,8 +35,11 @@ export KAFKA_WORK="$COMPAT_WORK"
 
 # Brokers first (kill -9: their state is throw-away, and they must not outlive the server they talk to),
 # then lib.sh's cleanup (server, work dir). A PID is only killed if it still runs kafka.Kafka.
+CHECKER_PID=""
 kafka_cleanup() {
     local rc=$? f pid
+    # timeout passes the TERM on to the checker JVM.
+    if [[ -n "$CHECKER_PID" ]]; then kill "$CHECKER_PID" 2>/dev/null || true; fi
     for f in "$KAFKA_WORK"/*.pid; do
         [[ -f "$f" ]] || continue
         pid=$(<"$f")
@@ -48,6 +51,7 @@ kafka_cleanup() {
     if ((rc != 0)) && [[ -z "${KEEP_WORK:-}" ]]; then
         echo "kafka: run with KEEP_WORK=1 to keep the broker and server logs" >&2
     fi
+    set +e # else (exit rc) would end the trap before compat_cleanup
     (exit "$rc")
     compat_cleanup
 }
@@ -117,17 +121,23 @@ bash "$HERE/broker.sh" broker-0
 bash "$HERE/broker.sh" broker-1
 
 # The checker waits for the registrations itself (its first check); the scenario's own time is printed
-# per check. timeout bounds a hung client.
-set +e
+# per check. timeout bounds a hung client. It runs in the background so that a signal to this script
+# runs the EXIT trap at once, which stops the checker too.
 timeout 600 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -Dlog4j.configuration="file:$HERE/checker-log4j.properties" \
     -Dzk="127.0.0.1:$ZK_PORT" -Dchroot="$CHROOT" -Dwork="$KAFKA_WORK" -Dbroker.script="$HERE/broker.sh" \
     -Dlistener.0="${LISTENER[broker-0]}" -Dlistener.1="${LISTENER[broker-1]}" \
     -Dsession.timeout.ms="$SESSION_MS" \
     -cp "$HERE/target/classes:$(cat "$KAFKA_WORK/classpath.txt")" dev.paddock.compat.kafka.KafkaFailover \
-    2>"$KAFKA_WORK/checker.err" | tee "$KAFKA_WORK/checker.out"
-rc=${PIPESTATUS[0]}
-set -e
+    >"$KAFKA_WORK/checker.out" 2>"$KAFKA_WORK/checker.err" </dev/null &
+CHECKER_PID=$!
+touch "$KAFKA_WORK/checker.out"
+tail -n +1 -f --pid="$CHECKER_PID" "$KAFKA_WORK/checker.out" &
+TAIL_PID=$!
+rc=0
+wait "$CHECKER_PID" || rc=$?
+CHECKER_PID=""
+wait "$TAIL_PID" || true
 phase "brokers and checks"
 
 # Kafka retries or shrugs off many ZooKeeper errors, so the brokers' own logs are checked too: against
