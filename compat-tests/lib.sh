@@ -39,6 +39,8 @@ compat_init() { # suite
     trap compat_cleanup EXIT
 }
 
+# A suite with cleanup of its own calls this from its own EXIT trap, last. Such a trap must `set +e`
+# first: under `set -e`, re-raising the status with `(exit $rc)` ends the trap before this runs.
 compat_cleanup() {
     local rc=$? name dir
     for name in "${!PADDOCK_PIDS[@]}"; do
