@@ -6,7 +6,10 @@
 //! (`4lw.commands.whitelist`, `extendedTypesEnabled`, `DigestAuthenticationProvider.superDigest`,
 //! `enforceQuota`, `skipACL`) are read from those properties. So each such key is accepted here
 //! with or without the `zookeeper.` prefix, which also lets the CLI pass Java `-D` settings
-//! through unchanged. Keys ZooKeeper knows but paddock does not use (TLS, admin server, quorum
+//! through unchanged. SASL is configured the same way: the JVM property
+//! `java.security.auth.login.config` (flag only) names the JAAS file, and `sasl.serverconfig`,
+//! `superUser[.*]`, `SASLAuthenticationProvider.superPassword` and `allowSaslFailedClients`
+//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (TLS, admin server, quorum
 //! timing) are logged and ignored; unknown keys are logged at warn level. Neither is fatal,
 //! because the client test harnesses (kazoo, go-zookeeper) write many of them.
 //!

@@ -132,6 +132,9 @@ impl SaslSettings {
             .collect();
         if users.is_empty() {
             tracing::warn!(file = %path.display(), section, "the JAAS section defines no user_<name> entries: every SASL login will fail");
+        } else {
+            let names: Vec<&str> = users.keys().map(String::as_str).collect();
+            tracing::info!(file = %path.display(), section, ?names, "SASL DIGEST-MD5 enabled");
         }
         Ok(Some(SaslConfig {
             jaas_file: path.clone(),
@@ -158,10 +161,6 @@ impl SaslConfig {
     /// `ZooKeeperServer.isSaslSuperUser`.
     pub fn is_super_user(&self, authorization_id: &str) -> bool {
         !authorization_id.is_empty() && self.super_users.iter().any(|u| u == authorization_id)
-    }
-
-    pub fn user_names(&self) -> impl Iterator<Item = &str> {
-        self.users.keys().map(String::as_str)
     }
 }
 

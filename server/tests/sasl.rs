@@ -422,6 +422,26 @@ async fn super_password_property_replaces_the_jaas_password_of_super() {
     assert_eq!(h.err, ErrorCode::AuthFailed.code());
 }
 
+/// zookeeper.allowSaslFailedClients: ZooKeeper logs the failure and answers OK with a null
+/// token; the connection stays, without the sasl id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_sasl_failed_clients_keeps_the_connection_unauthenticated() {
+    let server = start(Some(JAAS), &["zookeeper.allowSaslFailedClients=true"]).await;
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    let nonce = challenge(&mut raw).await;
+    let (h, resp) = sasl(
+        &mut raw,
+        2,
+        client_response("jaasuser", "wrong", &nonce, "c").as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((h.xid, h.zxid, h.err), (2, 0, 0));
+    assert_eq!(resp.token, None);
+    assert_eq!(who_am_i(&mut raw, 3).await, ip_and(&[]));
+    assert_eq!(get_data(&mut raw, 4, "/").await, Ok(Vec::new()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_server_section_sasl_tokens_are_refused_as_before() {
     // kazoo's harness always passes a JAAS file, empty unless the test wants SASL.
