@@ -487,8 +487,16 @@ impl Core {
     fn sasl(&mut self, id: ConnId, xid: i32, token: Vec<u8>) {
         let cfg = Arc::clone(&self.cfg);
         let Some(sasl_cfg) = cfg.sasl.as_ref() else {
-            // No JAAS Server section, so no SASL server for this connection.
-            self.reply_error_and_close(id, xid, ErrorCode::AuthFailed);
+            // No JAAS Server section, so no SASL server for this connection. ZooKeeper then hits a
+            // null saslServer, logs it, and answers OK with a null token (ZooKeeperServer.processSasl):
+            // the connection stays, unauthenticated.
+            self.send(
+                id,
+                Outbound::Reply {
+                    header: ReplyHeader { xid, zxid: 0, err: 0 },
+                    body: Some(Response::Sasl(SetSaslResponse { token: None })),
+                },
+            );
             return;
         };
         let conn = self.conns.get_mut(&id).unwrap();
