@@ -47,7 +47,10 @@ pub(crate) fn four_letter(core: &mut Core, word: FourLetterWord, remote: SocketA
 }
 
 fn epoch_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// Converts a monotonic instant into wall-clock milliseconds, for the dates ZooKeeper prints.
@@ -93,7 +96,9 @@ fn op_name(op: OpCode) -> &'static str {
 }
 
 fn dir_size(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
     entries
         .filter_map(Result::ok)
         .map(|e| match e.metadata() {
@@ -105,7 +110,9 @@ fn dir_size(path: &Path) -> u64 {
 }
 
 fn open_fds() -> Option<u64> {
-    std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as u64)
+    std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .map(|d| d.count() as u64)
 }
 
 fn max_fds() -> Option<u64> {
@@ -115,9 +122,15 @@ fn max_fds() -> Option<u64> {
 }
 
 fn environment() -> Vec<(String, String)> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
-    let os_version = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
-    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let os_version = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     vec![
         ("host.name".into(), host),
         ("java.version".into(), "n/a (paddock is not a JVM)".into()),
@@ -125,13 +138,22 @@ fn environment() -> Vec<(String, String)> {
         ("java.home".into(), "n/a".into()),
         ("java.class.path".into(), "n/a".into()),
         ("java.library.path".into(), "n/a".into()),
-        ("java.io.tmpdir".into(), std::env::temp_dir().display().to_string()),
+        (
+            "java.io.tmpdir".into(),
+            std::env::temp_dir().display().to_string(),
+        ),
         ("java.compiler".into(), "<NA>".into()),
         ("os.name".into(), std::env::consts::OS.into()),
         ("os.arch".into(), std::env::consts::ARCH.into()),
         ("os.version".into(), os_version),
-        ("user.name".into(), std::env::var("USER").unwrap_or_default()),
-        ("user.home".into(), std::env::var("HOME").unwrap_or_default()),
+        (
+            "user.name".into(),
+            std::env::var("USER").unwrap_or_default(),
+        ),
+        (
+            "user.home".into(),
+            std::env::var("HOME").unwrap_or_default(),
+        ),
         ("user.dir".into(), cwd),
     ]
 }
@@ -159,7 +181,10 @@ fn server_view(core: &mut Core) -> ServerView {
             timeout_ms,
             last_cxid: stats.last_cxid as i64,
             last_zxid: stats.last_zxid,
-            last_response_ms: stats.last_response.map(|t| wall_ms(t, now, now_ms)).unwrap_or(0),
+            last_response_ms: stats
+                .last_response
+                .map(|t| wall_ms(t, now, now_ms))
+                .unwrap_or(0),
             last_latency_ms: stats.last_latency_ms,
             latency: stats.latency,
         });
@@ -177,7 +202,14 @@ fn server_view(core: &mut Core) -> ServerView {
     let watches_by_path = ws
         .data_by_path
         .iter()
-        .map(|(p, ws)| (p.clone(), ws.iter().map(|w| session_of.get(w).copied().unwrap_or(0)).collect()))
+        .map(|(p, ws)| {
+            (
+                p.clone(),
+                ws.iter()
+                    .map(|w| session_of.get(w).copied().unwrap_or(0))
+                    .collect(),
+            )
+        })
         .collect();
 
     let mut buckets: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
@@ -185,14 +217,23 @@ fn server_view(core: &mut Core) -> ServerView {
     let sessions: Vec<i64> = core.tree().sessions().map(|s| s.id).collect();
     for id in &sessions {
         if let Some(deadline) = core.session_deadline(*id) {
-            buckets.entry(wall_ms(deadline, now, now_ms)).or_default().push(*id);
+            buckets
+                .entry(wall_ms(deadline, now, now_ms))
+                .or_default()
+                .push(*id);
         }
         let eph = core.tree().ephemerals_of(*id);
         if !eph.is_empty() {
             ephemerals_by_session.push((*id, eph));
         }
     }
-    let session_buckets = buckets.into_iter().map(|(expire_at_ms, sessions)| ExpiryBucket { expire_at_ms, sessions }).collect();
+    let session_buckets = buckets
+        .into_iter()
+        .map(|(expire_at_ms, sessions)| ExpiryBucket {
+            expire_at_ms,
+            sessions,
+        })
+        .collect();
 
     let cfg = core.config();
     let data_dir_size = dir_size(&cfg.data_dir);
@@ -235,11 +276,26 @@ fn server_view(core: &mut Core) -> ServerView {
         leader: None,
         extra_metrics: vec![
             ("paddock_raft_term".into(), status.term.to_string()),
-            ("paddock_raft_commit_index".into(), status.commit.to_string()),
-            ("paddock_raft_first_index".into(), status.first_index.to_string()),
-            ("paddock_raft_snapshot_index".into(), status.snapshot_index.to_string()),
-            ("paddock_raft_last_index".into(), status.last_index.to_string()),
-            ("paddock_raft_synced_writes".into(), status.synced_writes.to_string()),
+            (
+                "paddock_raft_commit_index".into(),
+                status.commit.to_string(),
+            ),
+            (
+                "paddock_raft_first_index".into(),
+                status.first_index.to_string(),
+            ),
+            (
+                "paddock_raft_snapshot_index".into(),
+                status.snapshot_index.to_string(),
+            ),
+            (
+                "paddock_raft_last_index".into(),
+                status.last_index.to_string(),
+            ),
+            (
+                "paddock_raft_synced_writes".into(),
+                status.synced_writes.to_string(),
+            ),
             ("paddock_raft_readies".into(), status.readies.to_string()),
         ],
         trace_mask: fourlw::DEFAULT_TRACE_MASK,

@@ -30,7 +30,13 @@ pub struct ConnParams {
     pub max_frame: usize,
 }
 
-pub async fn serve(stream: TcpStream, remote: SocketAddr, id: ConnId, core: mpsc::Sender<CoreMsg>, params: Arc<ConnParams>) {
+pub async fn serve(
+    stream: TcpStream,
+    remote: SocketAddr,
+    id: ConnId,
+    core: mpsc::Sender<CoreMsg>,
+    params: Arc<ConnParams>,
+) {
     let span = tracing::debug_span!("conn", peer = %remote, id);
     async move {
         let _ = stream.set_nodelay(true);
@@ -55,19 +61,30 @@ async fn run(
     let mut buf = BytesMut::with_capacity(4096);
 
     // The first four bytes: a four-letter word, or the length of a ConnectRequest.
-    timeout(HANDSHAKE_TIMEOUT, read_at_least(&mut rd, &mut buf, 4)).await.map_err(|_| "no handshake in time")??;
+    timeout(HANDSHAKE_TIMEOUT, read_at_least(&mut rd, &mut buf, 4))
+        .await
+        .map_err(|_| "no handshake in time")??;
     if let Some(word) = FourLetterWord::detect([buf[0], buf[1], buf[2], buf[3]]) {
         let (tx, rx) = oneshot::channel();
-        core.send(CoreMsg::FourLetter { word, remote, reply: tx }).await.map_err(|_| "server stopping")?;
+        core.send(CoreMsg::FourLetter {
+            word,
+            remote,
+            reply: tx,
+        })
+        .await
+        .map_err(|_| "server stopping")?;
         let text = rx.await.map_err(|_| "server stopping")?;
         let _ = wr.write_all(text.as_bytes()).await;
         let _ = wr.shutdown().await;
         return Ok(());
     }
 
-    let body = timeout(HANDSHAKE_TIMEOUT, next_frame(&mut rd, &mut buf, params.max_frame))
-        .await
-        .map_err(|_| "no handshake in time")??;
+    let body = timeout(
+        HANDSHAKE_TIMEOUT,
+        next_frame(&mut rd, &mut buf, params.max_frame),
+    )
+    .await
+    .map_err(|_| "no handshake in time")??;
     let req = wire::decode_connect_frame(&body).map_err(|_| "malformed ConnectRequest")?;
 
     let (out_tx, out_rx) = outbound::queue();
@@ -75,9 +92,15 @@ async fn run(
     // Dropped by the writer when it ends, which tells the reader to stop as well.
     let (writer_done_tx, mut writer_done) = oneshot::channel::<()>();
     let writer = tokio::spawn(write_loop(wr, out_rx, writer_done_tx));
-    core.send(CoreMsg::Connect { conn: id, remote, req, out: out_tx, ready: ready_tx })
-        .await
-        .map_err(|_| "server stopping")?;
+    core.send(CoreMsg::Connect {
+        conn: id,
+        remote,
+        req,
+        out: out_tx,
+        ready: ready_tx,
+    })
+    .await
+    .map_err(|_| "server stopping")?;
     let established = ready_rx.await.unwrap_or(false);
     if !established {
         let _ = writer.await;
@@ -99,7 +122,16 @@ async fn run(
             Err((Some(header), e)) => (header, Err(e)),
             Err((None, _)) => break Err("request shorter than its header"),
         };
-        if core.send(CoreMsg::Request { conn: id, header, req, received }).await.is_err() {
+        if core
+            .send(CoreMsg::Request {
+                conn: id,
+                header,
+                req,
+                received,
+            })
+            .await
+            .is_err()
+        {
             break Err("server stopping");
         }
     };
@@ -131,7 +163,11 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: OutboundRx, _done: oneshot::
     }
 }
 
-async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut BytesMut, n: usize) -> Result<(), &'static str> {
+async fn read_at_least(
+    rd: &mut OwnedReadHalf,
+    buf: &mut BytesMut,
+    n: usize,
+) -> Result<(), &'static str> {
     while buf.len() < n {
         if rd.read_buf(buf).await.map_err(|_| "read error")? == 0 {
             return Err("peer closed");
@@ -142,7 +178,11 @@ async fn read_at_least(rd: &mut OwnedReadHalf, buf: &mut BytesMut, n: usize) -> 
 
 /// Reads one whole frame body. An oversized or negative length ends the connection before
 /// anything is allocated for it.
-async fn next_frame(rd: &mut OwnedReadHalf, buf: &mut BytesMut, max: usize) -> Result<Vec<u8>, &'static str> {
+async fn next_frame(
+    rd: &mut OwnedReadHalf,
+    buf: &mut BytesMut,
+    max: usize,
+) -> Result<Vec<u8>, &'static str> {
     loop {
         match frame::check(buf, max) {
             Ok(Check::Frame { len }) => {

@@ -34,7 +34,10 @@ use tracing::{debug, info, warn};
 use consensus::{CommittedEntry, Event};
 use wire::ops::auth::SetSaslResponse;
 use wire::ops::who_am_i::WhoAmIResponse;
-use wire::{ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, ReplyHeader, Request, RequestHeader, Response};
+use wire::{
+    ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, ReplyHeader, Request,
+    RequestHeader, Response,
+};
 use znode_tree::{acl, Entry, ReadCtx, Tree, Txn, WatchRegistry};
 
 use crate::config::Config;
@@ -44,7 +47,6 @@ use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ConnStats, ServerStats};
 
 pub type ConnId = u64;
-
 
 /// How often the sessions' remaining time is saved for a restart (see `session::checkpoint`).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -62,15 +64,27 @@ pub enum CoreMsg {
         ready: oneshot::Sender<bool>,
     },
     /// A request frame after the handshake. A body that did not decode is carried as the error.
-    Request { conn: ConnId, header: RequestHeader, req: Result<Request, wire::DecodeError>, received: Instant },
+    Request {
+        conn: ConnId,
+        header: RequestHeader,
+        req: Result<Request, wire::DecodeError>,
+        received: Instant,
+    },
     /// The connection's socket closed.
     Closed { conn: ConnId },
     /// A four-letter word on a fresh connection.
-    FourLetter { word: FourLetterWord, remote: SocketAddr, reply: oneshot::Sender<String> },
+    FourLetter {
+        word: FourLetterWord,
+        remote: SocketAddr,
+        reply: oneshot::Sender<String>,
+    },
     /// From the raft thread.
     Consensus(Event),
     /// Answered once the applied index reaches `index` (start-up replay).
-    WaitApplied { index: u64, reply: oneshot::Sender<()> },
+    WaitApplied {
+        index: u64,
+        reply: oneshot::Sender<()>,
+    },
     /// Stop: flush nothing more, reply nothing more.
     Shutdown,
 }
@@ -81,11 +95,25 @@ enum Pending {
     /// A write proposed to the log; answered when its entry is applied.
     Write { xid: i32, received: Instant },
     /// A read (or an op answered like one) that waits behind earlier writes.
-    Read { header: RequestHeader, req: Request, received: Instant },
+    Read {
+        header: RequestHeader,
+        req: Request,
+        received: Instant,
+    },
     /// A request answered with an error in its turn (a body that did not decode).
-    Error { xid: i32, code: ErrorCode, received: Instant },
+    Error {
+        xid: i32,
+        code: ErrorCode,
+        received: Instant,
+    },
     /// sync: answered once the local applied index reaches the ReadIndex.
-    Sync { xid: i32, path: String, ctx: u64, index: Option<u64>, received: Instant },
+    Sync {
+        xid: i32,
+        path: String,
+        ctx: u64,
+        index: Option<u64>,
+        received: Instant,
+    },
 }
 
 #[derive(Debug)]
@@ -131,7 +159,10 @@ pub struct Core {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// ZooKeeper's first session id: the server id in the top byte, then milliseconds since
@@ -143,7 +174,13 @@ fn initial_session_id(server_id: u64, now_ms: i64) -> i64 {
 }
 
 impl Core {
-    pub fn new(cfg: Arc<Config>, tree: Tree, raft: consensus::Handle, applied_index: u64, applied_term: u64) -> Core {
+    pub fn new(
+        cfg: Arc<Config>,
+        tree: Tree,
+        raft: consensus::Handle,
+        applied_index: u64,
+        applied_term: u64,
+    ) -> Core {
         let tick = Duration::from_millis(cfg.tick_time_ms as u64);
         let mut tracker = SessionTracker::new(tick);
         let now = Instant::now();
@@ -153,7 +190,11 @@ impl Core {
         let mut resume_left = checkpoint::read(&crate::node::raft_dir(&cfg));
         for s in tree.sessions() {
             let full = Duration::from_millis(s.timeout_ms.max(0) as u64);
-            tracker.resume(s.id, resume_left.remove(&s.id).unwrap_or(full).min(full), now);
+            tracker.resume(
+                s.id,
+                resume_left.remove(&s.id).unwrap_or(full).min(full),
+                now,
+            );
         }
         let server_id = cfg.my_id.unwrap_or(1).min(254);
         Core {
@@ -216,7 +257,10 @@ impl Core {
         for (_, conn) in self.conns.drain() {
             let _ = conn.out.try_send(Outbound::Close);
         }
-        if let Err(e) = checkpoint::write(&crate::node::raft_dir(&self.cfg), &self.tracker.remaining(Instant::now())) {
+        if let Err(e) = checkpoint::write(
+            &crate::node::raft_dir(&self.cfg),
+            &self.tracker.remaining(Instant::now()),
+        ) {
             warn!(error = %e, "session checkpoint not written at shut-down");
         }
         info!("core stopped");
@@ -224,10 +268,25 @@ impl Core {
 
     fn handle(&mut self, msg: CoreMsg) {
         match msg {
-            CoreMsg::Connect { conn, remote, req, out, ready } => self.connect(conn, remote, req, out, ready),
-            CoreMsg::Request { conn, header, req, received } => self.request(conn, header, req, received),
+            CoreMsg::Connect {
+                conn,
+                remote,
+                req,
+                out,
+                ready,
+            } => self.connect(conn, remote, req, out, ready),
+            CoreMsg::Request {
+                conn,
+                header,
+                req,
+                received,
+            } => self.request(conn, header, req, received),
             CoreMsg::Closed { conn } => self.closed(conn),
-            CoreMsg::FourLetter { word, remote, reply } => {
+            CoreMsg::FourLetter {
+                word,
+                remote,
+                reply,
+            } => {
                 let _ = reply.send(self.four_letter(word, remote));
             }
             CoreMsg::Consensus(ev) => {
@@ -293,7 +352,10 @@ impl Core {
                 xid: 0,
                 time_ms: now_ms(),
                 auth: Vec::new(),
-                txn: Txn::CreateSession { timeout_ms, password },
+                txn: Txn::CreateSession {
+                    timeout_ms,
+                    password,
+                },
             };
             if !self.propose(&entry) {
                 self.connecting.remove(&session_id);
@@ -304,7 +366,10 @@ impl Core {
 
         // Reconnect: the password must match a live session that is not closing.
         let valid = match self.tree.session(req.session_id) {
-            Some(s) => req.passwd.as_deref() == Some(&s.password[..]) && !self.tracker.is_closing(req.session_id),
+            Some(s) => {
+                req.passwd.as_deref() == Some(&s.password[..])
+                    && !self.tracker.is_closing(req.session_id)
+            }
             None => false,
         };
         if !valid {
@@ -328,8 +393,13 @@ impl Core {
                 self.close_conn(old);
             }
         }
-        let password = self.tree.session(req.session_id).map(|s| s.password).unwrap_or_default();
-        self.tracker.touch(req.session_id, timeout_ms, Instant::now());
+        let password = self
+            .tree
+            .session(req.session_id)
+            .map(|s| s.password)
+            .unwrap_or_default();
+        self.tracker
+            .touch(req.session_id, timeout_ms, Instant::now());
         let conn = self.conns.get_mut(&id).unwrap();
         conn.session_id = req.session_id;
         info!(peer = %remote, session = format_args!("{:#x}", req.session_id), timeout_ms, "session reconnected");
@@ -337,7 +407,9 @@ impl Core {
     }
 
     fn finish_handshake(&mut self, id: ConnId, password: [u8; 16]) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         let resp = ConnectResponse {
             protocol_version: 0,
             timeout: conn.timeout_ms,
@@ -365,7 +437,11 @@ impl Core {
             let id = self.next_session_id;
             self.next_session_id = self.next_session_id.wrapping_add(1);
             // i64::MIN marks containers' owner; 0 means "no session".
-            if id != 0 && id != i64::MIN && self.tree.session(id).is_none() && !self.connecting.contains_key(&id) {
+            if id != 0
+                && id != i64::MIN
+                && self.tree.session(id).is_none()
+                && !self.connecting.contains_key(&id)
+            {
                 return id;
             }
         }
@@ -373,8 +449,16 @@ impl Core {
 
     // ----- requests ------------------------------------------------------------------
 
-    fn request(&mut self, id: ConnId, header: RequestHeader, req: Result<Request, wire::DecodeError>, received: Instant) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+    fn request(
+        &mut self,
+        id: ConnId,
+        header: RequestHeader,
+        req: Result<Request, wire::DecodeError>,
+        received: Instant,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         if conn.closed {
             return;
         }
@@ -390,13 +474,20 @@ impl Core {
         let req = match req {
             Ok(req) => req,
             Err(e) if e.reply_code() == ErrorCode::Unimplemented => {
-                debug!(op = header.op_type, "opcode not accepted from clients: Unimplemented, then close");
+                debug!(
+                    op = header.op_type,
+                    "opcode not accepted from clients: Unimplemented, then close"
+                );
                 self.reply_error_and_close(id, header.xid, ErrorCode::Unimplemented);
                 return;
             }
             Err(e) => {
                 debug!(error = %e, "undecodable request body");
-                conn.queue.push_back(Pending::Error { xid: header.xid, code: ErrorCode::MarshallingError, received });
+                conn.queue.push_back(Pending::Error {
+                    xid: header.xid,
+                    code: ErrorCode::MarshallingError,
+                    received,
+                });
                 self.drain(id);
                 return;
             }
@@ -418,7 +509,13 @@ impl Core {
                 let ctx = self.next_read_ctx;
                 self.next_read_ctx += 1;
                 let conn = self.conns.get_mut(&id).unwrap();
-                conn.queue.push_back(Pending::Sync { xid: header.xid, path: sync.path, ctx, index: None, received });
+                conn.queue.push_back(Pending::Sync {
+                    xid: header.xid,
+                    path: sync.path,
+                    ctx,
+                    index: None,
+                    received,
+                });
                 if self.raft.read_index(ctx).is_err() {
                     self.close_conn(id);
                 }
@@ -431,7 +528,15 @@ impl Core {
                 self.propose_write(id, header, Txn::Write(req), received);
             }
             req => {
-                self.conns.get_mut(&id).unwrap().queue.push_back(Pending::Read { header, req, received });
+                self.conns
+                    .get_mut(&id)
+                    .unwrap()
+                    .queue
+                    .push_back(Pending::Read {
+                        header,
+                        req,
+                        received,
+                    });
                 self.drain(id);
             }
         }
@@ -439,8 +544,17 @@ impl Core {
 
     fn propose_write(&mut self, id: ConnId, header: RequestHeader, txn: Txn, received: Instant) {
         let conn = self.conns.get_mut(&id).unwrap();
-        let entry = Entry { session_id: conn.session_id, xid: header.xid, time_ms: now_ms(), auth: conn.auth.clone(), txn };
-        conn.queue.push_back(Pending::Write { xid: header.xid, received });
+        let entry = Entry {
+            session_id: conn.session_id,
+            xid: header.xid,
+            time_ms: now_ms(),
+            auth: conn.auth.clone(),
+            txn,
+        };
+        conn.queue.push_back(Pending::Write {
+            xid: header.xid,
+            received,
+        });
         if !self.propose(&entry) {
             // Not leader / stopped: the client reconnects elsewhere (or retries).
             self.close_conn(id);
@@ -462,7 +576,11 @@ impl Core {
         let result = if packet.scheme == "ip" {
             Ok(vec![Id::new("ip", &conn.remote.ip().to_string())])
         } else {
-            acl::authenticate(&packet.scheme, packet.auth.as_deref().unwrap_or(&[]), self.cfg.super_digest.as_deref())
+            acl::authenticate(
+                &packet.scheme,
+                packet.auth.as_deref().unwrap_or(&[]),
+                self.cfg.super_digest.as_deref(),
+            )
         };
         match result {
             Ok(ids) => {
@@ -471,11 +589,31 @@ impl Core {
                         conn.auth.push(new);
                     }
                 }
-                self.send(id, Outbound::Reply { header: ReplyHeader { xid, zxid: 0, err: 0 }, body: None });
+                self.send(
+                    id,
+                    Outbound::Reply {
+                        header: ReplyHeader {
+                            xid,
+                            zxid: 0,
+                            err: 0,
+                        },
+                        body: None,
+                    },
+                );
             }
             Err(code) => {
                 self.stats.auth_failed += 1;
-                self.send(id, Outbound::Reply { header: ReplyHeader { xid, zxid: 0, err: code.code() }, body: None });
+                self.send(
+                    id,
+                    Outbound::Reply {
+                        header: ReplyHeader {
+                            xid,
+                            zxid: 0,
+                            err: code.code(),
+                        },
+                        body: None,
+                    },
+                );
                 self.close_conn(id);
             }
         }
@@ -493,7 +631,11 @@ impl Core {
             self.send(
                 id,
                 Outbound::Reply {
-                    header: ReplyHeader { xid, zxid: 0, err: 0 },
+                    header: ReplyHeader {
+                        xid,
+                        zxid: 0,
+                        err: 0,
+                    },
                     body: Some(Response::Sasl(SetSaslResponse { token: None })),
                 },
             );
@@ -501,14 +643,19 @@ impl Core {
         };
         let conn = self.conns.get_mut(&id).unwrap();
         let (remote, session_id) = (conn.remote, conn.session_id);
-        let server = conn.sasl.get_or_insert_with(|| DigestMd5Server::new(DigestMd5Server::random_nonce()));
+        let server = conn
+            .sasl
+            .get_or_insert_with(|| DigestMd5Server::new(DigestMd5Server::random_nonce()));
         let reply = |err: i32, token: Option<Vec<u8>>| Outbound::Reply {
             header: ReplyHeader { xid, zxid: 0, err },
             body: Some(Response::Sasl(SetSaslResponse { token })),
         };
         match server.evaluate(&token, sasl_cfg) {
             Ok(Step::Challenge(challenge)) => self.send(id, reply(0, Some(challenge))),
-            Ok(Step::Complete { token, authorization_id }) => {
+            Ok(Step::Complete {
+                token,
+                authorization_id,
+            }) => {
                 info!(
                     peer = %remote,
                     session = format_args!("{session_id:#x}"),
@@ -541,7 +688,17 @@ impl Core {
 
     fn reply_error_and_close(&mut self, id: ConnId, xid: i32, code: ErrorCode) {
         let zxid = self.tree.last_zxid();
-        self.send(id, Outbound::Reply { header: ReplyHeader { xid, zxid, err: code.code() }, body: None });
+        self.send(
+            id,
+            Outbound::Reply {
+                header: ReplyHeader {
+                    xid,
+                    zxid,
+                    err: code.code(),
+                },
+                body: None,
+            },
+        );
         self.close_conn(id);
     }
 
@@ -549,7 +706,9 @@ impl Core {
     /// the first write that is not yet applied.
     fn drain(&mut self, id: ConnId) {
         loop {
-            let Some(conn) = self.conns.get_mut(&id) else { return };
+            let Some(conn) = self.conns.get_mut(&id) else {
+                return;
+            };
             let ready = match conn.queue.front() {
                 None | Some(Pending::Write { .. }) => false,
                 Some(Pending::Sync { index, .. }) => index.is_some_and(|i| i <= self.applied_index),
@@ -559,13 +718,36 @@ impl Core {
                 return;
             }
             match conn.queue.pop_front().unwrap() {
-                Pending::Read { header, req, received } => self.answer_read(id, header, req, received),
-                Pending::Error { xid, code, received } => {
+                Pending::Read {
+                    header,
+                    req,
+                    received,
+                } => self.answer_read(id, header, req, received),
+                Pending::Error {
+                    xid,
+                    code,
+                    received,
+                } => {
                     let zxid = self.tree.last_zxid();
                     self.record_latency(id, received);
-                    self.send(id, Outbound::Reply { header: ReplyHeader { xid, zxid, err: code.code() }, body: None });
+                    self.send(
+                        id,
+                        Outbound::Reply {
+                            header: ReplyHeader {
+                                xid,
+                                zxid,
+                                err: code.code(),
+                            },
+                            body: None,
+                        },
+                    );
                 }
-                Pending::Sync { xid, path, received, .. } => {
+                Pending::Sync {
+                    xid,
+                    path,
+                    received,
+                    ..
+                } => {
                     let zxid = self.tree.last_zxid();
                     self.record_latency(id, received);
                     self.send(
@@ -588,10 +770,22 @@ impl Core {
         let result: Result<Response, ErrorCode> = {
             match &req {
                 Request::Ping => {
-                    self.send(id, Outbound::Reply { header: ReplyHeader { xid: wire::xid::PING, zxid, err: 0 }, body: None });
+                    self.send(
+                        id,
+                        Outbound::Reply {
+                            header: ReplyHeader {
+                                xid: wire::xid::PING,
+                                zxid,
+                                err: 0,
+                            },
+                            body: None,
+                        },
+                    );
                     return;
                 }
-                Request::WhoAmI => Ok(Response::WhoAmI(WhoAmIResponse { client_info: acl::who_am_i(&conn.auth) })),
+                Request::WhoAmI => Ok(Response::WhoAmI(WhoAmIResponse {
+                    client_info: acl::who_am_i(&conn.auth),
+                })),
                 Request::SetWatches(sw) => {
                     let sw2 = wire::ops::watches::SetWatches2 {
                         relative_zxid: sw.relative_zxid,
@@ -609,8 +803,14 @@ impl Core {
                     self.set_watches(id, &sw2);
                     Ok(Response::Empty)
                 }
-                Request::CheckWatches(w) => self.watches.check(id, &w.path, w.watcher_type).map(|_| Response::Empty),
-                Request::RemoveWatches(w) => self.watches.remove(id, &w.path, w.watcher_type).map(|_| Response::Empty),
+                Request::CheckWatches(w) => self
+                    .watches
+                    .check(id, &w.path, w.watcher_type)
+                    .map(|_| Response::Empty),
+                Request::RemoveWatches(w) => self
+                    .watches
+                    .remove(id, &w.path, w.watcher_type)
+                    .map(|_| Response::Empty),
                 Request::Reconfig(_) => Err(if self.cfg.reconfig_enabled {
                     ErrorCode::Unimplemented
                 } else {
@@ -618,7 +818,10 @@ impl Core {
                 }),
                 _ => {
                     let auth = conn.auth.clone();
-                    let ctx = ReadCtx { session_id, auth: &auth };
+                    let ctx = ReadCtx {
+                        session_id,
+                        auth: &auth,
+                    };
                     znode_tree::read_with_watch(&self.tree, &mut self.watches, &ctx, id, &req)
                 }
             }
@@ -629,7 +832,17 @@ impl Core {
             Err(code) => (code.code(), None),
         };
         let body = body.filter(|b| !matches!(b, Response::Empty));
-        self.send(id, Outbound::Reply { header: ReplyHeader { xid: header.xid, zxid, err }, body });
+        self.send(
+            id,
+            Outbound::Reply {
+                header: ReplyHeader {
+                    xid: header.xid,
+                    zxid,
+                    err,
+                },
+                body,
+            },
+        );
     }
 
     fn set_watches(&mut self, id: ConnId, sw2: &wire::ops::watches::SetWatches2) {
@@ -649,7 +862,11 @@ impl Core {
                 }
                 self.maybe_snapshot();
             }
-            Event::RoleChanged { is_leader, leader_id, term } => {
+            Event::RoleChanged {
+                is_leader,
+                leader_id,
+                term,
+            } => {
                 info!(is_leader, leader_id, term, "raft role changed");
                 if !is_leader && leader_id != 0 {
                     self.followed_another = true;
@@ -659,7 +876,8 @@ impl Core {
                     // activity, so it restarts every timer (ZooKeeper does the same). A server
                     // that leads from its own start resumes the checkpointed clocks instead.
                     let now = Instant::now();
-                    let sessions: Vec<(i64, i32)> = self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
+                    let sessions: Vec<(i64, i32)> =
+                        self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
                     for (id, timeout) in sessions {
                         self.tracker.touch(id, timeout, now);
                     }
@@ -670,7 +888,10 @@ impl Core {
                 let mut waiting = None;
                 for (id, conn) in self.conns.iter_mut() {
                     for p in conn.queue.iter_mut() {
-                        if let Pending::Sync { ctx: c, index: i, .. } = p {
+                        if let Pending::Sync {
+                            ctx: c, index: i, ..
+                        } = p
+                        {
                             if *c == ctx {
                                 *i = Some(index);
                                 waiting = Some(*id);
@@ -682,22 +903,30 @@ impl Core {
                     self.drain(id);
                 }
             }
-            Event::InstallSnapshot(snap) => match Tree::restore(&snap.data, crate::node::tree_config(&self.cfg)) {
-                Ok(tree) => {
-                    info!(index = snap.index, "installed a snapshot from the leader");
-                    self.tree = tree;
-                    self.applied_index = snap.index;
-                    self.applied_term = snap.term;
-                    self.last_snapshot_index = snap.index;
+            Event::InstallSnapshot(snap) => {
+                match Tree::restore(&snap.data, crate::node::tree_config(&self.cfg)) {
+                    Ok(tree) => {
+                        info!(index = snap.index, "installed a snapshot from the leader");
+                        self.tree = tree;
+                        self.applied_index = snap.index;
+                        self.applied_term = snap.term;
+                        self.last_snapshot_index = snap.index;
+                    }
+                    Err(e) => panic!(
+                        "snapshot at index {} from the leader does not restore: {e}",
+                        snap.index
+                    ),
                 }
-                Err(e) => panic!("snapshot at index {} from the leader does not restore: {e}", snap.index),
-            },
+            }
         }
     }
 
     fn release_applied_waiters(&mut self) {
         let applied = self.applied_index;
-        let (done, waiting): (Vec<_>, Vec<_>) = self.applied_waiters.drain(..).partition(|(i, _)| *i <= applied);
+        let (done, waiting): (Vec<_>, Vec<_>) = self
+            .applied_waiters
+            .drain(..)
+            .partition(|(i, _)| *i <= applied);
         self.applied_waiters = waiting;
         for (_, reply) in done {
             let _ = reply.send(());
@@ -726,23 +955,36 @@ impl Core {
         let skip_acl = self.cfg.skip_acl;
         // ZooKeeper 3.9 delivers an event only to watchers that may READ the node.
         let events = self.watches.trigger(&applied.changes, zxid, |w, node_acl| {
-            conns.get(&w).is_some_and(|c| skip_acl || acl::check_acl(node_acl, wire::perms::READ, &c.auth))
+            conns
+                .get(&w)
+                .is_some_and(|c| skip_acl || acl::check_acl(node_acl, wire::perms::READ, &c.auth))
         });
         for (w, event) in events {
             self.send(w, Outbound::Event { zxid, event });
         }
 
         match &entry.txn {
-            Txn::CreateSession { timeout_ms, password } => {
+            Txn::CreateSession {
+                timeout_ms,
+                password,
+            } => {
                 let full = Duration::from_millis((*timeout_ms).max(0) as u64);
                 match self.resume_left.remove(&entry.session_id) {
                     // Replayed at start-up: the clock goes on from the checkpoint.
-                    Some(left) => self.tracker.resume(entry.session_id, left.min(full), Instant::now()),
-                    None => self.tracker.touch(entry.session_id, *timeout_ms, Instant::now()),
+                    Some(left) => {
+                        self.tracker
+                            .resume(entry.session_id, left.min(full), Instant::now())
+                    }
+                    None => self
+                        .tracker
+                        .touch(entry.session_id, *timeout_ms, Instant::now()),
                 }
                 if let Some(id) = self.connecting.remove(&entry.session_id) {
                     self.by_session.insert(entry.session_id, id);
-                    info!(session = format_args!("{:#x}", entry.session_id), timeout_ms, "session established");
+                    info!(
+                        session = format_args!("{:#x}", entry.session_id),
+                        timeout_ms, "session established"
+                    );
                     self.finish_handshake(id, *password);
                 }
             }
@@ -751,14 +993,33 @@ impl Core {
                 if let Some(id) = self.by_session.remove(&entry.session_id) {
                     let explicit = self.pop_write(id, entry.xid).is_some();
                     if explicit {
-                        self.send(id, Outbound::Reply { header: ReplyHeader { xid: entry.xid, zxid, err: 0 }, body: None });
-                        info!(session = format_args!("{:#x}", entry.session_id), "session closed");
+                        self.send(
+                            id,
+                            Outbound::Reply {
+                                header: ReplyHeader {
+                                    xid: entry.xid,
+                                    zxid,
+                                    err: 0,
+                                },
+                                body: None,
+                            },
+                        );
+                        info!(
+                            session = format_args!("{:#x}", entry.session_id),
+                            "session closed"
+                        );
                     } else {
-                        info!(session = format_args!("{:#x}", entry.session_id), "session expired");
+                        info!(
+                            session = format_args!("{:#x}", entry.session_id),
+                            "session expired"
+                        );
                     }
                     self.close_conn(id);
                 } else {
-                    info!(session = format_args!("{:#x}", entry.session_id), "session expired");
+                    info!(
+                        session = format_args!("{:#x}", entry.session_id),
+                        "session expired"
+                    );
                 }
             }
             Txn::Write(_) => {
@@ -770,7 +1031,17 @@ impl Core {
                             Ok(body) => (0, Some(body)),
                             Err(code) => (code.code(), None),
                         };
-                        self.send(id, Outbound::Reply { header: ReplyHeader { xid: entry.xid, zxid, err }, body });
+                        self.send(
+                            id,
+                            Outbound::Reply {
+                                header: ReplyHeader {
+                                    xid: entry.xid,
+                                    zxid,
+                                    err,
+                                },
+                                body,
+                            },
+                        );
                         self.drain(id);
                     }
                 }
@@ -819,8 +1090,17 @@ impl Core {
                 self.tracker.forget(session_id);
                 continue;
             }
-            info!(session = format_args!("{:#x}", session_id), "session timed out; proposing its close");
-            let entry = Entry { session_id, xid: 0, time_ms: now_ms(), auth: Vec::new(), txn: Txn::CloseSession };
+            info!(
+                session = format_args!("{:#x}", session_id),
+                "session timed out; proposing its close"
+            );
+            let entry = Entry {
+                session_id,
+                xid: 0,
+                time_ms: now_ms(),
+                auth: Vec::new(),
+                txn: Txn::CloseSession,
+            };
             self.propose(&entry);
         }
     }
@@ -833,7 +1113,13 @@ impl Core {
         }
         let now = now_ms();
         for path in self.tree.expired_nodes(now) {
-            let entry = Entry { session_id: 0, xid: 0, time_ms: now, auth: Vec::new(), txn: Txn::DeleteExpired { path } };
+            let entry = Entry {
+                session_id: 0,
+                xid: 0,
+                time_ms: now,
+                auth: Vec::new(),
+                txn: Txn::DeleteExpired { path },
+            };
             self.propose(&entry);
         }
     }
@@ -853,7 +1139,9 @@ impl Core {
     /// Asks the writer to flush and close; the entry goes when the connection task reports
     /// `Closed`, but the connection stops holding its session and its watches now.
     fn close_conn(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         if !conn.closed {
             conn.closed = true;
             let _ = conn.out.try_send(Outbound::Close);
@@ -872,7 +1160,9 @@ impl Core {
     }
 
     fn send(&mut self, id: ConnId, msg: Outbound) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         if conn.closed {
             return;
         }
@@ -937,11 +1227,24 @@ impl Core {
     pub(crate) fn session_deadline(&self, session: i64) -> Option<Instant> {
         self.tracker.deadline(session)
     }
-    pub(crate) fn conn_views(&mut self) -> impl Iterator<Item = (SocketAddr, i64, i32, usize, &mut ConnStats)> {
-        self.conns.values_mut().map(|c| (c.remote, c.session_id, c.timeout_ms, c.queue.len(), &mut c.stats))
+    pub(crate) fn conn_views(
+        &mut self,
+    ) -> impl Iterator<Item = (SocketAddr, i64, i32, usize, &mut ConnStats)> {
+        self.conns.values_mut().map(|c| {
+            (
+                c.remote,
+                c.session_id,
+                c.timeout_ms,
+                c.queue.len(),
+                &mut c.stats,
+            )
+        })
     }
     pub(crate) fn conn_ids_and_sessions(&self) -> Vec<(ConnId, i64)> {
-        self.conns.iter().map(|(id, c)| (*id, c.session_id)).collect()
+        self.conns
+            .iter()
+            .map(|(id, c)| (*id, c.session_id))
+            .collect()
     }
     pub(crate) fn outstanding(&self) -> usize {
         self.conns.values().map(|c| c.queue.len()).sum()

@@ -35,7 +35,10 @@ pub fn tree_config(cfg: &Config) -> TreeConfig {
 
 /// Where the raft log and snapshots live: `dataLogDir` if set, else `dataDir`.
 pub fn raft_dir(cfg: &Config) -> PathBuf {
-    cfg.data_log_dir.clone().unwrap_or_else(|| cfg.data_dir.clone()).join("paddock")
+    cfg.data_log_dir
+        .clone()
+        .unwrap_or_else(|| cfg.data_dir.clone())
+        .join("paddock")
 }
 
 /// A running server.
@@ -66,7 +69,8 @@ impl Server {
             );
         }
         let cfg = Arc::new(cfg);
-        std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating dataDir {}", cfg.data_dir.display()))?;
+        std::fs::create_dir_all(&cfg.data_dir)
+            .with_context(|| format!("creating dataDir {}", cfg.data_dir.display()))?;
         let dir = raft_dir(&cfg);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
 
@@ -82,7 +86,11 @@ impl Server {
             Some(snap) => {
                 let tree = Tree::restore(&snap.data, tree_config(&cfg))
                     .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
-                info!(index = snap.index, nodes = tree.node_count(), "restored snapshot");
+                info!(
+                    index = snap.index,
+                    nodes = tree.node_count(),
+                    "restored snapshot"
+                );
                 (tree, snap.index, snap.term)
             }
             None => (Tree::new(tree_config(&cfg)), 0, 0),
@@ -109,17 +117,30 @@ impl Server {
 
         // Replay the log into the tree before anyone can connect.
         let (tx, rx) = oneshot::channel();
-        core_tx.send(CoreMsg::WaitApplied { index: replay_to, reply: tx }).await?;
+        core_tx
+            .send(CoreMsg::WaitApplied {
+                index: replay_to,
+                reply: tx,
+            })
+            .await?;
         rx.await.context("core stopped during replay")?;
         info!(applied = replay_to, "log replayed");
 
         let bind = SocketAddr::new(cfg.client_port_address, cfg.client_port);
-        let listener = TcpListener::bind(bind).await.with_context(|| format!("binding the client port {bind}"))?;
+        let listener = TcpListener::bind(bind)
+            .await
+            .with_context(|| format!("binding the client port {bind}"))?;
         let addr = listener.local_addr()?;
         info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
 
         let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone()));
-        Ok(Server { addr, core_tx, raft, accept, core })
+        Ok(Server {
+            addr,
+            core_tx,
+            raft,
+            accept,
+            core,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -177,7 +198,9 @@ impl PerIp {
 async fn accept_loop(listener: TcpListener, core_tx: mpsc::Sender<CoreMsg>, cfg: Arc<Config>) {
     let next_id = AtomicU64::new(1);
     let per_ip = Arc::new(PerIp::default());
-    let params = Arc::new(ConnParams { max_frame: cfg.jute_max_buffer });
+    let params = Arc::new(ConnParams {
+        max_frame: cfg.jute_max_buffer,
+    });
     loop {
         let (stream, remote) = match listener.accept().await {
             Ok(x) => x,

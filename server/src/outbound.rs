@@ -23,7 +23,10 @@ pub enum Outbound {
     /// The handshake reply.
     Connect(ConnectResponse),
     /// A reply; `body` only when `header.err == 0` (or for multi, always).
-    Reply { header: ReplyHeader, body: Option<Response> },
+    Reply {
+        header: ReplyHeader,
+        body: Option<Response>,
+    },
     /// A watch notification (xid -1).
     Event { zxid: i64, event: WatcherEvent },
     /// Flush what is queued, then close the socket.
@@ -47,7 +50,9 @@ impl Outbound {
     pub fn approx_size(&self) -> usize {
         const FIXED: usize = 128;
         match self {
-            Outbound::Reply { body: Some(body), .. } => FIXED + response_size(body),
+            Outbound::Reply {
+                body: Some(body), ..
+            } => FIXED + response_size(body),
             Outbound::Event { event, .. } => FIXED + event.path.len(),
             _ => FIXED,
         }
@@ -68,7 +73,11 @@ fn response_size(r: &Response) -> usize {
         Response::Create(c) => c.path.len(),
         Response::Create2(c) => c.path.len(),
         Response::Sync(s) => s.path.len(),
-        Response::GetAcl(a) => a.acl.iter().map(|a| a.id.id.len() + a.id.scheme.len() + 12).sum(),
+        Response::GetAcl(a) => a
+            .acl
+            .iter()
+            .map(|a| a.id.id.len() + a.id.scheme.len() + 12)
+            .sum(),
         Response::Multi(results) => results
             .iter()
             .map(|m| {
@@ -110,14 +119,22 @@ pub struct OutboundRx {
 pub fn queue() -> (OutboundTx, OutboundRx) {
     let (tx, rx) = mpsc::channel(MAX_QUEUED_MESSAGES);
     let queued = Arc::new(AtomicUsize::new(0));
-    (OutboundTx { tx, queued: queued.clone() }, OutboundRx { rx, queued })
+    (
+        OutboundTx {
+            tx,
+            queued: queued.clone(),
+        },
+        OutboundRx { rx, queued },
+    )
 }
 
 impl OutboundTx {
     pub fn try_send(&self, msg: Outbound) -> Result<(), Refused> {
         let size = msg.approx_size();
         // `Close` always gets through the byte bound, so a slow client can still be closed.
-        if !matches!(msg, Outbound::Close) && self.queued.load(Ordering::Relaxed) + size > MAX_QUEUED_BYTES {
+        if !matches!(msg, Outbound::Close)
+            && self.queued.load(Ordering::Relaxed) + size > MAX_QUEUED_BYTES
+        {
             return Err(Refused::Full);
         }
         match self.tx.try_send(msg) {
@@ -152,8 +169,15 @@ mod tests {
 
     fn big_reply(n: usize) -> Outbound {
         Outbound::Reply {
-            header: ReplyHeader { xid: 1, zxid: 1, err: 0 },
-            body: Some(Response::GetData(GetDataResponse { data: Some(vec![0; n]), stat: Default::default() })),
+            header: ReplyHeader {
+                xid: 1,
+                zxid: 1,
+                err: 0,
+            },
+            body: Some(Response::GetData(GetDataResponse {
+                data: Some(vec![0; n]),
+                stat: Default::default(),
+            })),
         }
     }
 
@@ -167,7 +191,11 @@ mod tests {
         }
         assert_eq!(sent, MAX_QUEUED_BYTES / (chunk + 128));
         assert_eq!(tx.try_send(big_reply(chunk)), Err(Refused::Full));
-        assert_eq!(tx.try_send(Outbound::Close), Ok(()), "Close always gets through");
+        assert_eq!(
+            tx.try_send(Outbound::Close),
+            Ok(()),
+            "Close always gets through"
+        );
         rx.recv().await.unwrap();
         assert_eq!(tx.try_send(big_reply(chunk)), Ok(()));
         drop(rx);

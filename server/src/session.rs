@@ -95,7 +95,11 @@ impl SessionTracker {
 
     /// Time left for every tracked session, for the restart checkpoint.
     pub fn remaining(&self, now: Instant) -> Vec<(i64, Duration)> {
-        let mut v: Vec<(i64, Duration)> = self.deadlines.iter().map(|(s, d)| (*s, d.saturating_duration_since(now))).collect();
+        let mut v: Vec<(i64, Duration)> = self
+            .deadlines
+            .iter()
+            .map(|(s, d)| (*s, d.saturating_duration_since(now)))
+            .collect();
         v.sort_unstable();
         v
     }
@@ -146,11 +150,16 @@ pub mod checkpoint {
 
     /// Missing or unreadable lines are skipped: such a session simply gets a full timeout.
     pub fn read(dir: &Path) -> HashMap<i64, Duration> {
-        let Ok(text) = std::fs::read_to_string(dir.join(FILE)) else { return HashMap::new() };
+        let Ok(text) = std::fs::read_to_string(dir.join(FILE)) else {
+            return HashMap::new();
+        };
         text.lines()
             .filter_map(|l| {
                 let (id, ms) = l.split_once(' ')?;
-                Some((u64::from_str_radix(id, 16).ok()? as i64, Duration::from_millis(ms.parse().ok()?)))
+                Some((
+                    u64::from_str_radix(id, 16).ok()? as i64,
+                    Duration::from_millis(ms.parse().ok()?),
+                ))
             })
             .collect()
     }
@@ -165,9 +174,13 @@ mod tests {
         let mut t = SessionTracker::new(Duration::from_millis(2000));
         let start = Instant::now();
         t.touch(7, 4000, start);
-        assert!(t.take_expired(start + Duration::from_millis(3999)).is_empty());
+        assert!(t
+            .take_expired(start + Duration::from_millis(3999))
+            .is_empty());
         let d = t.deadline(7).unwrap();
-        assert!(d >= start + Duration::from_millis(4000) && d <= start + Duration::from_millis(6000));
+        assert!(
+            d >= start + Duration::from_millis(4000) && d <= start + Duration::from_millis(6000)
+        );
         assert_eq!(t.take_expired(d), vec![7]);
         assert!(t.is_closing(7));
     }
@@ -175,7 +188,10 @@ mod tests {
     #[test]
     fn checkpoint_round_trips_and_skips_garbage() {
         let dir = tempfile::tempdir().unwrap();
-        let v = vec![(-5i64, Duration::from_millis(1234)), (0x0100_0000_0000_0001, Duration::from_millis(0))];
+        let v = vec![
+            (-5i64, Duration::from_millis(1234)),
+            (0x0100_0000_0000_0001, Duration::from_millis(0)),
+        ];
         checkpoint::write(dir.path(), &v).unwrap();
         let back = checkpoint::read(dir.path());
         assert_eq!(back.len(), 2);
@@ -183,7 +199,10 @@ mod tests {
         assert_eq!(back[&0x0100_0000_0000_0001], Duration::ZERO);
         std::fs::write(dir.path().join(checkpoint::FILE), "zz 1\n7 x\n8 9\n").unwrap();
         let back = checkpoint::read(dir.path());
-        assert_eq!(back.into_iter().collect::<Vec<_>>(), vec![(8, Duration::from_millis(9))]);
+        assert_eq!(
+            back.into_iter().collect::<Vec<_>>(),
+            vec![(8, Duration::from_millis(9))]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -192,10 +211,15 @@ mod tests {
         let start = Instant::now();
         t.touch(1, 1000, start);
         t.touch(1, 1000, start + Duration::from_millis(900));
-        assert!(t.take_expired(start + Duration::from_millis(1500)).is_empty());
+        assert!(t
+            .take_expired(start + Duration::from_millis(1500))
+            .is_empty());
         assert_eq!(t.take_expired(start + Duration::from_millis(2100)), vec![1]);
         t.touch(1, 1000, start + Duration::from_millis(2200));
-        assert!(t.deadline(1).is_none(), "a closing session is not revived by a late frame");
+        assert!(
+            t.deadline(1).is_none(),
+            "a closing session is not revived by a late frame"
+        );
         t.forget(1);
         assert!(!t.is_closing(1));
     }

@@ -12,7 +12,11 @@ use std::time::Duration;
 use zookeeper_client::{Acls, CreateMode};
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn spawn(dir: &std::path::Path, port: u16) -> Child {
@@ -28,7 +32,12 @@ fn spawn(dir: &std::path::Path, port: u16) -> Child {
 
 async fn wait_ready(addr: SocketAddr) {
     for _ in 0..200 {
-        if let Ok(s) = tokio::time::timeout(Duration::from_millis(500), common::four_letter_try(addr, "ruok")).await {
+        if let Ok(s) = tokio::time::timeout(
+            Duration::from_millis(500),
+            common::four_letter_try(addr, "ruok"),
+        )
+        .await
+        {
             if s.as_deref() == Some("imok") {
                 return;
             }
@@ -47,7 +56,14 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
     wait_ready(addr).await;
 
     let setup = common::client(addr).await;
-    setup.create("/load", b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+    setup
+        .create(
+            "/load",
+            b"",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
     drop(setup);
 
     // Writers create sequential nodes and record each acknowledged path with its data.
@@ -76,15 +92,27 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
         let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
     }
     let acked = acked.lock().unwrap().clone();
-    assert!(acked.len() > 50, "the load ran before the kill ({} acknowledged)", acked.len());
+    assert!(
+        acked.len() > 50,
+        "the load ran before the kill ({} acknowledged)",
+        acked.len()
+    );
 
     let mut child = spawn(dir.path(), port);
     wait_ready(addr).await;
     let zk = common::client(addr).await;
     let children = zk.list_children("/load").await.unwrap();
-    assert!(children.len() >= acked.len(), "{} on disk < {} acknowledged", children.len(), acked.len());
+    assert!(
+        children.len() >= acked.len(),
+        "{} on disk < {} acknowledged",
+        children.len(),
+        acked.len()
+    );
     for (path, data) in &acked {
-        let (got, _) = zk.get_data(path).await.unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
+        let (got, _) = zk
+            .get_data(path)
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
         assert_eq!(&got, data, "{path}");
     }
     child.kill().unwrap();

@@ -43,21 +43,33 @@ async fn create_get_set_delete_report_zookeeper_stats() {
     assert_eq!(set.data_length, 6);
     assert_eq!(set.czxid, stat.czxid);
     assert!(set.mzxid > stat.mzxid);
-    assert_eq!(zk.set_data("/a", b"x", Some(0)).await.unwrap_err(), zookeeper_client::Error::BadVersion);
+    assert_eq!(
+        zk.set_data("/a", b"x", Some(0)).await.unwrap_err(),
+        zookeeper_client::Error::BadVersion
+    );
 
     zk.create("/a/b", b"", &persistent()).await.unwrap();
     let (_, parent) = zk.get_data("/a").await.unwrap();
     assert_eq!(parent.cversion, 1);
     assert_eq!(parent.num_children, 1);
-    assert_eq!(zk.delete("/a", None).await.unwrap_err(), zookeeper_client::Error::NotEmpty);
+    assert_eq!(
+        zk.delete("/a", None).await.unwrap_err(),
+        zookeeper_client::Error::NotEmpty
+    );
     zk.delete("/a/b", Some(0)).await.unwrap();
     let (_, parent) = zk.get_data("/a").await.unwrap();
     // One create and one delete: the wire cversion counts both (zk-protocol.md §4.2).
     assert_eq!(parent.cversion, 2);
     assert_eq!(parent.num_children, 0);
     zk.delete("/a", Some(1)).await.unwrap();
-    assert_eq!(zk.get_data("/a").await.unwrap_err(), zookeeper_client::Error::NoNode);
-    assert_eq!(zk.create("/x/y", b"", &persistent()).await.unwrap_err(), zookeeper_client::Error::NoNode);
+    assert_eq!(
+        zk.get_data("/a").await.unwrap_err(),
+        zookeeper_client::Error::NoNode
+    );
+    assert_eq!(
+        zk.create("/x/y", b"", &persistent()).await.unwrap_err(),
+        zookeeper_client::Error::NoNode
+    );
     server.shutdown().await;
 }
 
@@ -75,7 +87,10 @@ async fn sequential_children_are_numbered_by_the_parents_create_count() {
     assert_eq!(n2.to_string(), "0000000002");
     let mut children = zk.list_children("/q").await.unwrap();
     children.sort();
-    assert_eq!(children, vec!["item-0000000001", "item-0000000002", "plain"]);
+    assert_eq!(
+        children,
+        vec!["item-0000000001", "item-0000000002", "plain"]
+    );
     server.shutdown().await;
 }
 
@@ -93,10 +108,14 @@ async fn closing_a_session_deletes_its_ephemerals_and_fires_watches_in_order() {
     let (_, _, data_watch) = watcher.get_and_watch_data("/locks/e").await.unwrap();
     let (_, child_watch) = watcher.list_and_watch_children("/locks").await.unwrap();
     drop(owner); // the crate closes its session on drop
-    let ev = tokio::time::timeout(Duration::from_secs(10), data_watch.changed()).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(10), data_watch.changed())
+        .await
+        .unwrap();
     assert_eq!(ev.event_type, EventType::NodeDeleted);
     assert_eq!(ev.path, "/locks/e");
-    let ev = tokio::time::timeout(Duration::from_secs(10), child_watch.changed()).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(10), child_watch.changed())
+        .await
+        .unwrap();
     assert_eq!(ev.event_type, EventType::NodeChildrenChanged);
     assert_eq!(ev.path, "/locks");
     assert!(watcher.check_stat("/locks/e").await.unwrap().is_none());
@@ -112,7 +131,12 @@ async fn an_expired_session_loses_its_ephemerals_and_cannot_reconnect() {
     assert_eq!(raw.timeout, 400);
     raw.send(
         1,
-        &Request::Create(CreateRequest { path: "/eph".into(), data: Some(b"x".to_vec()), acl: Acl::open_unsafe(), flags: 1 }),
+        &Request::Create(CreateRequest {
+            path: "/eph".into(),
+            data: Some(b"x".to_vec()),
+            acl: Acl::open_unsafe(),
+            flags: 1,
+        }),
     )
     .await;
     let (h, body) = raw.recv().await.unwrap();
@@ -135,7 +159,13 @@ async fn an_expired_session_loses_its_ephemerals_and_cannot_reconnect() {
 
     let (resp, client) = RawClient::connect_with(
         addr,
-        wire::ConnectRequest { timeout: 400, session_id, passwd: Some(passwd), read_only: Some(false), ..Default::default() },
+        wire::ConnectRequest {
+            timeout: 400,
+            session_id,
+            passwd: Some(passwd),
+            read_only: Some(false),
+            ..Default::default()
+        },
     )
     .await;
     let resp = resp.expect("the server answers an expired session");
@@ -152,7 +182,12 @@ async fn a_wrong_password_is_answered_as_an_expired_session() {
     let raw = RawClient::connect(server.local_addr(), 10_000).await;
     let (resp, client) = RawClient::connect_with(
         server.local_addr(),
-        wire::ConnectRequest { timeout: 10_000, session_id: raw.session_id, passwd: Some(vec![7; 16]), ..Default::default() },
+        wire::ConnectRequest {
+            timeout: 10_000,
+            session_id: raw.session_id,
+            passwd: Some(vec![7; 16]),
+            ..Default::default()
+        },
     )
     .await;
     assert!(client.is_none());
@@ -169,7 +204,12 @@ async fn a_client_ahead_of_the_server_is_refused_without_an_answer() {
     let server = start(dir.path()).await;
     let (resp, client) = RawClient::connect_with(
         server.local_addr(),
-        wire::ConnectRequest { timeout: 10_000, last_zxid_seen: 1 << 40, passwd: Some(vec![0; 16]), ..Default::default() },
+        wire::ConnectRequest {
+            timeout: 10_000,
+            last_zxid_seen: 1 << 40,
+            passwd: Some(vec![0; 16]),
+            ..Default::default()
+        },
     )
     .await;
     assert!(resp.is_none() && client.is_none());
@@ -181,19 +221,45 @@ async fn watch_events_precede_the_reply_that_shows_the_change() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
     let mut raw = RawClient::connect(server.local_addr(), 10_000).await;
-    raw.send(1, &Request::Exists(ExistsRequest { path: "/w".into(), watch: true })).await;
+    raw.send(
+        1,
+        &Request::Exists(ExistsRequest {
+            path: "/w".into(),
+            watch: true,
+        }),
+    )
+    .await;
     let (h, _) = raw.recv().await.unwrap();
     assert_eq!((h.xid, h.err), (1, ErrorCode::NoNode.code()));
-    raw.send(2, &Request::Create(CreateRequest { path: "/w".into(), data: None, acl: Acl::open_unsafe(), flags: 0 })).await;
+    raw.send(
+        2,
+        &Request::Create(CreateRequest {
+            path: "/w".into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        }),
+    )
+    .await;
     let (h, body) = raw.recv().await.unwrap();
-    assert_eq!(h.xid, -1, "the NodeCreated event comes before the create's own reply");
+    assert_eq!(
+        h.xid, -1,
+        "the NodeCreated event comes before the create's own reply"
+    );
     let ev = WatcherEvent::from_bytes(&body).unwrap();
     assert_eq!((ev.event_type, ev.state, ev.path.as_str()), (1, 3, "/w"));
     let create_zxid = h.zxid;
     let (h, _) = raw.recv().await.unwrap();
     assert_eq!((h.xid, h.err, h.zxid), (2, 0, create_zxid));
     // A one-shot watch fires once.
-    raw.send(3, &Request::Delete(DeleteRequest { path: "/w".into(), version: -1 })).await;
+    raw.send(
+        3,
+        &Request::Delete(DeleteRequest {
+            path: "/w".into(),
+            version: -1,
+        }),
+    )
+    .await;
     let (h, _) = raw.recv().await.unwrap();
     assert_eq!((h.xid, h.err), (3, 0));
     server.shutdown().await;
@@ -207,16 +273,31 @@ async fn replies_come_back_in_request_order_under_pipelining() {
     // Interleave writes and reads without waiting: a read must see the write before it.
     for i in 0..50 {
         let path = format!("/p{i}");
-        raw.send(2 * i + 1, &Request::Create(CreateRequest { path: path.clone(), data: Some(vec![i as u8]), acl: Acl::open_unsafe(), flags: 0 }))
-            .await;
-        raw.send(2 * i + 2, &Request::GetData(GetDataRequest { path, watch: false })).await;
+        raw.send(
+            2 * i + 1,
+            &Request::Create(CreateRequest {
+                path: path.clone(),
+                data: Some(vec![i as u8]),
+                acl: Acl::open_unsafe(),
+                flags: 0,
+            }),
+        )
+        .await;
+        raw.send(
+            2 * i + 2,
+            &Request::GetData(GetDataRequest { path, watch: false }),
+        )
+        .await;
     }
     for i in 0..50 {
         let (h, _) = raw.recv().await.unwrap();
         assert_eq!((h.xid, h.err), (2 * i + 1, 0));
         let (h, body) = raw.recv().await.unwrap();
         assert_eq!((h.xid, h.err), (2 * i + 2, 0));
-        assert_eq!(GetDataResponse::from_bytes(&body).unwrap().data, Some(vec![i as u8]));
+        assert_eq!(
+            GetDataResponse::from_bytes(&body).unwrap().data,
+            Some(vec![i as u8])
+        );
     }
     server.shutdown().await;
 }
@@ -230,7 +311,9 @@ async fn kafka_broker_registration_multi_succeeds() {
     let eph = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
     let mut multi = zk.new_multi_writer();
     multi.add_create("/brokers/0", &[], &eph).unwrap();
-    multi.add_set_data("/brokers/0", b"{\"host\":\"h\"}", Some(0)).unwrap();
+    multi
+        .add_set_data("/brokers/0", b"{\"host\":\"h\"}", Some(0))
+        .unwrap();
     let results = multi.commit().await.unwrap();
     assert_eq!(results.len(), 2);
     let (data, stat) = zk.get_data("/brokers/0").await.unwrap();
@@ -242,7 +325,16 @@ async fn kafka_broker_registration_multi_succeeds() {
     multi.add_create("/brokers/1", &[], &persistent()).unwrap();
     multi.add_check_version("/brokers/0", 7).unwrap();
     let err = multi.commit().await.unwrap_err();
-    assert!(matches!(err, zookeeper_client::MultiWriteError::OperationFailed { index: 1, source: zookeeper_client::Error::BadVersion }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            zookeeper_client::MultiWriteError::OperationFailed {
+                index: 1,
+                source: zookeeper_client::Error::BadVersion
+            }
+        ),
+        "{err:?}"
+    );
     assert!(zk.check_stat("/brokers/1").await.unwrap().is_none());
     server.shutdown().await;
 }
@@ -258,15 +350,26 @@ async fn digest_acls_admit_only_the_authenticated_user() {
     let (acl, _) = owner.get_acl("/private").await.unwrap();
     assert_eq!(acl.len(), 1);
     assert_eq!(acl[0].scheme(), "digest");
-    assert_eq!(acl[0].id(), "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=" /* base64(sha1("alice:secret")), computed with openssl */);
+    assert_eq!(
+        acl[0].id(),
+        "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=" /* base64(sha1("alice:secret")), computed with openssl */
+    );
 
     let stranger = client(server.local_addr()).await;
-    assert_eq!(stranger.get_data("/private").await.unwrap_err(), zookeeper_client::Error::NoAuth);
+    assert_eq!(
+        stranger.get_data("/private").await.unwrap_err(),
+        zookeeper_client::Error::NoAuth
+    );
     let friend = client(server.local_addr()).await;
     friend.auth("digest", b"alice:secret").await.unwrap();
     assert_eq!(friend.get_data("/private").await.unwrap().0, b"s");
     let users = friend.list_auth_users().await.unwrap();
-    assert!(users.iter().any(|u| u.scheme() == "digest" && u.user() == "alice"), "{users:?}");
+    assert!(
+        users
+            .iter()
+            .any(|u| u.scheme() == "digest" && u.user() == "alice"),
+        "{users:?}"
+    );
     server.shutdown().await;
 }
 
@@ -276,14 +379,19 @@ async fn persistent_recursive_watch_sees_every_descendant_change() {
     let server = start(dir.path()).await;
     let zk = client(server.local_addr()).await;
     zk.create("/r", b"", &persistent()).await.unwrap();
-    let mut watcher = zk.watch("/r", AddWatchMode::PersistentRecursive).await.unwrap();
+    let mut watcher = zk
+        .watch("/r", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
     zk.create("/r/a", b"", &persistent()).await.unwrap();
     zk.create("/r/a/b", b"", &persistent()).await.unwrap();
     zk.set_data("/r/a/b", b"1", None).await.unwrap();
     zk.delete("/r/a/b", None).await.unwrap();
     let mut seen = Vec::new();
     for _ in 0..4 {
-        let ev = tokio::time::timeout(Duration::from_secs(10), watcher.changed()).await.unwrap();
+        let ev = tokio::time::timeout(Duration::from_secs(10), watcher.changed())
+            .await
+            .unwrap();
         seen.push((ev.event_type, ev.path));
     }
     assert_eq!(
@@ -303,9 +411,14 @@ async fn ttl_nodes_and_empty_containers_are_removed_by_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
     let zk = client(server.local_addr()).await;
-    let ttl = CreateMode::Persistent.with_acls(Acls::anyone_all()).with_ttl(Duration::from_millis(300));
+    let ttl = CreateMode::Persistent
+        .with_acls(Acls::anyone_all())
+        .with_ttl(Duration::from_millis(300));
     let (stat, _) = zk.create("/ttl", b"", &ttl).await.unwrap();
-    assert_eq!(stat.ephemeral_owner, 0, "TTL nodes show no owner on the wire");
+    assert_eq!(
+        stat.ephemeral_owner, 0,
+        "TTL nodes show no owner on the wire"
+    );
     let container = CreateMode::Container.with_acls(Acls::anyone_all());
     zk.create("/c", b"", &container).await.unwrap();
     zk.create("/c/child", b"", &persistent()).await.unwrap();
@@ -313,7 +426,9 @@ async fn ttl_nodes_and_empty_containers_are_removed_by_the_server() {
     let mut gone = false;
     for _ in 0..60 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        if zk.check_stat("/ttl").await.unwrap().is_none() && zk.check_stat("/c").await.unwrap().is_none() {
+        if zk.check_stat("/ttl").await.unwrap().is_none()
+            && zk.check_stat("/c").await.unwrap().is_none()
+        {
             gone = true;
             break;
         }
@@ -328,12 +443,36 @@ async fn restart_recovers_data_stats_and_sessions() {
     let server = start(dir.path()).await;
     let addr = server.local_addr();
     let mut raw = RawClient::connect(addr, 30_000).await;
-    raw.send(1, &Request::Create(CreateRequest { path: "/keep".into(), data: Some(b"v".to_vec()), acl: Acl::open_unsafe(), flags: 0 }))
-        .await;
+    raw.send(
+        1,
+        &Request::Create(CreateRequest {
+            path: "/keep".into(),
+            data: Some(b"v".to_vec()),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        }),
+    )
+    .await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
-    raw.send(2, &Request::Create(CreateRequest { path: "/mine".into(), data: None, acl: Acl::open_unsafe(), flags: 1 })).await;
+    raw.send(
+        2,
+        &Request::Create(CreateRequest {
+            path: "/mine".into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 1,
+        }),
+    )
+    .await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
-    raw.send(3, &Request::GetData(GetDataRequest { path: "/keep".into(), watch: false })).await;
+    raw.send(
+        3,
+        &Request::GetData(GetDataRequest {
+            path: "/keep".into(),
+            watch: false,
+        }),
+    )
+    .await;
     let (h, body) = raw.recv().await.unwrap();
     let before = GetDataResponse::from_bytes(&body).unwrap();
     let last_zxid = h.zxid;
@@ -345,18 +484,41 @@ async fn restart_recovers_data_stats_and_sessions() {
     let addr = server.local_addr();
     let (resp, client) = RawClient::connect_with(
         addr,
-        wire::ConnectRequest { timeout: 30_000, last_zxid_seen: last_zxid, session_id, passwd: Some(passwd), read_only: Some(false), ..Default::default() },
+        wire::ConnectRequest {
+            timeout: 30_000,
+            last_zxid_seen: last_zxid,
+            session_id,
+            passwd: Some(passwd),
+            read_only: Some(false),
+            ..Default::default()
+        },
     )
     .await;
     let mut raw = client.expect("the session survives the restart");
     assert_eq!(resp.unwrap().session_id, session_id);
-    raw.send(1, &Request::GetData(GetDataRequest { path: "/keep".into(), watch: false })).await;
+    raw.send(
+        1,
+        &Request::GetData(GetDataRequest {
+            path: "/keep".into(),
+            watch: false,
+        }),
+    )
+    .await;
     let (_, body) = raw.recv().await.unwrap();
     assert_eq!(GetDataResponse::from_bytes(&body).unwrap(), before);
-    raw.send(2, &Request::Exists(ExistsRequest { path: "/mine".into(), watch: false })).await;
+    raw.send(
+        2,
+        &Request::Exists(ExistsRequest {
+            path: "/mine".into(),
+            watch: false,
+        }),
+    )
+    .await;
     let (h, body) = raw.recv().await.unwrap();
     assert_eq!(h.err, 0);
-    let stat = wire::ops::exists::ExistsResponse::from_bytes(&body).unwrap().stat;
+    let stat = wire::ops::exists::ExistsResponse::from_bytes(&body)
+        .unwrap()
+        .stat;
     assert_eq!(stat.ephemeral_owner, session_id);
     server.shutdown().await;
 }
@@ -390,7 +552,14 @@ async fn bad_input_ends_only_the_offending_connection() {
     raw.send_raw(&frame).await;
     let (h, _) = raw.recv().await.unwrap();
     assert_eq!((h.xid, h.err), (6, ErrorCode::MarshallingError.code()));
-    raw.send(7, &Request::GetData(GetDataRequest { path: "/safe".into(), watch: false })).await;
+    raw.send(
+        7,
+        &Request::GetData(GetDataRequest {
+            path: "/safe".into(),
+            watch: false,
+        }),
+    )
+    .await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
 
     // An oversized frame length closes the connection before anything is read into memory.
@@ -400,13 +569,23 @@ async fn bad_input_ends_only_the_offending_connection() {
 
     // Garbage instead of a handshake.
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tokio::io::AsyncWriteExt::write_all(&mut s, &[0xff; 64]).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut s, &[0xff; 64])
+        .await
+        .unwrap();
     let mut b = Vec::new();
-    let n = tokio::time::timeout(Duration::from_secs(10), tokio::io::AsyncReadExt::read_to_end(&mut s, &mut b)).await.unwrap();
+    let n = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::io::AsyncReadExt::read_to_end(&mut s, &mut b),
+    )
+    .await
+    .unwrap();
     assert!(n.is_err() || b.is_empty());
 
     // A path the server must refuse.
-    assert!(matches!(zk.create("/bad//path", b"", &persistent()).await, Err(zookeeper_client::Error::BadArguments(_))));
+    assert!(matches!(
+        zk.create("/bad//path", b"", &persistent()).await,
+        Err(zookeeper_client::Error::BadArguments(_))
+    ));
 
     // Everyone else carried on.
     assert_eq!(zk.get_data("/safe").await.unwrap().0, b"1");
@@ -440,7 +619,16 @@ async fn a_restart_resumes_each_sessions_remaining_time() {
     let server = start(dir.path()).await;
     let mut raw = RawClient::connect(server.local_addr(), 4000).await;
     assert_eq!(raw.timeout, 4000);
-    raw.send(1, &Request::Create(CreateRequest { path: "/held".into(), data: None, acl: Acl::open_unsafe(), flags: 1 })).await;
+    raw.send(
+        1,
+        &Request::Create(CreateRequest {
+            path: "/held".into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 1,
+        }),
+    )
+    .await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
     drop(raw); // silent from now on
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -450,17 +638,26 @@ async fn a_restart_resumes_each_sessions_remaining_time() {
     let server = start(dir.path()).await;
     let restarted = std::time::Instant::now();
     let zk = client(server.local_addr()).await;
-    assert!(zk.check_stat("/held").await.unwrap().is_some(), "the session outlives the restart");
+    assert!(
+        zk.check_stat("/held").await.unwrap().is_some(),
+        "the session outlives the restart"
+    );
     loop {
         if zk.check_stat("/held").await.unwrap().is_none() {
             break;
         }
-        assert!(restarted.elapsed() < Duration::from_secs(10), "the session never expired");
+        assert!(
+            restarted.elapsed() < Duration::from_secs(10),
+            "the session never expired"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // About 1.5 s were left; a fresh timeout would have taken 4 s or more.
     let took = restarted.elapsed();
-    assert!(took < Duration::from_millis(3600), "expired {took:?} after the restart, as if its clock had been reset");
+    assert!(
+        took < Duration::from_millis(3600),
+        "expired {took:?} after the restart, as if its clock had been reset"
+    );
     server.shutdown().await;
 }
 
@@ -470,12 +667,21 @@ async fn a_client_that_stops_reading_is_disconnected_and_nobody_else_notices() {
     let server = start(dir.path()).await;
     let addr = server.local_addr();
     let zk = client(addr).await;
-    zk.create("/big", &vec![7u8; 900 * 1024], &persistent()).await.unwrap();
+    zk.create("/big", &vec![7u8; 900 * 1024], &persistent())
+        .await
+        .unwrap();
 
     // 200 reads of 900 KiB, never read back: far more than the 64 MiB the server will queue.
     let mut raw = RawClient::connect(addr, 30_000).await;
     for xid in 1..=200 {
-        raw.send(xid, &Request::GetData(GetDataRequest { path: "/big".into(), watch: false })).await;
+        raw.send(
+            xid,
+            &Request::GetData(GetDataRequest {
+                path: "/big".into(),
+                watch: false,
+            }),
+        )
+        .await;
     }
     // Meanwhile the server keeps serving others.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -483,11 +689,18 @@ async fn a_client_that_stops_reading_is_disconnected_and_nobody_else_notices() {
 
     // Reading now drains what was buffered, then finds the connection closed.
     let mut replies = 0;
-    while let Some(body) = tokio::time::timeout(Duration::from_secs(20), common::read_frame(&mut raw.stream)).await.unwrap() {
+    while let Some(body) =
+        tokio::time::timeout(Duration::from_secs(20), common::read_frame(&mut raw.stream))
+            .await
+            .unwrap()
+    {
         assert!(body.len() > 900 * 1024);
         replies += 1;
     }
-    assert!(replies < 200, "the server closed the connection instead of buffering every reply ({replies} read)");
+    assert!(
+        replies < 200,
+        "the server closed the connection instead of buffering every reply ({replies} read)"
+    );
     server.shutdown().await;
 }
 
@@ -501,13 +714,21 @@ async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
         dir.path().display()
     );
     let cfg = paddock::config::Config::parse_zoo_cfg(&cfg_text, dir.path()).unwrap();
-    let err = paddock::node::Server::start(cfg.clone()).await.err().expect("refused");
-    assert!(err.to_string().contains("does not run ensembles yet"), "{err}");
+    let err = paddock::node::Server::start(cfg.clone())
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        err.to_string().contains("does not run ensembles yet"),
+        "{err}"
+    );
     // --ignore-peers (test harnesses) runs it alone, on its own data.
     let mut cfg = cfg;
     cfg.ignore_peers = true;
     let server = paddock::node::Server::start(cfg).await.expect("runs alone");
     // A zoo.cfg without a whitelist allows only srvr, as ZooKeeper does.
-    assert!(four_letter(server.local_addr(), "srvr").await.starts_with("Zookeeper version: "));
+    assert!(four_letter(server.local_addr(), "srvr")
+        .await
+        .starts_with("Zookeeper version: "));
     server.shutdown().await;
 }

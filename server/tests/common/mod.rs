@@ -12,7 +12,9 @@ use tokio::net::TcpStream;
 
 use paddock::config::Config;
 use paddock::node::Server;
-use wire::{ConnectRequest, ConnectResponse, Reader, Record, ReplyHeader, Request, RequestHeader, Writer};
+use wire::{
+    ConnectRequest, ConnectResponse, Reader, Record, ReplyHeader, Request, RequestHeader, Writer,
+};
 
 /// A config for tests: loopback, port 0, short ticks so that sessions expire quickly.
 pub fn test_config(dir: &Path) -> Config {
@@ -28,7 +30,9 @@ pub fn test_config(dir: &Path) -> Config {
 }
 
 pub async fn start(dir: &Path) -> Server {
-    Server::start(test_config(dir)).await.expect("server starts")
+    Server::start(test_config(dir))
+        .await
+        .expect("server starts")
 }
 
 pub async fn start_with(cfg: Config) -> Server {
@@ -53,33 +57,55 @@ pub struct RawClient {
 
 impl RawClient {
     pub async fn connect(addr: SocketAddr, timeout_ms: i32) -> RawClient {
-        Self::connect_with(addr, ConnectRequest { timeout: timeout_ms, passwd: Some(vec![0; 16]), read_only: Some(false), ..Default::default() })
-            .await
-            .1
-            .expect("session established")
+        Self::connect_with(
+            addr,
+            ConnectRequest {
+                timeout: timeout_ms,
+                passwd: Some(vec![0; 16]),
+                read_only: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .1
+        .expect("session established")
     }
 
     /// Sends a ConnectRequest; returns the response (if any) and the client when established.
-    pub async fn connect_with(addr: SocketAddr, req: ConnectRequest) -> (Option<ConnectResponse>, Option<RawClient>) {
+    pub async fn connect_with(
+        addr: SocketAddr,
+        req: ConnectRequest,
+    ) -> (Option<ConnectResponse>, Option<RawClient>) {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let mut w = Writer::new();
         let at = w.begin_frame();
         req.encode(&mut w);
         w.finish_frame(at);
         stream.write_all(&w.buf).await.unwrap();
-        let Some(body) = read_frame(&mut stream).await else { return (None, None) };
+        let Some(body) = read_frame(&mut stream).await else {
+            return (None, None);
+        };
         let resp = ConnectResponse::from_bytes(&body).unwrap();
         if resp.timeout <= 0 {
             return (Some(resp), None);
         }
-        let client = RawClient { stream, session_id: resp.session_id, passwd: resp.passwd.clone().unwrap(), timeout: resp.timeout };
+        let client = RawClient {
+            stream,
+            session_id: resp.session_id,
+            passwd: resp.passwd.clone().unwrap(),
+            timeout: resp.timeout,
+        };
         (Some(resp), Some(client))
     }
 
     pub async fn send(&mut self, xid: i32, req: &Request) {
         let mut w = Writer::new();
         let at = w.begin_frame();
-        RequestHeader { xid, op_type: req.opcode().code() }.encode(&mut w);
+        RequestHeader {
+            xid,
+            op_type: req.opcode().code(),
+        }
+        .encode(&mut w);
         req.encode_body(&mut w);
         w.finish_frame(at);
         self.stream.write_all(&w.buf).await.unwrap();
@@ -91,7 +117,9 @@ impl RawClient {
 
     /// The next frame as (header, body), or None when the server closed the connection.
     pub async fn recv(&mut self) -> Option<(ReplyHeader, Vec<u8>)> {
-        let body = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut self.stream)).await.expect("reply in time")?;
+        let body = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut self.stream))
+            .await
+            .expect("reply in time")?;
         let mut r = Reader::new(&body);
         let h = ReplyHeader::decode(&mut r).unwrap();
         Some((h, r.rest().to_vec()))
@@ -124,7 +152,10 @@ pub async fn four_letter(addr: SocketAddr, word: &str) -> String {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(word.as_bytes()).await.unwrap();
     let mut out = String::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out)).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
     out
 }
 
