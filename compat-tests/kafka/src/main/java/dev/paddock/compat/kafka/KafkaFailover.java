@@ -341,8 +341,9 @@ public final class KafkaFailover {
         Znodes.Node topic = zn.get(z("/brokers/topics/" + TOPIC));
         expect(topic != null && zn.children(z("/brokers/topics/" + TOPIC + "/partitions")).equals(List.of("0", "1")),
                 "the other topic's znodes changed");
-        var names = admin().listTopics().names().get(30, TimeUnit.SECONDS);
-        expect(!names.contains(doomed), "brokers still list " + doomed + ": " + names);
+        // The brokers' metadata caches drop the topic after the znodes go (asynchronously).
+        poll("brokers stop listing " + doomed, Duration.ofSeconds(30),
+                () -> admin().listTopics().names().get(30, TimeUnit.SECONDS), names -> !names.contains(doomed), false);
         return null;
     }
 
@@ -355,8 +356,12 @@ public final class KafkaFailover {
         require(topic != null, "/brokers/topics/" + TOPIC + " missing after createTopics");
         JsonNode partitions = topic.json().path("partitions");
         expect(partitions.toString().equals("{\"0\":[0,1],\"1\":[1,0]}"), "topic znode partitions " + partitions);
-        TopicDescription described = admin().describeTopics(List.of(TOPIC)).allTopicNames()
-                .get(30, TimeUnit.SECONDS).get(TOPIC);
+        // createTopics returns once the broker that took the request knows the partitions; the other
+        // broker's metadata cache follows asynchronously, and describeTopics may go to either one
+        // (UnknownTopicOrPartitionException until then), on ZooKeeper as on paddock.
+        TopicDescription described = poll("brokers describe " + TOPIC + " with 2 partitions", Duration.ofSeconds(30),
+                () -> admin().describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC),
+                d -> d.partitions().size() == 2, false);
         String topicId = topic.json().path("topic_id").asText("");
         expect(topicId.equals(described.topicId().toString()), "topic znode topic_id " + topicId
                 + ", brokers report " + described.topicId());
