@@ -589,31 +589,11 @@ impl Core {
                         conn.auth.push(new);
                     }
                 }
-                self.send(
-                    id,
-                    Outbound::Reply {
-                        header: ReplyHeader {
-                            xid,
-                            zxid: 0,
-                            err: 0,
-                        },
-                        body: None,
-                    },
-                );
+                self.send_header(id, xid, 0, 0);
             }
             Err(code) => {
                 self.stats.auth_failed += 1;
-                self.send(
-                    id,
-                    Outbound::Reply {
-                        header: ReplyHeader {
-                            xid,
-                            zxid: 0,
-                            err: code.code(),
-                        },
-                        body: None,
-                    },
-                );
+                self.send_header(id, xid, 0, code.code());
                 self.close_conn(id);
             }
         }
@@ -688,17 +668,7 @@ impl Core {
 
     fn reply_error_and_close(&mut self, id: ConnId, xid: i32, code: ErrorCode) {
         let zxid = self.tree.last_zxid();
-        self.send(
-            id,
-            Outbound::Reply {
-                header: ReplyHeader {
-                    xid,
-                    zxid,
-                    err: code.code(),
-                },
-                body: None,
-            },
-        );
+        self.send_header(id, xid, zxid, code.code());
         self.close_conn(id);
     }
 
@@ -730,17 +700,7 @@ impl Core {
                 } => {
                     let zxid = self.tree.last_zxid();
                     self.record_latency(id, received);
-                    self.send(
-                        id,
-                        Outbound::Reply {
-                            header: ReplyHeader {
-                                xid,
-                                zxid,
-                                err: code.code(),
-                            },
-                            body: None,
-                        },
-                    );
+                    self.send_header(id, xid, zxid, code.code());
                 }
                 Pending::Sync {
                     xid,
@@ -770,17 +730,7 @@ impl Core {
         let result: Result<Response, ErrorCode> = {
             match &req {
                 Request::Ping => {
-                    self.send(
-                        id,
-                        Outbound::Reply {
-                            header: ReplyHeader {
-                                xid: wire::xid::PING,
-                                zxid,
-                                err: 0,
-                            },
-                            body: None,
-                        },
-                    );
+                    self.send_header(id, wire::xid::PING, zxid, 0);
                     return;
                 }
                 Request::WhoAmI => Ok(Response::WhoAmI(WhoAmIResponse {
@@ -993,17 +943,7 @@ impl Core {
                 if let Some(id) = self.by_session.remove(&entry.session_id) {
                     let explicit = self.pop_write(id, entry.xid).is_some();
                     if explicit {
-                        self.send(
-                            id,
-                            Outbound::Reply {
-                                header: ReplyHeader {
-                                    xid: entry.xid,
-                                    zxid,
-                                    err: 0,
-                                },
-                                body: None,
-                            },
-                        );
+                        self.send_header(id, entry.xid, zxid, 0);
                         info!(
                             session = format_args!("{:#x}", entry.session_id),
                             "session closed"
@@ -1157,6 +1097,17 @@ impl Core {
         if self.by_session.get(&session_id) == Some(&id) {
             self.by_session.remove(&session_id);
         }
+    }
+
+    /// A reply that is only a header: errors, and the ops whose answer has no body.
+    fn send_header(&mut self, id: ConnId, xid: i32, zxid: i64, err: i32) {
+        self.send(
+            id,
+            Outbound::Reply {
+                header: ReplyHeader { xid, zxid, err },
+                body: None,
+            },
+        );
     }
 
     fn send(&mut self, id: ConnId, msg: Outbound) {
