@@ -80,31 +80,17 @@ fi
 
 WHOLE=0
 if ((FULL == 1)) && ((${#MVN_ARGS[@]} == 0)); then WHOLE=1; fi
-python3 - "$REPORTS" "$HERE/KNOWN_FAILURES" "$TARGET" "$WHOLE" >"$COMPAT_WORK/summary.txt" <<'EOF'
-import collections, glob, os, sys, xml.etree.ElementTree as ET
+# Surefire's reports -> {TestClass.method: [status, message]} for compat_judge.
+python3 - "$REPORTS" "$COMPAT_WORK/results.json" <<'EOF'
+import glob, json, os, sys, xml.etree.ElementTree as ET
 
-reports, known_path, target, whole = sys.argv[1:]
-known, flaky = {}, set()
-for line in open(known_path):
-    line = line.split("#", 1)[0].strip()
-    if not line:
-        continue
-    name, _, reason = line.partition(" ")
-    reason = reason.strip()
-    if target == "zookeeper" and not reason.startswith("harness:"):
-        continue  # a paddock gap: ZooKeeper must pass it
-    if name.startswith("~"):
-        name = name[1:]
-        flaky.add(name)
-    known[name] = reason
-
-results = {}  # id -> (status, message)
-broken_reports = 0
+reports, out = sys.argv[1:]
+results = {}
 for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError:
-        broken_reports += 1
+        results[f"surefire report {os.path.basename(path)}"] = ["fail", "unreadable"]
         continue
     for case in root.iter("testcase"):
         cls = case.get("classname", "").rsplit(".", 1)[-1]
@@ -115,56 +101,23 @@ for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
         skip = case.find("skipped")
         if bad is not None:
             msg = (bad.get("message") or bad.get("type") or bad.tag).strip().splitlines()
-            results[tid] = ("fail", (msg[0] if msg else bad.tag)[:300])
+            results[tid] = ["fail", (msg[0] if msg else bad.tag)[:300]]
         elif skip is not None:
             # @Disabled tests carry a message; aborted ones (TestingCluster) the exception as text.
             msg = (skip.get("message") or (skip.text or "").strip().split("\n", 1)[0] or "skipped").strip()
             msg = msg.removeprefix("org.opentest4j.TestAbortedException: ")
             if msg.endswith(" is @Disabled"):
                 msg = "@Disabled in Curator's own source"
-            results[tid] = ("skip", msg)
+            results[tid] = ["skip", msg]
         else:
-            results[tid] = ("pass", "")
-
-passed = failed = skipped = 0
-skip_reasons = collections.Counter()
-for tid in sorted(results):
-    status, msg = results[tid]
-    if status == "pass":
-        if tid in known and tid not in flaky:
-            print(f"FAIL {tid}: listed in KNOWN_FAILURES but passed (remove it)")
-            failed += 1
-        else:
-            print(f"ok {tid}")
-            passed += 1
-    elif status == "skip":
-        print(f"skip {tid}: {msg}")
-        skipped += 1
-        skip_reasons[msg] += 1
-    elif tid in known:
-        print(f"known {tid}: {known[tid]}")
-        skipped += 1
-        skip_reasons[("known flaky failure, " if tid in flaky else "known failure, ") + known[tid]] += 1
-    else:
-        print(f"FAIL {tid}: {msg}")
-        failed += 1
-# Only a run of every test can tell that a listed test no longer exists (renamed, removed).
-for tid in sorted(known) if whole == "1" else []:
-    if tid not in results:
-        print(f"FAIL {tid}: listed in KNOWN_FAILURES but did not run (renamed?)")
-        failed += 1
-if broken_reports:
-    print(f"FAIL {broken_reports} unreadable surefire report(s)")
-    failed += broken_reports
-for reason, n in sorted(skip_reasons.items()):
-    print(f"SKIP {n}\t{reason}")
-print(f"SUMMARY {passed} {failed} {skipped}")
+            results[tid] = ["pass", ""]
+json.dump(results, open(out, "w"))
 EOF
-grep -v '^SKIP \|^SUMMARY ' "$COMPAT_WORK/summary.txt"
-while IFS=$'\t' read -r head reason; do
-    report_skip "${head#SKIP }" "$reason"
-done < <(grep '^SKIP ' "$COMPAT_WORK/summary.txt")
-read -r _ passed failed skipped < <(grep '^SUMMARY ' "$COMPAT_WORK/summary.txt")
+flags=()
+((WHOLE == 0)) || flags+=(--whole)
+[[ "$TARGET" != zookeeper ]] || flags+=(--harness-only)
+compat_judge "$COMPAT_WORK/results.json" "$HERE/KNOWN_FAILURES" "${flags[@]}"
+passed=$JUDGED_PASSED failed=$JUDGED_FAILED skipped=$JUDGED_SKIPPED
 # A run that died (timeout, crash) before reporting anything has not passed.
 if ((passed + failed + skipped == 0)); then failed=1; fi
 if [[ $rc -ne 0 ]] && ((failed == 0)); then
