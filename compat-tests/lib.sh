@@ -23,6 +23,10 @@
 #   report PASSED FAILED SKIPPED prints the header and the suite's row
 #   report_skip COUNT REASON     prints `<suite>: skipped COUNT: REASON`
 #   compat_fail MESSAGE          prints MESSAGE, the row `0 | 1 | 0`, and exits 1
+#   compat_judge RESULTS.json KNOWN_FAILURES [--whole] [--harness-only]
+#                                judges a client's own suite against its KNOWN_FAILURES (known_failures.py
+#                                says how): prints a verdict per test and a report_skip line per reason, and
+#                                sets JUDGED_PASSED, JUDGED_FAILED and JUDGED_SKIPPED
 # shellcheck shell=bash
 
 COMPAT_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -131,4 +135,18 @@ compat_fail() { # message
     echo "$COMPAT_SUITE: $1" >&2
     report 0 1 0
     exit 1
+}
+
+compat_judge() { # results.json known-failures [--whole] [--harness-only]
+    local out="$COMPAT_WORK/judged.txt" count reason
+    JUDGED_PASSED=0 JUDGED_FAILED=1 JUDGED_SKIPPED=0
+    if ! python3 "$COMPAT_LIB_DIR/known_failures.py" "$@" >"$out"; then
+        echo "$COMPAT_SUITE: could not judge the results in $1" >&2
+        return 0
+    fi
+    grep -v -e '^SKIP ' -e '^SUMMARY ' "$out" || true
+    while IFS=$'\t' read -r count reason; do
+        report_skip "${count#SKIP }" "$reason"
+    done < <(grep '^SKIP ' "$out")
+    read -r _ JUDGED_PASSED JUDGED_FAILED JUDGED_SKIPPED < <(grep '^SUMMARY ' "$out")
 }

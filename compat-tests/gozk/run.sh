@@ -17,7 +17,7 @@
 # KNOWN_FAILURES says), each group explained by a `skipped N: reason` line.
 #
 # Env: PADDOCK_BIN (skip the build), CARGO_TARGET_DIR (default ~/.cache/paddock-target),
-#      GOZK_LOG (where to keep the full `go test -json` output; default a temp file, path printed).
+#      GOZK_LOG (where to keep the full `go test -json` output; default the work dir, kept with KEEP_WORK=1).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/gozk"
@@ -35,7 +35,7 @@ export ZK_VERSION="${ZK_VERSION:-3.9.4}"
 export RUST_LOG="${RUST_LOG:-warn}"
 export NO_COLOR=1
 
-LOG="${GOZK_LOG:-$(mktemp "${TMPDIR:-/tmp}/paddock-gozk.XXXXXX.jsonl")}"
+LOG="${GOZK_LOG:-$COMPAT_WORK/gotest.jsonl}"
 cd "$HERE"
 go mod download github.com/go-zookeeper/zk
 # The full list, so that tests that never report (a panic ends the test binary) count as failures.
@@ -47,21 +47,12 @@ rc=$?
 set -e
 echo "gozk: go test exited $rc; full output in $LOG"
 
-python3 - "$LOG" "$HERE/KNOWN_FAILURES" "$*" "${ALL[@]}" <<'EOF'
+# go test -json -> {test: [status, message]} for compat_judge; a listed test that never reported (a panic
+# ends the test binary) is "noreport".
+python3 - "$LOG" "$COMPAT_WORK/results.json" "$*" "${ALL[@]}" <<'EOF'
 import json, sys
 
-log, known_path, extra_args, *all_tests = sys.argv[1:]
-filtered = bool(extra_args.strip())
-known, flaky = {}, set()
-for line in open(known_path):
-    line = line.split("#", 1)[0].strip()
-    if line:
-        name, _, reason = line.partition(" ")
-        if name.startswith("~"):  # may fail or pass: a race in the client's own test, not a paddock gap
-            name = name[1:]
-            flaky.add(name)
-        known[name] = reason.strip()
-
+log, out, extra_args, *all_tests = sys.argv[1:]
 result, output = {}, {}
 for raw in open(log):
     try:
@@ -75,53 +66,23 @@ for raw in open(log):
         result[test] = ev["Action"]
     elif ev.get("Action") == "output":
         output.setdefault(test, []).append(ev.get("Output", ""))
-
-if not filtered:
+if not extra_args.strip():
     for t in all_tests:
         result.setdefault(t, "noreport")
 
 def why(test):
-    lines = [l.rstrip() for l in output.get(test, []) if "_test.go" in l or "panic" in l or "Error" in l]
-    return " / ".join(l.strip() for l in lines[-3:])[:400]
+    lines = [l.strip() for l in output.get(test, []) if "_test.go" in l or "panic" in l or "Error" in l]
+    return " / ".join(lines[-3:])[:400] or "no reason printed"
 
-passed = sorted(t for t, r in result.items() if r == "pass")
-skipped = sorted(t for t, r in result.items() if r == "skip")
-failed = sorted(t for t, r in result.items() if r in ("fail", "noreport"))
-unexpected = [t for t in failed if t not in known]
-known_failed = [t for t in failed if t in known]
-stale = [t for t in passed if t in known and t not in flaky]
-
-for t in sorted(result):
-    print(f"  {result[t].upper():8} {t}")
-for t in skipped:
-    print(f"gozk: SKIP {t}: {why(t)}")
-for t in known_failed:
-    print(f"gozk: known failure {t}: {known[t]}")
-for t in unexpected:
-    state = "never reported (panic or timeout)" if result[t] == "noreport" else "FAILED"
-    print(f"gozk: UNEXPECTED {t} {state}: {why(t)}")
-for t in stale:
-    print(f"gozk: STALE known failure {t} passed: remove it from KNOWN_FAILURES")
-print(f"gozk: {len(passed)} passed, {len(failed)} failed ({len(known_failed)} known, "
-      f"{len(unexpected)} unexpected), {len(skipped)} skipped, {len(stale)} stale known failures")
-ok = not unexpected and not stale and bool(result)
-groups = {}
-for t in skipped:
-    groups.setdefault(f"go-zookeeper skips it: {why(t) or 'no reason printed'}", []).append(t)
-for t in known_failed:
-    # Group by the gap ("paddock has no ensemble"), the part of the reason before its first colon.
-    gap = known[t].split(":", 1)[0].removeprefix("known, ").removeprefix("flaky, ")
-    groups.setdefault(f"ran and failed as listed in KNOWN_FAILURES: {gap}", []).append(t)
-with open(log + ".summary", "w") as f:
-    f.write(f"{len(passed)} {len(unexpected)} {len(skipped) + len(known_failed)} {int(ok)}\n")
-    for reason, tests in groups.items():
-        f.write(f"{len(tests)} {reason} ({', '.join(tests)})\n")
+json.dump({t: [r, "" if r == "pass" else why(t)] for t, r in result.items()}, open(out, "w"))
 EOF
-read -r passed failed skipped ok <"$LOG.summary"
-while read -r count reason; do
-    report_skip "$count" "$reason"
-done < <(tail -n +2 "$LOG.summary")
-rm -f "$LOG.summary"
-[[ "$ok" == 1 || "$failed" -gt 0 ]] || failed=1
+whole=()
+[[ $# -gt 0 ]] || whole=(--whole)
+compat_judge "$COMPAT_WORK/results.json" "$HERE/KNOWN_FAILURES" "${whole[@]}"
+passed=$JUDGED_PASSED failed=$JUDGED_FAILED skipped=$JUDGED_SKIPPED
+if ((passed + failed == 0)); then
+    echo "gozk: no test reported" >&2
+    failed=1
+fi
 report "$passed" "$failed" "$skipped"
-[[ "$ok" == 1 ]]
+((failed == 0))

@@ -87,86 +87,41 @@ set -e
 grep -E '^(FAILED|ERROR|SKIPPED)|^(=+ )?[0-9]+ (passed|failed|error|skipped)' "$WORK/pytest.out" || tail -n 20 "$WORK/pytest.out"
 echo "kazoo-suite: pytest exited $rc; junit and output in $WORK"
 
-"$PY" - "$WORK/junit.xml" "$HERE/KNOWN_FAILURES" "$*" >"$WORK/summary.txt" <<'EOF'
-import sys, xml.etree.ElementTree as ET
+# junit.xml -> {test id: [status, message]} for compat_judge.
+"$PY" - "$WORK/junit.xml" "$WORK/results.json" <<'EOF'
+import json, sys, xml.etree.ElementTree as ET
 
-junit, known_path, extra_args = sys.argv[1:]
-filtered = bool(extra_args.strip())
-known, flaky = {}, set()
-for line in open(known_path):
-    line = line.split("#", 1)[0].strip()
-    if line:
-        name, _, reason = line.partition(" ")
-        if name.startswith("~"):  # may fail or pass: a race in the client's own test, not a paddock gap
-            name = name[1:]
-            flaky.add(name)
-        known[name] = reason.strip()
-
+junit, out = sys.argv[1:]
+results = {}
 try:
     root = ET.parse(junit).getroot()
 except (OSError, ET.ParseError) as e:
-    print(f"kazoo-suite: no junit report ({e})")
-    print("SUMMARY 0 1 0 0")
-    sys.exit()
-
-def test_id(case):
+    print(f"kazoo-suite: no junit report ({e})", file=sys.stderr)
+    root = ET.Element("none")
+for case in root.iter("testcase"):
     # --pyargs makes classnames start with the site-packages path; keep what follows "kazoo.tests.".
     cls = case.get("classname", "")
     cls = cls[cls.find("kazoo.tests.") + len("kazoo.tests."):] if "kazoo.tests." in cls else cls
-    return f"{cls}::{case.get('name')}"
-
-passed, failed, skipped = [], {}, {}
-for case in root.iter("testcase"):
-    tid = test_id(case)
+    tid = f"{cls}::{case.get('name')}"
     bad = case.find("failure") if case.find("failure") is not None else case.find("error")
     skip = case.find("skipped")
     if bad is not None:
-        failed[tid] = (bad.get("message") or "").splitlines()[0][:300] if bad.get("message") else bad.tag
+        msg = (bad.get("message") or bad.tag).splitlines()
+        results[tid] = ["fail", (msg[0] if msg else bad.tag)[:300]]
     elif skip is not None:
-        skipped[tid] = skip.get("message") or ""
+        results[tid] = ["skip", skip.get("message") or ""]
     else:
-        passed.append(tid)
-
-unexpected = sorted(t for t in failed if t not in known)
-known_failed = sorted(t for t in failed if t in known)
-stale = sorted(t for t in passed if t in known and t not in flaky)
-missing = [] if filtered else sorted(t for t in known if t not in failed and t not in passed)
-
-for t in sorted(skipped):
-    print(f"kazoo-suite: SKIP {t}: {skipped[t]}")
-for t in known_failed:
-    print(f"kazoo-suite: known {'flaky ' if t in flaky else ''}failure {t}: {known[t]}")
-for t in unexpected:
-    print(f"kazoo-suite: UNEXPECTED FAILURE {t}: {failed[t]}")
-for t in stale:
-    print(f"kazoo-suite: STALE known failure {t} passed: remove it from KNOWN_FAILURES")
-for t in missing:
-    print(f"kazoo-suite: known failure {t} did not run (renamed?)")
-print(f"kazoo-suite: {len(passed)} passed, {len(failed)} failed ({len(known_failed)} known, "
-      f"{len(unexpected)} unexpected), {len(skipped)} skipped, {len(stale)} stale known failures")
-# One `SKIPGROUP count reason` line per distinct reason: kazoo's skip messages, then the known failures.
-groups = {}
-for t in skipped:
-    groups.setdefault(f"kazoo skips it: {skipped[t]}", []).append(t)
-for t in known_failed:
-    # Group by the gap ("paddock has no ensemble"), the part of the reason before its first colon.
-    gap = known[t].split(":", 1)[0].removeprefix("known, ").removeprefix("flaky, ")
-    groups.setdefault(f"ran and failed as listed in KNOWN_FAILURES: {gap}", []).append(t)
-for reason, tests in groups.items():
-    print(f"SKIPGROUP {len(tests)} {reason} ({', '.join(tests)})")
-ok = bool(passed or failed) and not unexpected and not stale and not missing
-print(f"SUMMARY {len(passed)} {len(unexpected)} {len(skipped) + len(known_failed)} {int(ok)}")
+        results[tid] = ["pass", ""]
+json.dump(results, open(out, "w"))
 EOF
-grep -v -e '^SUMMARY ' -e '^SKIPGROUP ' "$WORK/summary.txt"
-read -r _ passed failed skipped ok < <(grep '^SUMMARY ' "$WORK/summary.txt")
-while read -r _ count reason; do
-    report_skip "$count" "$reason"
-done < <(grep '^SKIPGROUP ' "$WORK/summary.txt")
-# A pytest that died (timeout, crash) without failures in its report has not passed.
-if [[ $rc -ne 0 && $rc -ne 1 ]]; then
+whole=()
+[[ $# -gt 0 ]] || whole=(--whole)
+compat_judge "$WORK/results.json" "$HERE/KNOWN_FAILURES" "${whole[@]}"
+passed=$JUDGED_PASSED failed=$JUDGED_FAILED skipped=$JUDGED_SKIPPED
+# A pytest that died (timeout, crash) without failures in its report has not passed; nor has a run of nothing.
+if [[ $rc -ne 0 && $rc -ne 1 ]] || ((passed + failed == 0)); then
     echo "kazoo-suite: pytest exit status $rc (interrupted, internal error or no tests collected)" >&2
-    ok=0
+    ((failed > 0)) || failed=1
 fi
-[[ "$ok" == 1 || "$failed" -gt 0 ]] || failed=1
 report "$passed" "$failed" "$skipped"
-[[ "$ok" == 1 ]]
+((failed == 0))
