@@ -10,6 +10,10 @@
 #
 # Functions:
 #   compat_init SUITE            sets ROOT, COMPAT_WORK (a temp dir, kept if KEEP_WORK=1) and the EXIT trap
+#   compat_args ARGS...          the options every suite takes: --against-zookeeper sets TARGET=zookeeper
+#                                (else paddock) and names the row <suite>@zookeeper; `--` ends the options,
+#                                what follows is PASS_ARGS (for the client's own runner); a flag named in
+#                                COMPAT_EXTRA_FLAGS (e.g. "--full") sets FLAGS[--full]=1; anything else exits 2
 #   compat_paddock_bin           prints the paddock binary: $PADDOCK_BIN, or a debug build made now
 #   free_port                    prints a free loopback TCP port
 #   ruok PORT                    prints the server's answer to `ruok` (empty if none)
@@ -61,6 +65,28 @@ compat_cleanup() {
         fi
     fi
     return $rc
+}
+
+compat_args() {
+    TARGET=paddock
+    PASS_ARGS=()
+    declare -gA FLAGS=()
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --against-zookeeper) TARGET=zookeeper ;;
+            --) shift; PASS_ARGS=("$@"); break ;;
+            *)
+                if [[ " ${COMPAT_EXTRA_FLAGS:-} " == *" $1 "* ]]; then
+                    FLAGS[$1]=1
+                else
+                    echo "$0: unknown option '$1' (see the header of $0)" >&2
+                    exit 2
+                fi
+                ;;
+        esac
+        shift
+    done
+    [[ "$TARGET" == paddock ]] || COMPAT_SUITE="$COMPAT_SUITE@zookeeper"
 }
 
 compat_paddock_bin() {

@@ -16,16 +16,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/c-client"
-TARGET=paddock
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
 compat_init c-client
-[[ "$TARGET" == paddock ]] || COMPAT_SUITE="c-client@zookeeper"
+compat_args "$@"
 
 if [[ ! -f /usr/include/zookeeper/zookeeper.h ]]; then
     SUDO=()

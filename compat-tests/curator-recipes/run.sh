@@ -23,18 +23,10 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../lib.sh"
 compat_init curator-recipes
 
-TARGET=paddock
-FULL=0
-MVN_ARGS=()
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        --full) FULL=1 ;;
-        --) shift; MVN_ARGS=("$@"); break ;;
-        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
+COMPAT_EXTRA_FLAGS="--full"
+compat_args "$@"
+FULL=${FLAGS[--full]:-0}
+MVN_ARGS=("${PASS_ARGS[@]}")
 
 command -v mvn >/dev/null || compat_fail "mvn not found (apt-get install maven)"
 command -v java >/dev/null || compat_fail "java not found (apt-get install openjdk-17-jdk-headless)"

@@ -21,18 +21,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/java"
 SUPER_DIGEST='super:D/InIHSb7yEEbrWz8b9l71RjZJU='
 CHECK_MS=1000
-TARGET=paddock
-MVN_ARGS=()
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        --) shift; MVN_ARGS=("$@"); break ;;
-        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
 compat_init java
-[[ "$TARGET" == paddock ]] || COMPAT_SUITE="java@zookeeper"
+compat_args "$@"
 
 command -v mvn >/dev/null || compat_fail "mvn not found (scripts/install-deps.sh installs maven)"
 command -v java >/dev/null || compat_fail "java not found (scripts/install-deps.sh installs openjdk-17-jdk-headless)"
@@ -57,7 +47,7 @@ fi
 REPORTS="$HERE/target/surefire-reports"
 rm -rf "$REPORTS"
 set +e
-(cd "$HERE" && ZK_HOSTS="127.0.0.1:$PORT" ZK_TARGET="$TARGET" mvn -q -B -o test "${MVN_ARGS[@]}")
+(cd "$HERE" && ZK_HOSTS="127.0.0.1:$PORT" ZK_TARGET="$TARGET" mvn -q -B -o test "${PASS_ARGS[@]}")
 rc=$?
 set -e
 

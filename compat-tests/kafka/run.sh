@@ -21,14 +21,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../lib.sh"
 compat_init kafka
 
-TARGET=paddock
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
+compat_args "$@"
 SESSION_MS=10000
 CHROOT=/kafka
 export KAFKA_WORK="$COMPAT_WORK"

@@ -13,18 +13,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/kazoo"
 
-TARGET=paddock
-PYTEST_ARGS=()
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        --) shift; PYTEST_ARGS=("$@"); break ;;
-        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
 compat_init kazoo
-[[ "$TARGET" == paddock ]] || COMPAT_SUITE="kazoo@zookeeper"
+compat_args "$@"
 
 bash "$ROOT/scripts/install-deps.sh" || compat_fail "scripts/install-deps.sh failed"
 PY="$ROOT/.venv/bin/python"
@@ -38,7 +28,7 @@ fi
 
 set +e
 ZK_HOSTS="127.0.0.1:$PORT" ZK_TARGET="$TARGET" "$PY" -m pytest "$HERE" -q -rfEs --timeout=120 \
-    -p no:cacheprovider --junitxml="$COMPAT_WORK/junit.xml" "${PYTEST_ARGS[@]}"
+    -p no:cacheprovider --junitxml="$COMPAT_WORK/junit.xml" "${PASS_ARGS[@]}"
 rc=$?
 set -e
 

@@ -17,16 +17,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../lib.sh"
 compat_init node
 
-TARGET=paddock
-ONLY=()
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        --) shift; ONLY=("$@"); break ;;
-        *) echo "node: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
+compat_args "$@"
 
 command -v node >/dev/null || compat_fail "no 'node' on PATH (apt-get install nodejs npm)"
 command -v npm >/dev/null || compat_fail "no 'npm' on PATH (apt-get install npm)"
@@ -45,7 +36,7 @@ fi
 echo "node: node-zookeeper-client $(node -p 'require(process.argv[1]).version' "$HERE/node_modules/node-zookeeper-client/package.json") against $TARGET on 127.0.0.1:$PORT"
 
 set +e
-ZK_CONNECT="127.0.0.1:$PORT" node "$HERE/checks.js" "${ONLY[@]}" | tee "$COMPAT_WORK/checks.out"
+ZK_CONNECT="127.0.0.1:$PORT" node "$HERE/checks.js" "${PASS_ARGS[@]}" | tee "$COMPAT_WORK/checks.out"
 set -e
 
 summary="$(grep -E '^summary [0-9]+ [0-9]+$' "$COMPAT_WORK/checks.out" | tail -n 1 || true)"

@@ -16,18 +16,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 CHECK_MS=1000
-TARGET=paddock
-CHECK_ARGS=()
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --against-zookeeper) TARGET=zookeeper ;;
-        --) shift; CHECK_ARGS=("$@"); break ;;
-        *) echo "run.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
-    esac
-    shift
-done
 compat_init rust-client
-[[ "$TARGET" == paddock ]] || COMPAT_SUITE="rust-client@zookeeper"
+compat_args "$@"
 
 command -v cargo >/dev/null || compat_fail "cargo not found (install the Rust toolchain)"
 (cd "$ROOT" && cargo build -q --locked -p paddock-compat-rust) || compat_fail "building paddock-compat-rust failed"
@@ -44,7 +34,7 @@ fi
 
 OUT="$COMPAT_WORK/checks.out"
 set +e
-"$CHECKS" --server "127.0.0.1:$PORT" "${CHECK_ARGS[@]}" | tee "$OUT"
+"$CHECKS" --server "127.0.0.1:$PORT" "${PASS_ARGS[@]}" | tee "$OUT"
 rc=${PIPESTATUS[0]}
 set -e
 
