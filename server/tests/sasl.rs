@@ -176,6 +176,27 @@ async fn sasl(
     Some((h, SetSaslResponse::from_bytes(&body).unwrap()))
 }
 
+/// Creates a persistent node whose only ACL entry is `sasl:jaasuser` with every permission.
+async fn create_for_jaasuser_only(
+    raw: &mut RawClient,
+    xid: i32,
+    path: &str,
+    data: &[u8],
+) -> (wire::ReplyHeader, Vec<u8>) {
+    let acl = vec![Acl {
+        perms: 31,
+        id: Id::new("sasl", "jaasuser"),
+    }];
+    let create = CreateRequest {
+        path: path.into(),
+        data: Some(data.to_vec()),
+        acl,
+        flags: 0,
+    };
+    raw.send(xid, &Request::Create(create)).await;
+    raw.recv().await.expect("a reply to create")
+}
+
 /// Sends the empty first token and returns the challenge's nonce, checking the challenge is
 /// exactly what the JDK's DigestMD5Server sends for ZooKeeper.
 async fn challenge(raw: &mut RawClient) -> String {
@@ -288,22 +309,7 @@ async fn digest_md5_login_gains_the_sasl_id_that_sasl_acls_name() {
     );
 
     // kazoo's test_connect_sasl_auth: a node only the SASL user may touch.
-    let acl = vec![Acl {
-        perms: 31,
-        id: Id::new("sasl", "jaasuser"),
-    }];
-    alice
-        .send(
-            4,
-            &Request::Create(CreateRequest {
-                path: "/1".into(),
-                data: Some(b"x".to_vec()),
-                acl,
-                flags: 0,
-            }),
-        )
-        .await;
-    let (h, body) = alice.recv().await.unwrap();
+    let (h, body) = create_for_jaasuser_only(&mut alice, 4, "/1", b"x").await;
     assert_eq!((h.xid, h.err), (4, 0));
     assert_eq!(CreateResponse::from_bytes(&body).unwrap().path, "/1");
     assert_eq!(get_data(&mut alice, 5, "/1").await, Ok(b"x".to_vec()));
@@ -375,22 +381,13 @@ async fn a_response_to_another_nonce_or_an_initial_response_fails() {
 async fn super_user_named_by_zookeeper_super_user_bypasses_acls() {
     let server = start(Some(JAAS), &["zookeeper.superUser=admin"]).await;
     let mut alice = login(server.addr, "jaasuser", "jaas_password").await;
-    let acl = vec![Acl {
-        perms: 31,
-        id: Id::new("sasl", "jaasuser"),
-    }];
-    alice
-        .send(
-            3,
-            &Request::Create(CreateRequest {
-                path: "/private".into(),
-                data: Some(b"p".to_vec()),
-                acl,
-                flags: 0,
-            }),
-        )
-        .await;
-    assert_eq!(alice.recv().await.unwrap().0.err, 0);
+    assert_eq!(
+        create_for_jaasuser_only(&mut alice, 3, "/private", b"p")
+            .await
+            .0
+            .err,
+        0
+    );
 
     let mut admin = login(server.addr, "admin", "admin_secret").await;
     assert_eq!(
