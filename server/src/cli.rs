@@ -15,6 +15,11 @@ read as ZooKeeper reads it: keys it leaves out take ZooKeeper's defaults (tickTi
 interface (0.0.0.0) unless clientPortAddress is set, only the `srvr` four-letter word), dataDir
 is required, and myid is read from dataDir. Unknown keys are logged and ignored.
 
+SASL: -D java.security.auth.login.config=jaas.conf turns on DIGEST-MD5 logins for the users of
+its `Server` section (DigestLoginModule, user_<name>=\"<password>\"; -D
+zookeeper.sasl.serverconfig=<section> picks another); -D zookeeper.superUser=<name> makes one a
+super user.
+
 Example: paddock serve --config conf/zoo.cfg --port 2182";
 
 #[derive(Debug, Parser)]
