@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -36,18 +35,16 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class AuthAndChrootTest {
     private String root;
-    private final List<ZooKeeper> open = new ArrayList<>();
+    private final Zk.Handles handles = new Zk.Handles();
 
     @BeforeEach
     void setUp(TestInfo info) {
-        root = Zk.uniqueRoot("auth-" + info.getTestMethod().orElseThrow().getName());
+        root = Zk.uniqueRoot("auth-", info);
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        for (ZooKeeper zk : open) {
-            zk.close();
-        }
+        handles.close();
         try (CuratorFramework c = Zk.client()) {
             c.getZookeeperClient().getZooKeeper().addAuthInfo("digest", b("super:test"));
             c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
@@ -65,7 +62,7 @@ class AuthAndChrootTest {
                 st.add(e.getState());
             }
         });
-        open.add(zk);
+        handles.track(zk);
         assertEquals(KeeperState.SyncConnected, st.poll(15, TimeUnit.SECONDS));
         return zk;
     }

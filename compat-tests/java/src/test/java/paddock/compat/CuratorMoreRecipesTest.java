@@ -52,16 +52,14 @@ class CuratorMoreRecipesTest {
 
     @BeforeEach
     void setUp(TestInfo info) {
-        root = Zk.uniqueRoot(info.getTestMethod().orElseThrow().getName());
+        root = Zk.uniqueRoot("", info);
     }
 
     @AfterEach
     void tearDown() throws Exception {
         pool.shutdownNow();
         clients.close();
-        try (CuratorFramework c = Zk.client()) {
-            c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
-        }
+        Zk.deleteTrees(root);
     }
 
     @Test

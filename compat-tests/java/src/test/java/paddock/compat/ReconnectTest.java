@@ -3,19 +3,15 @@ package paddock.compat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -40,7 +36,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class ReconnectTest {
     private String root;
-    private final List<ZooKeeper> open = new ArrayList<>();
+    private final Zk.Handles handles = new Zk.Handles();
 
     /** Returns the real server, or a closed port while cut off. */
     static final class SwitchableHost implements HostProvider {
@@ -81,29 +77,17 @@ class ReconnectTest {
 
     @BeforeEach
     void setUp(TestInfo info) {
-        root = Zk.uniqueRoot("re-" + info.getTestMethod().orElseThrow().getName());
+        root = Zk.uniqueRoot("re-", info);
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        for (ZooKeeper zk : open) {
-            zk.close();
-        }
-        try (CuratorFramework c = Zk.client()) {
-            c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
-        }
+        handles.close();
+        Zk.deleteTrees(root);
     }
 
     private static byte[] b(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private ZooKeeper plain() throws Exception {
-        BlockingQueue<KeeperState> st = new LinkedBlockingQueue<>();
-        ZooKeeper zk = new ZooKeeper(Zk.hosts(), 10000, e -> st.add(e.getState()));
-        open.add(zk);
-        assertEquals(KeeperState.SyncConnected, st.poll(15, TimeUnit.SECONDS));
-        return zk;
     }
 
     /** Points the client at a dead port and makes the server drop its current connection. */
@@ -117,7 +101,7 @@ class ReconnectTest {
 
     @Test
     void watchesResentOnReconnectFireForChangesMadeWhileAway() throws Exception {
-        ZooKeeper other = plain();
+        ZooKeeper other = handles.connect();
         other.create(root, b(""), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
         other.create(root + "/data", b("1"), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
         other.create(root + "/gone", b(""), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
@@ -133,7 +117,7 @@ class ReconnectTest {
                 states.add(e.getState());
             }
         }, false, host);
-        open.add(zk);
+        handles.track(zk);
         assertEquals(KeeperState.SyncConnected, states.poll(15, TimeUnit.SECONDS));
         long session = zk.getSessionId();
         // State changes (Disconnected, SyncConnected) also reach every registered watcher: skip those.
@@ -181,7 +165,7 @@ class ReconnectTest {
 
     @Test
     void clientAwayPastItsTimeoutIsToldItsSessionExpired() throws Exception {
-        ZooKeeper other = plain();
+        ZooKeeper other = handles.connect();
         other.create(root, b(""), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
         SwitchableHost host = new SwitchableHost(Zk.hosts());
         BlockingQueue<KeeperState> states = new LinkedBlockingQueue<>();
@@ -190,7 +174,7 @@ class ReconnectTest {
                 states.add(e.getState());
             }
         }, false, host);
-        open.add(zk);
+        handles.track(zk);
         assertEquals(KeeperState.SyncConnected, states.poll(15, TimeUnit.SECONDS));
         zk.create(root + "/eph", b(""), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL);
         BlockingQueue<String> deleted = new LinkedBlockingQueue<>();

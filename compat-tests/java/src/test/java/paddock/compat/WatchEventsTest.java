@@ -12,13 +12,11 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Op;
 import org.apache.zookeeper.Watcher;
-import org.apache.zookeeper.Watcher.Event.KeeperState;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.AfterEach;
@@ -31,7 +29,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class WatchEventsTest {
     private String root;
-    private final List<ZooKeeper> open = new ArrayList<>();
+    private final Zk.Handles handles = new Zk.Handles();
     private final BlockingQueue<String> events = new LinkedBlockingQueue<>();
     private final Watcher w = e -> {
         if (e.getType() != Watcher.Event.EventType.None) {
@@ -41,25 +39,13 @@ class WatchEventsTest {
 
     @BeforeEach
     void setUp(TestInfo info) {
-        root = Zk.uniqueRoot("w-" + info.getTestMethod().orElseThrow().getName());
+        root = Zk.uniqueRoot("w-", info);
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        for (ZooKeeper zk : open) {
-            zk.close();
-        }
-        try (CuratorFramework c = Zk.client()) {
-            c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
-        }
-    }
-
-    private ZooKeeper connect() throws Exception {
-        BlockingQueue<KeeperState> st = new LinkedBlockingQueue<>();
-        ZooKeeper zk = new ZooKeeper(Zk.hosts(), 10000, e -> st.add(e.getState()));
-        open.add(zk);
-        assertEquals(KeeperState.SyncConnected, st.poll(15, TimeUnit.SECONDS));
-        return zk;
+        handles.close();
+        Zk.deleteTrees(root);
     }
 
     private static byte[] b(String s) {
@@ -83,8 +69,8 @@ class WatchEventsTest {
 
     @Test
     void deletingANodeFiresItsOwnWatchesBeforeItsParentsChildWatch() throws Exception {
-        ZooKeeper watcher = connect();
-        ZooKeeper writer = connect();
+        ZooKeeper watcher = handles.connect();
+        ZooKeeper writer = handles.connect();
         mk(writer, "", CreateMode.PERSISTENT);
         mk(writer, "/p", CreateMode.PERSISTENT);
         watcher.getChildren(root + "/p", w);
@@ -95,8 +81,8 @@ class WatchEventsTest {
 
     @Test
     void childWatchIgnoresDataChangesAndDataWatchFiresOnSameValue() throws Exception {
-        ZooKeeper watcher = connect();
-        ZooKeeper writer = connect();
+        ZooKeeper watcher = handles.connect();
+        ZooKeeper writer = handles.connect();
         mk(writer, "", CreateMode.PERSISTENT);
         watcher.getChildren(root, w);
         writer.setData(root, b("x"), -1);
@@ -112,8 +98,8 @@ class WatchEventsTest {
 
     @Test
     void failedMultiFiresNothingAndACommittedOneFiresInOpOrder() throws Exception {
-        ZooKeeper watcher = connect();
-        ZooKeeper writer = connect();
+        ZooKeeper watcher = handles.connect();
+        ZooKeeper writer = handles.connect();
         mk(writer, "", CreateMode.PERSISTENT);
         mk(writer, "/x", CreateMode.PERSISTENT);
         watcher.exists(root + "/y", w);
@@ -129,8 +115,8 @@ class WatchEventsTest {
 
     @Test
     void sessionCloseFiresEphemeralDeletionsThenTheParentsChildWatch() throws Exception {
-        ZooKeeper watcher = connect();
-        ZooKeeper owner = connect();
+        ZooKeeper watcher = handles.connect();
+        ZooKeeper owner = handles.connect();
         mk(owner, "", CreateMode.PERSISTENT);
         mk(owner, "/e", CreateMode.EPHEMERAL);
         watcher.exists(root + "/e", w);
@@ -142,8 +128,8 @@ class WatchEventsTest {
 
     @Test
     void persistentRecursiveWatchSeesEveryNodeOfAMultiInOrder() throws Exception {
-        ZooKeeper watcher = connect();
-        ZooKeeper writer = connect();
+        ZooKeeper watcher = handles.connect();
+        ZooKeeper writer = handles.connect();
         mk(writer, "", CreateMode.PERSISTENT);
         watcher.addWatch(root, w, AddWatchMode.PERSISTENT_RECURSIVE);
         writer.multi(List.of(

@@ -24,15 +24,12 @@ class ZkCliScriptTest {
 
     @BeforeEach
     void setUp(TestInfo info) {
-        root = Zk.uniqueRoot("cli-" + info.getTestMethod().orElseThrow().getName());
+        root = Zk.uniqueRoot("cli-", info);
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        try (CuratorFramework c = Zk.client()) {
-            c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
-            c.delete().quietly().deletingChildrenIfNeeded().forPath("/zookeeper/quota" + root);
-        }
+        Zk.deleteTrees(root, "/zookeeper/quota" + root);
     }
 
     private List<String> lines(String text) {

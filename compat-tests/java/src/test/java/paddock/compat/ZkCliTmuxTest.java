@@ -3,7 +3,6 @@ package paddock.compat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -52,9 +51,7 @@ class ZkCliTmuxTest {
                 // nothing left to stop
             }
         }
-        try (CuratorFramework c = Zk.client()) {
-            c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
-        }
+        Zk.deleteTrees(root);
     }
 
     @Test

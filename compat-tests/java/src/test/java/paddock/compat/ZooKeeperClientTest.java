@@ -16,7 +16,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -41,22 +40,18 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class ZooKeeperClientTest {
-    private final List<ZooKeeper> open = new ArrayList<>();
+    private final Zk.Handles handles = new Zk.Handles();
     private String root;
 
     @BeforeEach
     void setUp(TestInfo info) throws Exception {
-        root = Zk.uniqueRoot("zk-" + info.getTestMethod().orElseThrow().getName());
+        root = Zk.uniqueRoot("zk-", info);
     }
 
     @AfterEach
     void tearDown() throws Exception {
-        for (ZooKeeper zk : open) {
-            zk.close();
-        }
-        try (CuratorFramework c = Zk.client()) {
-            c.delete().quietly().deletingChildrenIfNeeded().forPath(root);
-        }
+        handles.close();
+        Zk.deleteTrees(root);
     }
 
     private ZooKeeper connect(int timeoutMs, Watcher extra) throws Exception {
@@ -70,7 +65,7 @@ class ZooKeeperClientTest {
                 connected.countDown();
             }
         });
-        open.add(zk);
+        handles.track(zk);
         assertTrue(connected.await(15, TimeUnit.SECONDS), "connected");
         return zk;
     }
