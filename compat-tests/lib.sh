@@ -27,6 +27,8 @@
 #   report PASSED FAILED SKIPPED prints the header and the suite's row
 #   report_skip COUNT REASON     prints `<suite>: skipped COUNT: REASON`
 #   compat_fail MESSAGE          prints MESSAGE, the row `0 | 1 | 0`, and exits 1
+#   compat_junit_counts XML...   prints "passed failed skipped" summed over JUnit XML reports (pytest's,
+#                                surefire's); a report that is missing or unreadable counts as one failure
 #   compat_judge RESULTS.json KNOWN_FAILURES [--whole] [--harness-only]
 #                                judges a client's own suite against its KNOWN_FAILURES (known_failures.py
 #                                says how): prints a verdict per test and a report_skip line per reason, and
@@ -175,4 +177,24 @@ compat_judge() { # results.json known-failures [--whole] [--harness-only]
         report_skip "${count#SKIP }" "$reason"
     done < <(grep '^SKIP ' "$out")
     read -r _ JUDGED_PASSED JUDGED_FAILED JUDGED_SKIPPED < <(grep '^SUMMARY ' "$out")
+}
+
+compat_junit_counts() { # report.xml...
+    python3 - "$@" <<'PY'
+import sys, xml.etree.ElementTree as ET
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        failed += 1
+        continue
+    for suite in [root] if root.tag == "testsuite" else root.findall("testsuite"):
+        bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skip = int(suite.get("skipped", 0))
+        passed += int(suite.get("tests", 0)) - bad - skip
+        failed += bad
+        skipped += skip
+print(passed, failed, skipped)
+PY
 }

@@ -51,20 +51,10 @@ set +e
 rc=$?
 set -e
 
-read -r passed failed skipped < <(python3 - "$REPORTS" <<'PY'
-import glob, os, sys, xml.etree.ElementTree as ET
-t = f = s = 0
-for path in glob.glob(os.path.join(sys.argv[1], "TEST-*.xml")):
-    try:
-        x = ET.parse(path).getroot()
-    except ET.ParseError:
-        f += 1
-        continue
-    t += int(x.get("tests", 0)); s += int(x.get("skipped", 0))
-    f += int(x.get("failures", 0)) + int(x.get("errors", 0))
-print(t - f - s, f, s)
-PY
-)
+shopt -s nullglob
+reports=("$REPORTS"/TEST-*.xml)
+shopt -u nullglob
+read -r passed failed skipped < <(compat_junit_counts "${reports[@]}")
 # A run that failed before any test reported (compile error, server gone) has not passed.
 if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
 if ((passed + failed == 0)); then failed=1; rc=1; fi

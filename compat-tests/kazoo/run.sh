@@ -32,20 +32,7 @@ ZK_HOSTS="127.0.0.1:$PORT" ZK_TARGET="$TARGET" "$PY" -m pytest "$HERE" -q -rfEs 
 rc=$?
 set -e
 
-read -r passed failed skipped < <("$PY" - "$COMPAT_WORK/junit.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except (OSError, ET.ParseError):
-    print(0, 1, 0); sys.exit()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-t = f = s = 0
-for x in suites:
-    t += int(x.get("tests", 0)); s += int(x.get("skipped", 0))
-    f += int(x.get("failures", 0)) + int(x.get("errors", 0))
-print(t - f - s, f, s)
-PY
-)
+read -r passed failed skipped < <(compat_junit_counts "$COMPAT_WORK/junit.xml")
 # pytest exits 5 when it collected nothing: a suite that ran no test has not passed.
 if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
 if [[ $rc -ne 0 && "$TARGET" == paddock ]]; then
