@@ -225,14 +225,7 @@ class Session:
         for paths in (data, exist, child, persistent, recursive):
             body += w_int(len(paths)) + b"".join(w_str(p) for p in paths)
         self._send(w_int(-8) + w_int(105) + body)
-        while True:
-            r = Reader(self._recv_frame())
-            rxid, _zxid, err = r.int(), r.long(), r.int()
-            if rxid == -1:
-                self.events.append((r.int(), r.int(), r.str()))
-                continue
-            if rxid == -8:
-                return err
+        return self._await_special(-8)
 
     def _send(self, payload):
         self.sock.sendall(w_int(len(payload)) + payload)
@@ -297,13 +290,18 @@ class Session:
     def auth(self, scheme, credential):
         """Sends an auth packet (xid -4) and waits for its reply; returns err."""
         self._send(w_int(-4) + w_int(OP_AUTH) + w_int(0) + w_str(scheme) + w_buf(credential.encode()))
+        return self._await_special(-4)
+
+    def _await_special(self, xid):
+        """Reads frames until the reply with a special xid (-4 auth, -8 setWatches) and returns its
+        err, keeping the notifications (xid -1) that come before it."""
         while True:
             r = Reader(self._recv_frame())
             rxid, _zxid, err = r.int(), r.long(), r.int()
             if rxid == -1:
                 self.events.append((r.int(), r.int(), r.str()))
                 continue
-            if rxid == -4:
+            if rxid == xid:
                 return err
 
     def close_session(self):
