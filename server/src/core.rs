@@ -603,22 +603,16 @@ impl Core {
     /// ordered pipeline. A failure answers AuthFailed (with an empty token) and closes the
     /// connection; the session lives on until it expires, as in ZooKeeper.
     fn sasl(&mut self, id: ConnId, xid: i32, token: Vec<u8>) {
+        let reply = |err: i32, token: Option<Vec<u8>>| Outbound::Reply {
+            header: ReplyHeader { xid, zxid: 0, err },
+            body: Some(Response::Sasl(SetSaslResponse { token })),
+        };
         let cfg = Arc::clone(&self.cfg);
         let Some(sasl_cfg) = cfg.sasl.as_ref() else {
             // No JAAS Server section, so no SASL server for this connection. ZooKeeper then hits a
             // null saslServer, logs it, and answers OK with a null token (ZooKeeperServer.processSasl):
             // the connection stays, unauthenticated.
-            self.send(
-                id,
-                Outbound::Reply {
-                    header: ReplyHeader {
-                        xid,
-                        zxid: 0,
-                        err: 0,
-                    },
-                    body: Some(Response::Sasl(SetSaslResponse { token: None })),
-                },
-            );
+            self.send(id, reply(0, None));
             return;
         };
         let conn = self.conns.get_mut(&id).unwrap();
@@ -626,10 +620,6 @@ impl Core {
         let server = conn
             .sasl
             .get_or_insert_with(|| DigestMd5Server::new(DigestMd5Server::random_nonce()));
-        let reply = |err: i32, token: Option<Vec<u8>>| Outbound::Reply {
-            header: ReplyHeader { xid, zxid: 0, err },
-            body: Some(Response::Sasl(SetSaslResponse { token })),
-        };
         match server.evaluate(&token, sasl_cfg) {
             Ok(Step::Challenge(challenge)) => self.send(id, reply(0, Some(challenge))),
             Ok(Step::Complete {
