@@ -51,6 +51,7 @@ pub use error::ConsensusError;
 pub use handle::{start, start_with_transport, Handle, Started, Status};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
+    MessageType,
 };
 pub use transport::{NoPeers, Transport};
 

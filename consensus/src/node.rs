@@ -7,6 +7,7 @@
 //! and stops the node if it is ever broken, because a replica that applied a non-durable entry can
 //! diverge after a crash.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use protobuf::Message as _;
 use raft::eraftpb::{
     ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, SnapshotMetadata,
 };
-use raft::{RawNode, StateRole};
+use raft::{ProgressState, RawNode, SnapshotStatus, StateRole};
 
 use crate::handle::{Shared, Status};
 use crate::snapshot_file;
@@ -29,6 +30,10 @@ use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot};
 /// Commands taken from the channel before handling a Ready: enough to amortise an fsync over a
 /// large burst, small enough to keep one iteration's latency and memory bounded.
 const MAX_COMMANDS_PER_READY: usize = 4096;
+
+/// Election timeouts a leader waits for a follower to acknowledge a snapshot before it takes the
+/// snapshot as lost and sends it again (see `expire_lost_snapshots`).
+const SNAPSHOT_ACK_ELECTIONS: usize = 5;
 
 pub(crate) enum Command {
     Propose(Vec<u8>),
@@ -79,6 +84,8 @@ struct Node {
     conf_history: Vec<(u64, ConfState)>,
     /// Last (is_leader, leader_id) reported, to emit RoleChanged only on change.
     role: (bool, u64),
+    /// Followers with a snapshot in flight: (its index, ticks waited for the acknowledgement).
+    snapshots_in_flight: HashMap<u64, (u64, usize)>,
     readies: u64,
     shutting_down: bool,
 }
@@ -121,6 +128,7 @@ pub(crate) fn spawn(
         delivered: applied,
         conf_history: vec![(applied, start_conf)],
         role: (false, 0),
+        snapshots_in_flight: HashMap::new(),
         readies: 0,
         shutting_down: false,
     };
@@ -191,6 +199,7 @@ impl Node {
             }
             if Instant::now() >= next_tick {
                 self.raw.tick();
+                self.expire_lost_snapshots();
                 next_tick = Instant::now() + tick;
             }
         }
@@ -226,9 +235,9 @@ impl Node {
             Command::Unreachable(peer) => self.raw.report_unreachable(peer),
             Command::SnapshotReport { peer, ok } => {
                 let status = if ok {
-                    raft::SnapshotStatus::Finish
+                    SnapshotStatus::Finish
                 } else {
-                    raft::SnapshotStatus::Failure
+                    SnapshotStatus::Failure
                 };
                 self.raw.report_snapshot(peer, status);
             }
@@ -320,6 +329,47 @@ impl Node {
         self.deliver(light.take_committed_entries())?;
         self.raw.advance_apply();
         Ok(())
+    }
+
+    /// raft-rs stops replicating to a follower once it sends it a snapshot, until the follower
+    /// acknowledges it or someone calls `report_snapshot`. A snapshot message lost on the way (a
+    /// partition, a follower restarting) would leave that follower behind for good, so a
+    /// snapshot unacknowledged for `SNAPSHOT_ACK_ELECTIONS` election timeouts is reported as
+    /// failed: raft-rs probes the follower again at the next heartbeat and resends. A late
+    /// acknowledgement of the first copy is harmless; the follower ignores the second.
+    fn expire_lost_snapshots(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            self.snapshots_in_flight.clear();
+            return;
+        }
+        let pending: HashMap<u64, u64> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, pr)| pr.state == ProgressState::Snapshot)
+            .map(|(&id, pr)| (id, pr.pending_snapshot))
+            .collect();
+        self.snapshots_in_flight
+            .retain(|id, (index, _)| pending.get(id) == Some(index));
+        let limit = self.cfg.election_tick * SNAPSHOT_ACK_ELECTIONS;
+        let mut lost = Vec::new();
+        for (id, index) in pending {
+            let waited = &mut self.snapshots_in_flight.entry(id).or_insert((index, 0)).1;
+            *waited += 1;
+            if *waited >= limit {
+                lost.push((id, index));
+            }
+        }
+        for (id, index) in lost {
+            tracing::warn!(
+                peer = id,
+                index,
+                "snapshot not acknowledged; sending it again"
+            );
+            self.snapshots_in_flight.remove(&id);
+            self.raw.report_snapshot(id, SnapshotStatus::Failure);
+        }
     }
 
     fn emit_read_state(&mut self, rs: raft::ReadState) {

@@ -5,6 +5,11 @@ use raft::eraftpb::Message;
 
 /// Delivers raft messages to other nodes. Called on the raft thread, so it must not block: queue
 /// and return. Lost messages are fine (raft retries); reordering across peers is fine.
+///
+/// Snapshots (`MsgSnapshot`) are the exception raft-rs leaves to its user: the leader stops
+/// replicating to that follower until the outcome is known. A transport that learns it should
+/// call `Handle::report_snapshot`; if nobody does, the node takes a snapshot unacknowledged for a
+/// few election timeouts as lost and sends it again.
 pub trait Transport: Send + 'static {
     fn send(&mut self, msgs: Vec<Message>);
 }

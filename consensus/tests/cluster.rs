@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use consensus::{
     start_with_transport, CommittedEntry, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config,
-    ConsensusError, Event, Handle, Message, Snapshot, Transport,
+    ConsensusError, Event, Handle, Message, MessageType, Snapshot, Transport,
 };
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -20,6 +20,8 @@ struct Router {
     nodes: Arc<Mutex<HashMap<u64, Handle>>>,
     /// Nodes cut off from everyone: messages from or to them are dropped.
     isolated: Arc<Mutex<HashSet<u64>>>,
+    /// Snapshot messages still to be lost on the way, and those lost so far.
+    drop_snapshots: Arc<Mutex<(u32, u32)>>,
 }
 
 struct RouterTransport(Router);
@@ -28,8 +30,14 @@ impl Transport for RouterTransport {
     fn send(&mut self, msgs: Vec<Message>) {
         let nodes = self.0.nodes.lock().unwrap();
         let isolated = self.0.isolated.lock().unwrap();
+        let mut drop_snapshots = self.0.drop_snapshots.lock().unwrap();
         for m in msgs {
             if isolated.contains(&m.from) || isolated.contains(&m.to) {
+                continue;
+            }
+            if m.get_msg_type() == MessageType::MsgSnapshot && drop_snapshots.0 > 0 {
+                drop_snapshots.0 -= 1;
+                drop_snapshots.1 += 1;
                 continue;
             }
             if let Some(h) = nodes.get(&m.to) {
@@ -357,6 +365,19 @@ fn killing_the_leader_elects_another_and_the_old_one_catches_up_on_restart() {
 
 #[test]
 fn lagging_follower_catches_up_from_a_snapshot_after_compaction() {
+    lagging_follower_catches_up(0);
+}
+
+#[test]
+fn a_lost_snapshot_message_is_sent_again() {
+    // raft-rs pauses replication to a follower until its snapshot is acknowledged; the channel
+    // transport never reports a loss, so only the node's own timeout can resend it.
+    lagging_follower_catches_up(2);
+}
+
+/// A follower stopped while the others snapshot and compact past its log comes back and catches
+/// up from the leader's snapshot; the first `lose` snapshot messages are lost on the way.
+fn lagging_follower_catches_up(lose: u32) {
     let mut c = Cluster::new(&[1, 2, 3], 0);
     let leader = c.leader();
     let lagging = [1, 2, 3].into_iter().find(|&i| i != leader).unwrap();
@@ -397,6 +418,7 @@ fn lagging_follower_catches_up_from_a_snapshot_after_compaction() {
         assert!(c.handle(id).status().first_index > first + 1);
     }
 
+    *c.router.drop_snapshots.lock().unwrap() = (lose, 0);
     c.start(lagging);
     assert_eq!(
         c.nodes[&lagging].loaded, None,
@@ -404,6 +426,7 @@ fn lagging_follower_catches_up_from_a_snapshot_after_compaction() {
     );
     let more = c.propose_all(&batch("b", 5));
     c.wait_applied(lagging, more);
+    assert_eq!(*c.router.drop_snapshots.lock().unwrap(), (0, lose));
     let a = c.nodes[&lagging].applied.lock().unwrap();
     assert_eq!(a.snapshots.len(), 1);
     let snap = &a.snapshots[0];
