@@ -13,10 +13,21 @@ use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
 
 /// `remote` is the connection asking: ZooKeeper counts and lists it among the connections
 /// (`Connections: 1` on an idle server), so paddock does too.
-pub(crate) fn four_letter(core: &mut Core, word: FourLetterWord, remote: SocketAddr) -> String {
+/// `mask` is `stmk`'s argument.
+pub(crate) fn four_letter(
+    core: &mut Core,
+    word: FourLetterWord,
+    mask: Option<i64>,
+    remote: SocketAddr,
+) -> String {
     let whitelist = core.config().four_letter_words.clone();
     if whitelist.allows(word) {
         match word {
+            FourLetterWord::Stmk => {
+                if let Some(mask) = mask {
+                    core.set_trace_mask(mask);
+                }
+            }
             FourLetterWord::Srst => core.stats_mut().reset(),
             FourLetterWord::Crst => {
                 for (.., stats) in core.conn_views() {
@@ -298,7 +309,7 @@ fn server_view(core: &mut Core) -> ServerView {
             ),
             ("paddock_raft_readies".into(), status.readies.to_string()),
         ],
-        trace_mask: fourlw::DEFAULT_TRACE_MASK,
+        trace_mask: core.trace_mask(),
         digest_log: vec![(zxid, core.tree().digest() as i64)],
     }
 }

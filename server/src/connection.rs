@@ -28,6 +28,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct ConnParams {
     pub max_frame: usize,
+    /// Whether `stmk` is whitelisted: only then does its 8-byte argument follow the word.
+    pub stmk_allowed: bool,
 }
 
 pub async fn serve(
@@ -65,9 +67,21 @@ async fn run(
         .await
         .map_err(|_| "no handshake in time")??;
     if let Some(word) = FourLetterWord::detect([buf[0], buf[1], buf[2], buf[3]]) {
+        // `stmk` carries the new mask as a big-endian long; ZooKeeper reads it only when the word
+        // is whitelisted, and closes without a reply when it is missing. So does paddock.
+        let mask = if word == FourLetterWord::Stmk && params.stmk_allowed {
+            timeout(HANDSHAKE_TIMEOUT, read_at_least(&mut rd, &mut buf, 12))
+                .await
+                .map_err(|_| "stmk without its 8-byte mask")?
+                .map_err(|_| "stmk without its 8-byte mask")?;
+            Some(i64::from_be_bytes(buf[4..12].try_into().expect("8 bytes")))
+        } else {
+            None
+        };
         let (tx, rx) = oneshot::channel();
         core.send(CoreMsg::FourLetter {
             word,
+            mask,
             remote,
             reply: tx,
         })

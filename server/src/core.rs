@@ -75,6 +75,8 @@ pub enum CoreMsg {
     /// A four-letter word on a fresh connection.
     FourLetter {
         word: FourLetterWord,
+        /// `stmk`'s argument: the 8-byte trace mask that follows the word.
+        mask: Option<i64>,
         remote: SocketAddr,
         reply: oneshot::Sender<String>,
     },
@@ -154,6 +156,9 @@ pub struct Core {
     /// Whether this process has followed another leader (see the RoleChanged handling).
     followed_another: bool,
     stats: ServerStats,
+    /// Set by `stmk`, read by `gtmk`. paddock logs through `tracing` filters, not ZooKeeper's
+    /// trace mask, so the mask is only kept and reported, as a tool that sets it expects.
+    trace_mask: i64,
     started: Instant,
     applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
 }
@@ -215,6 +220,7 @@ impl Core {
             followed_another: false,
             resume_left,
             stats: ServerStats::default(),
+            trace_mask: crate::fourlw::DEFAULT_TRACE_MASK,
             started: now,
             applied_waiters: Vec::new(),
         }
@@ -284,10 +290,11 @@ impl Core {
             CoreMsg::Closed { conn } => self.closed(conn),
             CoreMsg::FourLetter {
                 word,
+                mask,
                 remote,
                 reply,
             } => {
-                let _ = reply.send(self.four_letter(word, remote));
+                let _ = reply.send(crate::admin::four_letter(self, word, mask, remote));
             }
             CoreMsg::Consensus(ev) => {
                 self.consensus_event(ev);
@@ -1134,12 +1141,6 @@ impl Core {
             conn.stats.record_latency(ms);
         }
     }
-
-    // ----- four-letter words ---------------------------------------------------------
-
-    fn four_letter(&mut self, word: FourLetterWord, remote: SocketAddr) -> String {
-        crate::admin::four_letter(self, word, remote)
-    }
 }
 
 /// Read-only views of the core for the four-letter words (see `admin.rs`).
@@ -1152,6 +1153,12 @@ impl Core {
     }
     pub(crate) fn config(&self) -> &Config {
         &self.cfg
+    }
+    pub(crate) fn trace_mask(&self) -> i64 {
+        self.trace_mask
+    }
+    pub(crate) fn set_trace_mask(&mut self, mask: i64) {
+        self.trace_mask = mask;
     }
     pub(crate) fn stats_mut(&mut self) -> &mut ServerStats {
         &mut self.stats

@@ -200,6 +200,7 @@ async fn accept_loop(listener: TcpListener, core_tx: mpsc::Sender<CoreMsg>, cfg:
     let per_ip = Arc::new(PerIp::default());
     let params = Arc::new(ConnParams {
         max_frame: cfg.jute_max_buffer,
+        stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
     });
     loop {
         let (stream, remote) = match listener.accept().await {

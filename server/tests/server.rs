@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{client, four_letter, start, RawClient};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use common::{client, four_letter, four_letter_bytes, start, RawClient};
 use wire::ops::create::{CreateRequest, CreateResponse};
 use wire::ops::data::{GetDataRequest, GetDataResponse};
 use wire::ops::delete::DeleteRequest;
@@ -610,6 +612,27 @@ async fn four_letter_words_answer_on_the_client_port() {
     drop(zk);
     let envi = four_letter(addr, "envi").await;
     assert!(envi.contains("zookeeper.version=3.9."), "{envi}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stmk_sets_the_mask_that_gtmk_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    assert_eq!(four_letter(addr, "gtmk").await, "306");
+    let mut stmk = b"stmk".to_vec();
+    stmk.extend_from_slice(&0x1_0000_0001i64.to_be_bytes());
+    assert_eq!(four_letter_bytes(addr, &stmk).await, "4294967297");
+    assert_eq!(four_letter(addr, "gtmk").await, "4294967297");
+    // Without its argument (the sender closes after the word) there is no reply and no change.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"stmk").await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert_eq!(out, "");
+    assert_eq!(four_letter(addr, "gtmk").await, "4294967297");
     server.shutdown().await;
 }
 

@@ -149,8 +149,13 @@ pub async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
 
 /// Sends a four-letter word and returns the whole text reply.
 pub async fn four_letter(addr: SocketAddr, word: &str) -> String {
+    four_letter_bytes(addr, word.as_bytes()).await
+}
+
+/// Sends raw bytes (a word and its argument) and returns the whole text reply.
+pub async fn four_letter_bytes(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(word.as_bytes()).await.unwrap();
+    s.write_all(bytes).await.unwrap();
     let mut out = String::new();
     tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out))
         .await
