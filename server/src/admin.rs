@@ -28,7 +28,7 @@ pub(crate) fn four_letter(
                     core.set_trace_mask(mask);
                 }
             }
-            FourLetterWord::Srst => core.stats_mut().reset(),
+            FourLetterWord::Srst => core.reset_stats(),
             FourLetterWord::Crst => {
                 for (.., stats) in core.conn_views() {
                     stats.reset();
@@ -251,6 +251,7 @@ fn server_view(core: &mut Core) -> ServerView {
     let log_dir_size = dir_size(&crate::node::raft_dir(cfg));
     let conf_lines = cfg.as_conf_lines();
     let stats = core.stats().clone();
+    let response_sizes = core.response_sizes().get();
     let status = core.raft().status();
 
     ServerView {
@@ -279,9 +280,9 @@ fn server_view(core: &mut Core) -> ServerView {
         uptime_ms: core.uptime().as_millis() as u64,
         open_file_descriptor_count: open_fds(),
         max_file_descriptor_count: max_fds(),
-        last_client_response_size: stats.last_response_size,
-        min_client_response_size: stats.min_response_size,
-        max_client_response_size: stats.max_response_size,
+        last_client_response_size: response_sizes.0,
+        min_client_response_size: response_sizes.1,
+        max_client_response_size: response_sizes.2,
         auth_failed_count: stats.auth_failed,
         quorum_size: None,
         leader: None,

@@ -20,7 +20,8 @@ use wire::frame::{self, Check};
 use wire::{FourLetterWord, Writer};
 
 use crate::core::{ConnId, CoreMsg};
-use crate::outbound::{self, OutboundRx};
+use crate::outbound::{self, Outbound, OutboundRx};
+use crate::stats::ResponseSizes;
 
 /// How long a connection may take to send its ConnectRequest
 /// (`zookeeper.nio.sessionlessCnxnTimeout`).
@@ -30,6 +31,8 @@ pub struct ConnParams {
     pub max_frame: usize,
     /// Whether `stmk` is whitelisted: only then does its 8-byte argument follow the word.
     pub stmk_allowed: bool,
+    /// Where the writers record the size of every reply and notification (for mntr).
+    pub response_sizes: Arc<ResponseSizes>,
 }
 
 pub async fn serve(
@@ -105,7 +108,12 @@ async fn run(
     let (ready_tx, ready_rx) = oneshot::channel();
     // Dropped by the writer when it ends, which tells the reader to stop as well.
     let (writer_done_tx, mut writer_done) = oneshot::channel::<()>();
-    let writer = tokio::spawn(write_loop(wr, out_rx, writer_done_tx));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        out_rx,
+        params.response_sizes.clone(),
+        writer_done_tx,
+    ));
     core.send(CoreMsg::Connect {
         conn: id,
         remote,
@@ -154,13 +162,30 @@ async fn run(
 }
 
 /// Drains the outbound queue, coalescing whatever is queued into one write.
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: OutboundRx, _done: oneshot::Sender<()>) {
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: OutboundRx,
+    sizes: Arc<ResponseSizes>,
+    _done: oneshot::Sender<()>,
+) {
     let mut w = Writer::with_capacity(64 * 1024);
+    // Encodes one message; false once it is `Close`.
+    let encode = |msg: Outbound, w: &mut Writer| {
+        let before = w.len();
+        if !msg.encode(w) {
+            return false;
+        }
+        // ZooKeeper counts replies and notifications, not the handshake, without the prefix.
+        if !matches!(msg, Outbound::Connect(_)) {
+            sizes.record((w.len() - before - 4) as i64);
+        }
+        true
+    };
     while let Some(msg) = rx.recv().await {
-        let mut close = !msg.encode(&mut w);
+        let mut close = !encode(msg, &mut w);
         while !close && w.len() < 1 << 20 {
             match rx.try_recv() {
-                Some(msg) => close = !msg.encode(&mut w),
+                Some(msg) => close = !encode(msg, &mut w),
                 None => break,
             }
         }

@@ -44,7 +44,7 @@ use crate::config::Config;
 use crate::outbound::{Outbound, OutboundTx, Refused};
 use crate::sasl::{DigestMd5Server, Step};
 use crate::session::{checkpoint, SessionTracker};
-use crate::stats::{ConnStats, ServerStats};
+use crate::stats::{ConnStats, ResponseSizes, ServerStats};
 
 pub type ConnId = u64;
 
@@ -156,6 +156,8 @@ pub struct Core {
     /// Whether this process has followed another leader (see the RoleChanged handling).
     followed_another: bool,
     stats: ServerStats,
+    /// Filled in by the connection writers, which see the encoded replies.
+    response_sizes: Arc<ResponseSizes>,
     /// Set by `stmk`, read by `gtmk`. paddock logs through `tracing` filters, not ZooKeeper's
     /// trace mask, so the mask is only kept and reported, as a tool that sets it expects.
     trace_mask: i64,
@@ -220,6 +222,7 @@ impl Core {
             followed_another: false,
             resume_left,
             stats: ServerStats::default(),
+            response_sizes: Arc::default(),
             trace_mask: crate::fourlw::DEFAULT_TRACE_MASK,
             started: now,
             applied_waiters: Vec::new(),
@@ -1160,8 +1163,14 @@ impl Core {
     pub(crate) fn set_trace_mask(&mut self, mask: i64) {
         self.trace_mask = mask;
     }
-    pub(crate) fn stats_mut(&mut self) -> &mut ServerStats {
-        &mut self.stats
+    /// `srst`: the server-wide counters, reply sizes included (ZooKeeper's `ServerStats.reset`).
+    pub(crate) fn reset_stats(&mut self) {
+        self.stats.reset();
+        self.response_sizes.reset();
+    }
+    /// Handed to every connection's writer.
+    pub(crate) fn response_sizes(&self) -> Arc<ResponseSizes> {
+        self.response_sizes.clone()
     }
     pub(crate) fn stats(&self) -> &ServerStats {
         &self.stats

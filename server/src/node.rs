@@ -99,6 +99,11 @@ impl Server {
 
         let (core_tx, core_rx) = mpsc::channel(64 * 1024);
         let core = Core::new(cfg.clone(), tree, raft.clone(), applied, term);
+        let params = Arc::new(ConnParams {
+            max_frame: cfg.jute_max_buffer,
+            stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
+            response_sizes: core.response_sizes(),
+        });
         let core = tokio::spawn(core.run(core_rx));
 
         // The raft thread speaks crossbeam; the core listens on tokio. One thread bridges.
@@ -133,7 +138,7 @@ impl Server {
         let addr = listener.local_addr()?;
         info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
 
-        let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone()));
+        let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone(), params));
         Ok(Server {
             addr,
             core_tx,
@@ -195,13 +200,14 @@ impl PerIp {
     }
 }
 
-async fn accept_loop(listener: TcpListener, core_tx: mpsc::Sender<CoreMsg>, cfg: Arc<Config>) {
+async fn accept_loop(
+    listener: TcpListener,
+    core_tx: mpsc::Sender<CoreMsg>,
+    cfg: Arc<Config>,
+    params: Arc<ConnParams>,
+) {
     let next_id = AtomicU64::new(1);
     let per_ip = Arc::new(PerIp::default());
-    let params = Arc::new(ConnParams {
-        max_frame: cfg.jute_max_buffer,
-        stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
-    });
     loop {
         let (stream, remote) = match listener.accept().await {
             Ok(x) => x,

@@ -1,6 +1,8 @@
 //! Counters behind `srvr`, `stat`, `cons` and `mntr`: request latency, packets, per
 //! connection activity. Reset by `srst` and `crst`.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use tokio::time::Instant;
 use wire::OpCode;
 
@@ -12,9 +14,6 @@ pub struct ServerStats {
     pub packets_sent: u64,
     pub latency: LatencyStats,
     pub auth_failed: u64,
-    pub last_response_size: i64,
-    pub min_response_size: i64,
-    pub max_response_size: i64,
 }
 
 impl Default for ServerStats {
@@ -24,10 +23,54 @@ impl Default for ServerStats {
             packets_sent: 0,
             latency: LatencyStats::default(),
             auth_failed: 0,
-            last_response_size: -1,
-            min_response_size: -1,
-            max_response_size: -1,
         }
+    }
+}
+
+/// Sizes of the replies and notifications sent to clients (the frame without its length
+/// prefix), as ZooKeeper's `BufferStats` keeps them for mntr: -1 until the first one and after
+/// `srst`. Shared by the connection writers, which know the encoded size, and the core.
+#[derive(Debug)]
+pub struct ResponseSizes {
+    last: AtomicI64,
+    min: AtomicI64,
+    max: AtomicI64,
+}
+
+impl Default for ResponseSizes {
+    fn default() -> Self {
+        ResponseSizes {
+            last: AtomicI64::new(-1),
+            min: AtomicI64::new(-1),
+            max: AtomicI64::new(-1),
+        }
+    }
+}
+
+impl ResponseSizes {
+    pub fn record(&self, size: i64) {
+        self.last.store(size, Ordering::Relaxed);
+        let _ = self
+            .min
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                (m == -1 || size < m).then_some(size)
+            });
+        self.max.fetch_max(size, Ordering::Relaxed);
+    }
+
+    pub fn reset(&self) {
+        for v in [&self.last, &self.min, &self.max] {
+            v.store(-1, Ordering::Relaxed);
+        }
+    }
+
+    /// (last, min, max)
+    pub fn get(&self) -> (i64, i64, i64) {
+        (
+            self.last.load(Ordering::Relaxed),
+            self.min.load(Ordering::Relaxed),
+            self.max.load(Ordering::Relaxed),
+        )
     }
 }
 

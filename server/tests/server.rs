@@ -636,6 +636,69 @@ async fn stmk_sets_the_mask_that_gtmk_reports() {
     server.shutdown().await;
 }
 
+/// (last, min, max) client response sizes from mntr.
+async fn response_sizes(addr: std::net::SocketAddr) -> (i64, i64, i64) {
+    let mntr = four_letter(addr, "mntr").await;
+    let get = |key: &str| -> i64 {
+        mntr.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
+            .unwrap_or_else(|| panic!("no {key} in {mntr}"))
+            .parse()
+            .unwrap()
+    };
+    (
+        get("zk_last_client_response_size"),
+        get("zk_min_client_response_size"),
+        get("zk_max_client_response_size"),
+    )
+}
+
+#[tokio::test]
+async fn mntr_reports_the_sizes_of_replies_sent_and_srst_clears_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let addr = server.local_addr();
+    // The handshake reply does not count.
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    assert_eq!(response_sizes(addr).await, (-1, -1, -1));
+    // A 16-byte header, then the data (4-byte length, 5 bytes) and the 68-byte stat.
+    raw.send(
+        1,
+        &Request::Create(CreateRequest {
+            path: "/sized".into(),
+            data: Some(b"12345".to_vec()),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        }),
+    )
+    .await;
+    raw.recv().await.unwrap();
+    raw.send(
+        2,
+        &Request::GetData(GetDataRequest {
+            path: "/sized".into(),
+            watch: false,
+        }),
+    )
+    .await;
+    assert_eq!(raw.recv().await.unwrap().1.len(), 4 + 5 + 68);
+    assert_eq!(response_sizes(addr).await, (16 + 77, 16 + 10, 16 + 77));
+    // An error reply is the header alone.
+    raw.send(
+        3,
+        &Request::Exists(ExistsRequest {
+            path: "/missing".into(),
+            watch: false,
+        }),
+    )
+    .await;
+    assert_eq!(raw.recv().await.unwrap().0.err, ErrorCode::NoNode.code());
+    assert_eq!(response_sizes(addr).await, (16, 16, 16 + 77));
+    assert_eq!(four_letter(addr, "srst").await, "Server stats reset.\n");
+    assert_eq!(response_sizes(addr).await, (-1, -1, -1));
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_restart_resumes_each_sessions_remaining_time() {
     let dir = tempfile::tempdir().unwrap();
