@@ -4,7 +4,7 @@
 //! A zoo.cfg is a Java properties file. ZooKeeper's `QuorumPeerConfig` handles a fixed set of
 //! keys and turns every other key into the system property `zookeeper.<key>`; several settings
 //! (`4lw.commands.whitelist`, `extendedTypesEnabled`, `DigestAuthenticationProvider.superDigest`,
-//! `enforceQuota`, `skipACL`) are read from those properties. So each such key is accepted here
+//! `enforceQuota`, `skipACL`, `globalOutstandingLimit`) are read from those properties. So each such key is accepted here
 //! with or without the `zookeeper.` prefix, which also lets the CLI pass Java `-D` settings
 //! through unchanged. SASL is configured the same way: the JVM property
 //! `java.security.auth.login.config` (flag only) names the JAAS file, and `sasl.serverconfig`,
@@ -281,6 +281,9 @@ pub struct Config {
     pub client_port_address: IpAddr,
     /// Per client IP; 0 = unlimited.
     pub max_client_cnxns: u32,
+    /// Requests held at once before connections with requests out stop being read
+    /// (`globalOutstandingLimit`, see `throttle.rs`).
+    pub global_outstanding_limit: usize,
     pub min_session_timeout_ms: u32,
     pub max_session_timeout_ms: u32,
     pub four_letter_words: FourLetterWhitelist,
@@ -328,6 +331,7 @@ impl Config {
             client_port: 2181,
             client_port_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             max_client_cnxns: 60,
+            global_outstanding_limit: 1000,
             min_session_timeout_ms: tick.saturating_mul(2),
             max_session_timeout_ms: tick.saturating_mul(20),
             four_letter_words: FourLetterWhitelist::zookeeper_default(),
@@ -630,7 +634,6 @@ const IGNORED_KEYS: &[&str] = &[
     "admin.commandURL",
     "emulate353TTLNodes",
     "preAllocSize",
-    "globalOutstandingLimit",
     "forceSync",
     "fsync.warningthresholdms",
 ];
@@ -719,6 +722,14 @@ impl Builder {
                 self.client_address_set = true;
             }
             "maxClientCnxns" => self.cfg.max_client_cnxns = parse_num(v).map_err(invalid)?,
+            // Integer.getInteger: a negative limit is accepted and throttles like 0 does.
+            "globalOutstandingLimit" => {
+                self.cfg.global_outstanding_limit = match v.strip_prefix('-') {
+                    Some(magnitude) => parse_java_int(magnitude).map(|_| 0),
+                    None => parse_java_int(v),
+                }
+                .map_err(invalid)?
+            }
             "minSessionTimeout" => {
                 self.cfg.min_session_timeout_ms = parse_timeout(v).map_err(invalid)?;
                 self.min_set = true;

@@ -22,6 +22,7 @@ use wire::{FourLetterWord, Writer};
 use crate::core::{ConnId, CoreMsg};
 use crate::outbound::{self, Outbound, OutboundRx};
 use crate::stats::ResponseSizes;
+use crate::throttle::Throttle;
 
 /// How long a connection may take to send its ConnectRequest
 /// (`zookeeper.nio.sessionlessCnxnTimeout`).
@@ -33,6 +34,8 @@ pub struct ConnParams {
     pub stmk_allowed: bool,
     /// Where the writers record the size of every reply and notification (for mntr).
     pub response_sizes: Arc<ResponseSizes>,
+    /// `globalOutstandingLimit`, shared by every connection.
+    pub throttle: Arc<Throttle>,
 }
 
 pub async fn serve(
@@ -129,6 +132,7 @@ async fn run(
         return Err("session refused");
     }
 
+    let throttle = params.throttle.for_connection();
     let result = loop {
         let body = tokio::select! {
             frame = next_frame(&mut rd, &mut buf, params.max_frame) => match frame {
@@ -144,12 +148,18 @@ async fn run(
             Err((Some(header), e)) => (header, Err(e)),
             Err((None, _)) => break Err("request shorter than its header"),
         };
+        // Over globalOutstandingLimit this waits, and the socket is not read meanwhile.
+        let slot = tokio::select! {
+            slot = throttle.admit() => slot,
+            _ = &mut writer_done => break Ok(()),
+        };
         if core
             .send(CoreMsg::Request {
                 conn: id,
                 header,
                 req,
                 received,
+                slot,
             })
             .await
             .is_err()

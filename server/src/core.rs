@@ -45,6 +45,7 @@ use crate::outbound::{Outbound, OutboundTx, Refused};
 use crate::sasl::{DigestMd5Server, Step};
 use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ConnStats, ResponseSizes, ServerStats};
+use crate::throttle::Slot;
 
 pub type ConnId = u64;
 
@@ -69,6 +70,8 @@ pub enum CoreMsg {
         header: RequestHeader,
         req: Result<Request, wire::DecodeError>,
         received: Instant,
+        /// Counts the request against `globalOutstandingLimit` until it is answered or dropped.
+        slot: Slot,
     },
     /// The connection's socket closed.
     Closed { conn: ConnId },
@@ -118,6 +121,13 @@ enum Pending {
     },
 }
 
+/// A pending request and its throttle slot, freed when it leaves the queue.
+#[derive(Debug)]
+struct Queued {
+    pending: Pending,
+    _slot: Slot,
+}
+
 #[derive(Debug)]
 struct Conn {
     remote: SocketAddr,
@@ -127,7 +137,7 @@ struct Conn {
     auth: Vec<Id>,
     /// The connection's SASL exchange, from its first token on (`ServerCnxn.zooKeeperSaslServer`).
     sasl: Option<DigestMd5Server>,
-    queue: VecDeque<Pending>,
+    queue: VecDeque<Queued>,
     /// Whether the client sent the optional readOnly byte: the server mirrors it.
     sent_read_only: bool,
     ready: Option<oneshot::Sender<bool>>,
@@ -289,7 +299,8 @@ impl Core {
                 header,
                 req,
                 received,
-            } => self.request(conn, header, req, received),
+                slot,
+            } => self.request(conn, header, req, received, slot),
             CoreMsg::Closed { conn } => self.closed(conn),
             CoreMsg::FourLetter {
                 word,
@@ -465,6 +476,7 @@ impl Core {
         header: RequestHeader,
         req: Result<Request, wire::DecodeError>,
         received: Instant,
+        slot: Slot,
     ) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
@@ -493,10 +505,13 @@ impl Core {
             }
             Err(e) => {
                 debug!(error = %e, "undecodable request body");
-                conn.queue.push_back(Pending::Error {
-                    xid: header.xid,
-                    code: ErrorCode::MarshallingError,
-                    received,
+                conn.queue.push_back(Queued {
+                    pending: Pending::Error {
+                        xid: header.xid,
+                        code: ErrorCode::MarshallingError,
+                        received,
+                    },
+                    _slot: slot,
                 });
                 self.drain(id);
                 return;
@@ -519,12 +534,15 @@ impl Core {
                 let ctx = self.next_read_ctx;
                 self.next_read_ctx += 1;
                 let conn = self.conns.get_mut(&id).unwrap();
-                conn.queue.push_back(Pending::Sync {
-                    xid: header.xid,
-                    path: sync.path,
-                    ctx,
-                    index: None,
-                    received,
+                conn.queue.push_back(Queued {
+                    pending: Pending::Sync {
+                        xid: header.xid,
+                        path: sync.path,
+                        ctx,
+                        index: None,
+                        received,
+                    },
+                    _slot: slot,
                 });
                 if self.raft.read_index(ctx).is_err() {
                     self.close_conn(id);
@@ -532,27 +550,33 @@ impl Core {
             }
             Request::CloseSession => {
                 self.tracker.mark_closing(session_id);
-                self.propose_write(id, header, Txn::CloseSession, received);
+                self.propose_write(id, header, Txn::CloseSession, received, slot);
             }
             req if req.is_write() && !matches!(req, Request::Reconfig(_)) => {
-                self.propose_write(id, header, Txn::Write(req), received);
+                self.propose_write(id, header, Txn::Write(req), received, slot);
             }
             req => {
-                self.conns
-                    .get_mut(&id)
-                    .unwrap()
-                    .queue
-                    .push_back(Pending::Read {
+                self.conns.get_mut(&id).unwrap().queue.push_back(Queued {
+                    pending: Pending::Read {
                         header,
                         req,
                         received,
-                    });
+                    },
+                    _slot: slot,
+                });
                 self.drain(id);
             }
         }
     }
 
-    fn propose_write(&mut self, id: ConnId, header: RequestHeader, txn: Txn, received: Instant) {
+    fn propose_write(
+        &mut self,
+        id: ConnId,
+        header: RequestHeader,
+        txn: Txn,
+        received: Instant,
+        slot: Slot,
+    ) {
         let conn = self.conns.get_mut(&id).unwrap();
         let entry = Entry {
             session_id: conn.session_id,
@@ -561,9 +585,12 @@ impl Core {
             auth: conn.auth.clone(),
             txn,
         };
-        conn.queue.push_back(Pending::Write {
-            xid: header.xid,
-            received,
+        conn.queue.push_back(Queued {
+            pending: Pending::Write {
+                xid: header.xid,
+                received,
+            },
+            _slot: slot,
         });
         if !self.propose(&entry) {
             // Not leader / stopped: the client reconnects elsewhere (or retries).
@@ -679,7 +706,7 @@ impl Core {
             let Some(conn) = self.conns.get_mut(&id) else {
                 return;
             };
-            let ready = match conn.queue.front() {
+            let ready = match conn.queue.front().map(|q| &q.pending) {
                 None | Some(Pending::Write { .. }) => false,
                 Some(Pending::Sync { index, .. }) => index.is_some_and(|i| i <= self.applied_index),
                 Some(Pending::Read { .. } | Pending::Error { .. }) => true,
@@ -687,7 +714,7 @@ impl Core {
             if !ready {
                 return;
             }
-            match conn.queue.pop_front().unwrap() {
+            match conn.queue.pop_front().unwrap().pending {
                 Pending::Read {
                     header,
                     req,
@@ -837,10 +864,10 @@ impl Core {
             Event::ReadIndexReady { ctx, index } => {
                 let mut waiting = None;
                 for (id, conn) in self.conns.iter_mut() {
-                    for p in conn.queue.iter_mut() {
+                    for q in conn.queue.iter_mut() {
                         if let Pending::Sync {
                             ctx: c, index: i, ..
-                        } = p
+                        } = &mut q.pending
                         {
                             if *c == ctx {
                                 *i = Some(index);
@@ -997,9 +1024,12 @@ impl Core {
     /// Removes the head write of a connection if it is the one with `xid`.
     fn pop_write(&mut self, id: ConnId, xid: i32) -> Option<Instant> {
         let conn = self.conns.get_mut(&id)?;
-        match conn.queue.front() {
+        match conn.queue.front().map(|q| &q.pending) {
             Some(Pending::Write { xid: x, .. }) if *x == xid => match conn.queue.pop_front() {
-                Some(Pending::Write { received, .. }) => Some(received),
+                Some(Queued {
+                    pending: Pending::Write { received, .. },
+                    ..
+                }) => Some(received),
                 _ => None,
             },
             _ => None,

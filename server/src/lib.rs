@@ -7,7 +7,8 @@
 //! `node` starts and stops a server; `connection` frames and decodes one client; `core` owns
 //! all state and orders replies and events; `session` decides expiry; `admin` and `fourlw`
 //! answer the four-letter words; `config` and `cli` turn zoo.cfg and flags into one `Config`;
-//! `sasl` runs the DIGEST-MD5 exchange with the users `jaas` reads from a JAAS file.
+//! `sasl` runs the DIGEST-MD5 exchange with the users `jaas` reads from a JAAS file; `throttle`
+//! bounds the requests held at once (`globalOutstandingLimit`).
 
 pub mod admin;
 pub mod cli;
@@ -21,3 +22,4 @@ pub mod outbound;
 pub mod sasl;
 pub mod session;
 pub mod stats;
+pub mod throttle;

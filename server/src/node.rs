@@ -22,6 +22,7 @@ use znode_tree::{Tree, TreeConfig};
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
 use crate::core::{Core, CoreMsg};
+use crate::throttle::Throttle;
 
 /// The tree settings a server config implies.
 pub fn tree_config(cfg: &Config) -> TreeConfig {
@@ -103,6 +104,7 @@ impl Server {
             max_frame: cfg.jute_max_buffer,
             stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
             response_sizes: core.response_sizes(),
+            throttle: Throttle::new(cfg.global_outstanding_limit),
         });
         let core = tokio::spawn(core.run(core_rx));
 

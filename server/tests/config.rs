@@ -635,3 +635,22 @@ fn whitelist_star_anywhere_in_the_list_means_all() {
     assert_eq!(list.to_string(), "ruok,srvr");
     assert_eq!(unknown, vec!["bogus".to_string()]);
 }
+
+#[test]
+fn global_outstanding_limit_defaults_to_1000_and_reads_either_spelling() {
+    assert_eq!(
+        parse("dataDir=/d\nclientPort=1\n")
+            .unwrap()
+            .global_outstanding_limit,
+        1000
+    );
+    for key in ["globalOutstandingLimit", "zookeeper.globalOutstandingLimit"] {
+        let c = parse(&format!("dataDir=/d\nclientPort=1\n{key}=7\n")).unwrap();
+        assert_eq!(c.global_outstanding_limit, 7);
+    }
+    // ZooKeeper takes a negative limit (every connection with a request out waits) as 0 does.
+    let c = parse("dataDir=/d\nclientPort=1\nglobalOutstandingLimit=-1\n").unwrap();
+    assert_eq!(c.global_outstanding_limit, 0);
+    let err = parse("dataDir=/d\nclientPort=1\nglobalOutstandingLimit=lots\n").unwrap_err();
+    assert!(err.to_string().contains("globalOutstandingLimit"), "{err}");
+}

@@ -636,6 +636,74 @@ async fn stmk_sets_the_mask_that_gtmk_reports() {
     server.shutdown().await;
 }
 
+/// One mntr value.
+async fn mntr_value(addr: std::net::SocketAddr, key: &str) -> i64 {
+    let mntr = four_letter(addr, "mntr").await;
+    mntr.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
+        .unwrap_or_else(|| panic!("no {key} in {mntr}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_get_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.global_outstanding_limit = 5;
+    let server = common::start_with(cfg).await;
+    let addr = server.local_addr();
+
+    // 2000 creates in one burst, faster than the log commits them.
+    let flood = RawClient::connect(addr, 10_000).await;
+    let (mut rd, mut wr) = flood.stream.into_split();
+    const N: i32 = 2000;
+    let writer = tokio::spawn(async move {
+        let mut w = wire::Writer::new();
+        for xid in 1..=N {
+            let at = w.begin_frame();
+            let req = Request::Create(CreateRequest {
+                path: format!("/flood-{xid}"),
+                data: Some(vec![7; 100]),
+                acl: Acl::open_unsafe(),
+                flags: 0,
+            });
+            wire::RequestHeader {
+                xid,
+                op_type: req.opcode().code(),
+            }
+            .encode(&mut w);
+            req.encode_body(&mut w);
+            w.finish_frame(at);
+        }
+        wr.write_all(&w.buf).await.unwrap();
+        wr
+    });
+    let reader = tokio::spawn(async move {
+        for xid in 1..=N {
+            let body = common::read_frame(&mut rd).await.expect("reply");
+            let h = wire::ReplyHeader::from_bytes(&body[..16]).unwrap();
+            assert_eq!((h.xid, h.err), (xid, 0), "replies in request order");
+        }
+    });
+
+    // Meanwhile another client is served, and the server never holds more than the limit.
+    let zk = client(addr).await;
+    let mut most = 0;
+    let mut samples = 0;
+    while !reader.is_finished() {
+        most = most.max(mntr_value(addr, "zk_outstanding_requests").await);
+        samples += 1;
+        assert!(zk.check_stat("/").await.unwrap().is_some());
+    }
+    reader.await.unwrap();
+    let _wr = writer.await.unwrap();
+    assert!(most <= 5, "{most} requests held with a limit of 5");
+    assert!(samples > 0);
+    assert_eq!(zk.list_children("/").await.unwrap().len(), N as usize + 1);
+    server.shutdown().await;
+}
+
 /// (last, min, max) client response sizes from mntr.
 async fn response_sizes(addr: std::net::SocketAddr) -> (i64, i64, i64) {
     let mntr = four_letter(addr, "mntr").await;

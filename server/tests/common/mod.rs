@@ -138,7 +138,7 @@ impl RawClient {
     }
 }
 
-pub async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
+pub async fn read_frame(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Option<Vec<u8>> {
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).await.ok()?;
     let len = i32::from_be_bytes(len) as usize;
