@@ -15,6 +15,16 @@ use wire::ops::exists::ExistsRequest;
 use wire::{Acl, ErrorCode, Record, Request, WatcherEvent};
 use zookeeper_client::{Acls, AddWatchMode, CreateMode, EventType};
 
+/// A raw create with the open ACL.
+fn create_req(path: &str, data: Option<&[u8]>, flags: i32) -> Request {
+    Request::Create(CreateRequest {
+        path: path.into(),
+        data: data.map(<[u8]>::to_vec),
+        acl: Acl::open_unsafe(),
+        flags,
+    })
+}
+
 fn persistent() -> zookeeper_client::CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
@@ -131,16 +141,7 @@ async fn an_expired_session_loses_its_ephemerals_and_cannot_reconnect() {
     let addr = server.local_addr();
     let mut raw = RawClient::connect(addr, 400).await;
     assert_eq!(raw.timeout, 400);
-    raw.send(
-        1,
-        &Request::Create(CreateRequest {
-            path: "/eph".into(),
-            data: Some(b"x".to_vec()),
-            acl: Acl::open_unsafe(),
-            flags: 1,
-        }),
-    )
-    .await;
+    raw.send(1, &create_req("/eph", Some(b"x"), 1)).await;
     let (h, body) = raw.recv().await.unwrap();
     assert_eq!((h.xid, h.err), (1, 0));
     assert_eq!(CreateResponse::from_bytes(&body).unwrap().path, "/eph");
@@ -233,16 +234,7 @@ async fn watch_events_precede_the_reply_that_shows_the_change() {
     .await;
     let (h, _) = raw.recv().await.unwrap();
     assert_eq!((h.xid, h.err), (1, ErrorCode::NoNode.code()));
-    raw.send(
-        2,
-        &Request::Create(CreateRequest {
-            path: "/w".into(),
-            data: None,
-            acl: Acl::open_unsafe(),
-            flags: 0,
-        }),
-    )
-    .await;
+    raw.send(2, &create_req("/w", None, 0)).await;
     let (h, body) = raw.recv().await.unwrap();
     assert_eq!(
         h.xid, -1,
@@ -275,16 +267,8 @@ async fn replies_come_back_in_request_order_under_pipelining() {
     // Interleave writes and reads without waiting: a read must see the write before it.
     for i in 0..50 {
         let path = format!("/p{i}");
-        raw.send(
-            2 * i + 1,
-            &Request::Create(CreateRequest {
-                path: path.clone(),
-                data: Some(vec![i as u8]),
-                acl: Acl::open_unsafe(),
-                flags: 0,
-            }),
-        )
-        .await;
+        raw.send(2 * i + 1, &create_req(&path, Some(&vec![i as u8]), 0))
+            .await;
         raw.send(
             2 * i + 2,
             &Request::GetData(GetDataRequest { path, watch: false }),
@@ -445,27 +429,9 @@ async fn restart_recovers_data_stats_and_sessions() {
     let server = start(dir.path()).await;
     let addr = server.local_addr();
     let mut raw = RawClient::connect(addr, 30_000).await;
-    raw.send(
-        1,
-        &Request::Create(CreateRequest {
-            path: "/keep".into(),
-            data: Some(b"v".to_vec()),
-            acl: Acl::open_unsafe(),
-            flags: 0,
-        }),
-    )
-    .await;
+    raw.send(1, &create_req("/keep", Some(b"v"), 0)).await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
-    raw.send(
-        2,
-        &Request::Create(CreateRequest {
-            path: "/mine".into(),
-            data: None,
-            acl: Acl::open_unsafe(),
-            flags: 1,
-        }),
-    )
-    .await;
+    raw.send(2, &create_req("/mine", None, 1)).await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
     raw.send(
         3,
@@ -662,12 +628,7 @@ async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_g
         let mut w = wire::Writer::new();
         for xid in 1..=N {
             let at = w.begin_frame();
-            let req = Request::Create(CreateRequest {
-                path: format!("/flood-{xid}"),
-                data: Some(vec![7; 100]),
-                acl: Acl::open_unsafe(),
-                flags: 0,
-            });
+            let req = create_req(&format!("/flood-{xid}"), Some(&vec![7; 100]), 0);
             wire::RequestHeader {
                 xid,
                 op_type: req.opcode().code(),
@@ -706,18 +667,10 @@ async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_g
 
 /// (last, min, max) client response sizes from mntr.
 async fn response_sizes(addr: std::net::SocketAddr) -> (i64, i64, i64) {
-    let mntr = four_letter(addr, "mntr").await;
-    let get = |key: &str| -> i64 {
-        mntr.lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
-            .unwrap_or_else(|| panic!("no {key} in {mntr}"))
-            .parse()
-            .unwrap()
-    };
     (
-        get("zk_last_client_response_size"),
-        get("zk_min_client_response_size"),
-        get("zk_max_client_response_size"),
+        mntr_value(addr, "zk_last_client_response_size").await,
+        mntr_value(addr, "zk_min_client_response_size").await,
+        mntr_value(addr, "zk_max_client_response_size").await,
     )
 }
 
@@ -730,16 +683,7 @@ async fn mntr_reports_the_sizes_of_replies_sent_and_srst_clears_them() {
     let mut raw = RawClient::connect(addr, 10_000).await;
     assert_eq!(response_sizes(addr).await, (-1, -1, -1));
     // A 16-byte header, then the data (4-byte length, 5 bytes) and the 68-byte stat.
-    raw.send(
-        1,
-        &Request::Create(CreateRequest {
-            path: "/sized".into(),
-            data: Some(b"12345".to_vec()),
-            acl: Acl::open_unsafe(),
-            flags: 0,
-        }),
-    )
-    .await;
+    raw.send(1, &create_req("/sized", Some(b"12345"), 0)).await;
     raw.recv().await.unwrap();
     raw.send(
         2,
@@ -773,16 +717,7 @@ async fn a_restart_resumes_each_sessions_remaining_time() {
     let server = start(dir.path()).await;
     let mut raw = RawClient::connect(server.local_addr(), 4000).await;
     assert_eq!(raw.timeout, 4000);
-    raw.send(
-        1,
-        &Request::Create(CreateRequest {
-            path: "/held".into(),
-            data: None,
-            acl: Acl::open_unsafe(),
-            flags: 1,
-        }),
-    )
-    .await;
+    raw.send(1, &create_req("/held", None, 1)).await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
     drop(raw); // silent from now on
     tokio::time::sleep(Duration::from_millis(2500)).await;
