@@ -968,25 +968,19 @@ impl Core {
             Txn::CloseSession => {
                 self.tracker.forget(entry.session_id);
                 if let Some(id) = self.by_session.remove(&entry.session_id) {
-                    let explicit = self.pop_write(id, entry.xid).is_some();
-                    if explicit {
+                    if self.pop_write(id, entry.xid).is_some() {
                         self.send_header(id, entry.xid, zxid, 0);
-                        info!(
-                            session = format_args!("{:#x}", entry.session_id),
-                            "session closed"
-                        );
-                    } else {
-                        info!(
-                            session = format_args!("{:#x}", entry.session_id),
-                            "session expired"
-                        );
                     }
                     self.close_conn(id);
+                }
+                // The expiry timer proposes with xid 0; a client's closeSession has its own
+                // xid, even when its connection is gone by the time the entry applies (and at
+                // a replay after a restart).
+                let session = format_args!("{:#x}", entry.session_id);
+                if entry.xid == 0 {
+                    info!(session, "session expired");
                 } else {
-                    info!(
-                        session = format_args!("{:#x}", entry.session_id),
-                        "session expired"
-                    );
+                    info!(session, "session closed");
                 }
             }
             Txn::Write(_) => {
