@@ -17,6 +17,9 @@
 # rounds of create, set, get, mixed, lock alternate between the sides (a shared 2-core machine drifts;
 # alternating spreads the drift over both). Then, per side, fill, the server's VmRSS, SIGKILL, start
 # again, and the time until the last filled znode is readable. Results: bench/results/<timestamp>/.
+# Besides rates and latencies, each run records the server's own CPU time (from /proc), reported as
+# CPU microseconds per op: on a small machine the load generator takes a core of its own, which
+# caps both sides' throughput alike and hides how much cheaper one server is per op.
 # Exit code: 0 when every run was correct (no failed op, no lock exclusion violation), whatever the
 # ratios; 1 otherwise; 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -29,7 +32,7 @@ PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
 ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=20000 VALUE_SIZE=100 KEYS=1000
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT=""
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --full) FULL=1 ZNODES=500000 ;;
@@ -141,6 +144,10 @@ probe() {
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# CPU the process has used, user plus system, in clock ticks (fields 14 and 15 of /proc/PID/stat,
+# counted after the command name, which may hold spaces).
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+CLK_TCK="$(getconf CLK_TCK)"
 
 FAILED=0
 COMMON=(--clients "$CLIENTS" --value-size "$VALUE_SIZE" --keys "$KEYS")
@@ -211,11 +218,17 @@ for round in $(seq 1 "$ROUNDS"); do
     for w in create set get mixed lock; do
         for side in "${order[@]}"; do
             log "[$side] round $round: $w for ${DURATION}s"
+            cpu0="$(cpu_ticks "${PIDOF[$side]}")"
             if ! bench_on "$side" --workload "$w" --inflight "$INFLIGHT" --duration-secs "$DURATION" \
                 --contenders "$CONTENDERS" --json "$OUT/$side-$w-r$round.json"; then
                 log "[$side] $w FAILED (see $OUT/bench.log)"
                 FAILED=1
             fi
+            # The server's own CPU over the run (its set-up and clean-up included): the load
+            # generator shares the machine, so throughput alone understates a cheaper server.
+            printf '{"server_cpu_secs":%s}\n' \
+                "$(echo "$(cpu_ticks "${PIDOF[$side]}") $cpu0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
+                >"$OUT/cpu-$side-$w-r$round.json"
         done
     done
 done
@@ -297,12 +310,32 @@ for w, metric, get, target, file in rows:
     if w == "fill" and metric.startswith("RSS") and not full and tcell:
         tcell += " (at --full)"
     lines.append((w, metric, cell(va), cell(vb), "-" if ratio is None else f"{ratio:.2f}", spread, tcell))
+
+def cpu_per_op(side, w):
+    """The server's CPU microseconds per counted op (per hand-off for lock), by round."""
+    found = {}
+    for k, r in rounds(side, w).items():
+        c = os.path.join(out, f"cpu-{side}-{w}-r{k}.json")
+        if r and r.get("count") and os.path.exists(c):
+            found[k] = round(load(c)["server_cpu_secs"] * 1e6 / r["count"], 1)
+    return found
+
+for w in ("create", "set", "get", "mixed", "lock"):
+    va_all, vb_all = cpu_per_op(a, w), cpu_per_op(b, w)
+    va, vb = median(list(va_all.values())), median(list(vb_all.values()))
+    ratio = va / vb if va is not None and vb else None
+    per = [va_all[k] / vb_all[k] for k in sorted(va_all) if vb_all.get(k)]
+    spread = f"{min(per):.2f}..{max(per):.2f}" if len(per) > 1 else ""
+    lines.append((w, "server CPU us/op", cell(va), cell(vb), "-" if ratio is None else f"{ratio:.2f}", spread, ""))
 widths = [max(len(str(l[i])) for l in lines) for i in range(len(header))]
 for i, l in enumerate(lines):
     print(" | ".join(str(c).ljust(widths[j]) for j, c in enumerate(l)).rstrip())
     if i == 0:
         print("-+-".join("-" * wd for wd in widths))
 print(f"{a} and {b}: medians over rounds; ratio = {a}/{b}")
+print("server CPU us/op: the server process's user+system CPU over a run (set-up and clean-up included)")
+print("  divided by the ops it counted; the load generator shares the machine's cores, so this is the")
+print("  cost per op that throughput alone hides")
 EOF
 if [[ $FAILED -ne 0 ]]; then
     log "some runs FAILED their correctness checks; see $OUT/bench.log"
