@@ -4,7 +4,8 @@
 //! A zoo.cfg is a Java properties file. ZooKeeper's `QuorumPeerConfig` handles a fixed set of
 //! keys and turns every other key into the system property `zookeeper.<key>`; several settings
 //! (`4lw.commands.whitelist`, `extendedTypesEnabled`, `DigestAuthenticationProvider.superDigest`,
-//! `enforceQuota`, `skipACL`, `globalOutstandingLimit`) are read from those properties. So each such key is accepted here
+//! `enforceQuota`, `skipACL`, `globalOutstandingLimit`, `enforce.auth.*`) are read from those
+//! properties. So each such key is accepted here
 //! with or without the `zookeeper.` prefix, which also lets the CLI pass Java `-D` settings
 //! through unchanged. SASL is configured the same way: the JVM property
 //! `java.security.auth.login.config` (flag only) names the JAAS file, and `sasl.serverconfig`,
@@ -293,6 +294,9 @@ pub struct Config {
     pub super_digest: Option<String>,
     pub enforce_quota: bool,
     pub skip_acl: bool,
+    /// Authentication schemes a connection must have used before any request but auth and
+    /// SASL is served (`enforce.auth.*`, `sessionRequireClientSASLAuth`); `None` = not enforced.
+    pub enforce_auth_schemes: Option<Vec<String>>,
     pub jute_max_buffer: usize,
     pub my_id: Option<u64>,
     pub servers: Vec<ServerSpec>,
@@ -339,6 +343,7 @@ impl Config {
             super_digest: None,
             enforce_quota: false,
             skip_acl: false,
+            enforce_auth_schemes: None,
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             my_id: None,
             servers: Vec::new(),
@@ -662,6 +667,53 @@ struct Builder {
     max_set: bool,
     read_only_mode: bool,
     sasl: SaslSettings,
+    enforce_auth: EnforceAuth,
+}
+
+/// `zookeeper.sessionRequireClientSASLAuth`, `zookeeper.enforce.auth.enabled` and
+/// `zookeeper.enforce.auth.schemes`, combined as ZooKeeper's `AuthenticationHelper` does.
+#[derive(Default)]
+struct EnforceAuth {
+    require_sasl: bool,
+    enabled: bool,
+    schemes: Option<String>,
+}
+
+impl EnforceAuth {
+    /// The schemes a connection must have authenticated with, or `None` when nothing is enforced.
+    fn schemes(&self) -> Result<Option<Vec<String>>, ConfigError> {
+        if self.require_sasl {
+            // The older switch wins and means exactly "sasl", whatever the other two say.
+            return Ok(Some(vec!["sasl".to_string()]));
+        }
+        if !self.enabled {
+            return Ok(None);
+        }
+        let schemes: Vec<String> = self
+            .schemes
+            .as_deref()
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if schemes.is_empty() {
+            return Err(ConfigError::Invalid(
+                "enforce.auth.enabled is true, so enforce.auth.schemes must be configured".into(),
+            ));
+        }
+        // paddock's authentication providers; x509 needs a TLS port, which paddock lacks.
+        if let Some(missing) = schemes
+            .iter()
+            .find(|s| !matches!(s.as_str(), "ip" | "digest" | "sasl"))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "enforce.auth.schemes: authentication scheme {missing} is not available"
+            )));
+        }
+        Ok(Some(schemes))
+    }
 }
 
 impl Builder {
@@ -677,6 +729,7 @@ impl Builder {
             max_set: false,
             read_only_mode: false,
             sasl: SaslSettings::default(),
+            enforce_auth: EnforceAuth::default(),
         }
     }
 
@@ -766,6 +819,11 @@ impl Builder {
                     self.sasl.super_users.push(v.to_string());
                 }
             }
+            "sessionRequireClientSASLAuth" => {
+                self.enforce_auth.require_sasl = parse_bool(v).map_err(invalid)?
+            }
+            "enforce.auth.enabled" => self.enforce_auth.enabled = parse_bool(v).map_err(invalid)?,
+            "enforce.auth.schemes" => self.enforce_auth.schemes = Some(v.to_string()),
             "enforceQuota" => self.cfg.enforce_quota = parse_bool(v).map_err(invalid)?,
             "skipACL" => self.cfg.skip_acl = parse_bool(v).map_err(invalid)?,
             "jute.maxbuffer" => self.cfg.jute_max_buffer = parse_java_int(v).map_err(invalid)?,
@@ -861,6 +919,7 @@ impl Builder {
         }
         // Read last, so a bad JAAS file is reported after the zoo.cfg's own mistakes.
         c.sasl = self.sasl.load().map_err(ConfigError::Invalid)?;
+        c.enforce_auth_schemes = self.enforce_auth.schemes()?;
         self.cfg.validate()?;
         Ok(self.cfg)
     }

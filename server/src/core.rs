@@ -35,7 +35,7 @@ use consensus::{CommittedEntry, Event};
 use wire::ops::auth::SetSaslResponse;
 use wire::ops::who_am_i::WhoAmIResponse;
 use wire::{
-    ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, ReplyHeader, Request,
+    ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, OpCode, ReplyHeader, Request,
     RequestHeader, Response,
 };
 use znode_tree::{acl, Entry, ReadCtx, Tree, Txn, WatchRegistry};
@@ -484,14 +484,28 @@ impl Core {
         if conn.closed {
             return;
         }
-        let session_id = conn.session_id;
+        let (session_id, timeout_ms) = (conn.session_id, conn.timeout_ms);
         self.stats.packets_received += 1;
         conn.stats.received += 1;
         // ZooKeeper drops frames of a closing session without a reply (§5.2).
         if self.tracker.is_closing(session_id) {
             return;
         }
-        self.tracker.touch(session_id, conn.timeout_ms, received);
+        if !self.authenticated_as_required(id, header.op_type) {
+            // AuthenticationHelper.enforceAuthentication: -124 with zxid 0, then the
+            // connection closes; the session lives on until it expires.
+            warn!(
+                peer = %self.conns[&id].remote,
+                session = format_args!("{session_id:#x}"),
+                "request before authenticating with a required scheme; closing the connection"
+            );
+            let code = ErrorCode::SessionClosedRequireSaslAuth.code();
+            self.send_header(id, header.xid, 0, code);
+            self.close_conn(id);
+            return;
+        }
+        self.tracker.touch(session_id, timeout_ms, received);
+        let conn = self.conns.get_mut(&id).expect("checked above");
 
         let req = match req {
             Ok(req) => req,
@@ -608,6 +622,20 @@ impl Core {
         }
     }
 
+    /// With `enforce.auth` on, only auth and SASL packets pass until the connection holds an id
+    /// of a required scheme (ZooKeeper checks every other packet, pings included).
+    fn authenticated_as_required(&self, id: ConnId, op_type: i32) -> bool {
+        let Some(schemes) = &self.cfg.enforce_auth_schemes else {
+            return true;
+        };
+        op_type == OpCode::Auth.code()
+            || op_type == OpCode::Sasl.code()
+            || self.conns[&id]
+                .auth
+                .iter()
+                .any(|a| schemes.contains(&a.scheme))
+    }
+
     fn auth(&mut self, id: ConnId, xid: i32, packet: wire::ops::auth::AuthPacket) {
         let conn = self.conns.get_mut(&id).unwrap();
         let result = if packet.scheme == "ip" {
@@ -637,8 +665,9 @@ impl Core {
     }
 
     /// `ZooKeeperServer.processSasl`: like auth, answered at once with zxid 0, outside the
-    /// ordered pipeline. A failure answers AuthFailed (with an empty token) and closes the
-    /// connection; the session lives on until it expires, as in ZooKeeper.
+    /// ordered pipeline. A failure answers AuthFailed (SessionClosedRequireSaslAuth when SASL is
+    /// enforced) with an empty token and closes the connection; the session lives on until it
+    /// expires, as in ZooKeeper.
     fn sasl(&mut self, id: ConnId, xid: i32, token: Vec<u8>) {
         let reply = |err: i32, token: Option<Vec<u8>>| Outbound::Reply {
             header: ReplyHeader { xid, zxid: 0, err },
@@ -682,11 +711,20 @@ impl Core {
             }
             Err(e) => {
                 warn!(peer = %remote, session = format_args!("{session_id:#x}"), error = %e, "SASL authentication failed");
-                if sasl_cfg.allow_failed_clients {
+                let sasl_required = cfg
+                    .enforce_auth_schemes
+                    .as_ref()
+                    .is_some_and(|s| s.iter().any(|s| s == "sasl"));
+                if sasl_cfg.allow_failed_clients && !sasl_required {
                     // zookeeper.allowSaslFailedClients: the connection stays, unauthenticated.
                     self.send(id, reply(0, None));
                 } else {
-                    self.send(id, reply(ErrorCode::AuthFailed.code(), None));
+                    let code = if sasl_required {
+                        ErrorCode::SessionClosedRequireSaslAuth
+                    } else {
+                        ErrorCode::AuthFailed
+                    };
+                    self.send(id, reply(code.code(), None));
                     self.close_conn(id);
                 }
             }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use md5::{Digest, Md5};
 
 use common::RawClient;
-use wire::ops::auth::{GetSaslRequest, SetSaslResponse};
+use wire::ops::auth::{AuthPacket, GetSaslRequest, SetSaslResponse};
 use wire::ops::create::{CreateRequest, CreateResponse};
 use wire::ops::data::{GetDataRequest, GetDataResponse};
 use wire::ops::who_am_i::WhoAmIResponse;
@@ -510,4 +510,113 @@ fn sasl_serverconfig_picks_the_section_and_needs_a_jaas_file() {
     .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no JAAS file is set"));
+}
+
+/// The first request that is neither auth nor SASL, from a connection without an id of a
+/// required scheme: ReplyHeader(xid, 0, -124), then the server closes the connection.
+async fn refused_for_want_of_auth(raw: &mut RawClient, xid: i32, req: &Request) {
+    raw.send(xid, req).await;
+    let (h, body) = raw.recv().await.expect("a reply");
+    assert_eq!(
+        (h.xid, h.zxid, h.err),
+        (xid, 0, ErrorCode::SessionClosedRequireSaslAuth.code())
+    );
+    assert!(body.is_empty());
+    assert!(raw.closed_by_server().await, "the connection closes");
+}
+
+fn get_root() -> Request {
+    Request::GetData(GetDataRequest {
+        path: "/".into(),
+        watch: false,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_require_client_sasl_auth_refuses_other_requests_until_a_sasl_login() {
+    let server = start(
+        Some(JAAS),
+        &[
+            "zookeeper.sessionRequireClientSASLAuth=true",
+            // Ignored once SASL is required, as in ZooKeeper.
+            "zookeeper.allowSaslFailedClients=true",
+        ],
+    )
+    .await;
+    // Pings are requests too.
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    refused_for_want_of_auth(&mut raw, wire::xid::PING, &Request::Ping).await;
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    refused_for_want_of_auth(&mut raw, 1, &get_root()).await;
+
+    // A failed login is answered -124 rather than AuthFailed, and closes.
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    let nonce = challenge(&mut raw).await;
+    let (h, resp) = sasl(
+        &mut raw,
+        2,
+        client_response("jaasuser", "wrong", &nonce, "c").as_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (h.xid, h.zxid, h.err),
+        (2, 0, ErrorCode::SessionClosedRequireSaslAuth.code())
+    );
+    assert_eq!(resp.token, None);
+    assert!(raw.closed_by_server().await);
+
+    let mut alice = login(server.addr, "jaasuser", "jaas_password").await;
+    assert_eq!(get_data(&mut alice, 3, "/").await, Ok(Vec::new()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enforce_auth_schemes_admits_a_connection_once_it_authenticates_with_one_of_them() {
+    let server = start(
+        None,
+        &[
+            "zookeeper.enforce.auth.enabled=true",
+            "zookeeper.enforce.auth.schemes= sasl , digest",
+        ],
+    )
+    .await;
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    // The ip id every connection has is not one of the schemes.
+    refused_for_want_of_auth(&mut raw, 1, &Request::WhoAmI).await;
+
+    let mut raw = RawClient::connect(server.addr, 10_000).await;
+    raw.send(
+        wire::xid::AUTH,
+        &Request::Auth(AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: Some(b"bob:secret".to_vec()),
+        }),
+    )
+    .await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (wire::xid::AUTH, 0));
+    assert_eq!(who_am_i(&mut raw, 1).await, ip_and(&[("digest", "bob")]));
+    assert_eq!(get_data(&mut raw, 2, "/").await, Ok(Vec::new()));
+}
+
+#[test]
+fn enforce_auth_without_schemes_or_with_an_unknown_one_stops_the_server() {
+    for (props, says) in [
+        (
+            &["zookeeper.enforce.auth.enabled=true"][..],
+            "enforce.auth.schemes must be configured",
+        ),
+        (
+            &[
+                "zookeeper.enforce.auth.enabled=true",
+                "zookeeper.enforce.auth.schemes=digest,kerberos",
+            ][..],
+            "authentication scheme kerberos is not available",
+        ),
+    ] {
+        let (code, stderr) = start_refused(Some(""), props);
+        assert_ne!(code, Some(0), "{props:?}");
+        assert!(stderr.contains(says), "{props:?}: {stderr}");
+    }
 }
