@@ -18,7 +18,12 @@ is required, and myid is read from dataDir. Unknown keys are logged and ignored.
 SASL: -D java.security.auth.login.config=jaas.conf turns on DIGEST-MD5 logins for the users of
 its `Server` section (DigestLoginModule, user_<name>=\"<password>\"; -D
 zookeeper.sasl.serverconfig=<section> picks another); -D zookeeper.superUser=<name> makes one a
-super user.
+super user. -D zookeeper.enforce.auth.enabled=true with -D zookeeper.enforce.auth.schemes=sasl
+(or digest, ip; comma-separated) answers any other request from a client not yet logged in with
+one of them by SessionClosedRequireSaslAuth (-124) and closes its connection.
+
+Limits: -D zookeeper.globalOutstandingLimit=N (default 1000) is how many requests the server
+holds at once; past it, clients with a request outstanding are not read from until it drains.
 
 Example: paddock serve --config conf/zoo.cfg --port 2182";
 
