@@ -294,6 +294,8 @@ pub struct Config {
     pub super_digest: Option<String>,
     pub enforce_quota: bool,
     pub skip_acl: bool,
+    /// `zookeeper.letAnySaslUserDoX`: the ACL entry `sasl:<this>` admits every SASL user.
+    pub let_any_sasl_user_do_x: Option<String>,
     /// Authentication schemes a connection must have used before any request but auth and
     /// SASL is served (`enforce.auth.*`, `sessionRequireClientSASLAuth`); `None` = not enforced.
     pub enforce_auth_schemes: Option<Vec<String>>,
@@ -343,6 +345,7 @@ impl Config {
             super_digest: None,
             enforce_quota: false,
             skip_acl: false,
+            let_any_sasl_user_do_x: None,
             enforce_auth_schemes: None,
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             my_id: None,
@@ -824,6 +827,7 @@ impl Builder {
             }
             "enforce.auth.enabled" => self.enforce_auth.enabled = parse_bool(v).map_err(invalid)?,
             "enforce.auth.schemes" => self.enforce_auth.schemes = Some(v.to_string()),
+            "letAnySaslUserDoX" => self.cfg.let_any_sasl_user_do_x = Some(v.to_string()),
             "enforceQuota" => self.cfg.enforce_quota = parse_bool(v).map_err(invalid)?,
             "skipACL" => self.cfg.skip_acl = parse_bool(v).map_err(invalid)?,
             "jute.maxbuffer" => self.cfg.jute_max_buffer = parse_java_int(v).map_err(invalid)?,

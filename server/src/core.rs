@@ -967,12 +967,18 @@ impl Core {
         let applied = self.tree.apply(zxid, &entry);
 
         let conns = &self.conns;
-        let skip_acl = self.cfg.skip_acl;
+        let tree_cfg = self.tree.config();
         // ZooKeeper 3.9 delivers an event only to watchers that may READ the node.
         let events = self.watches.trigger(&applied.changes, zxid, |w, node_acl| {
-            conns
-                .get(&w)
-                .is_some_and(|c| skip_acl || acl::check_acl(node_acl, wire::perms::READ, &c.auth))
+            conns.get(&w).is_some_and(|c| {
+                tree_cfg.skip_acl
+                    || acl::check_acl(
+                        node_acl,
+                        wire::perms::READ,
+                        &c.auth,
+                        tree_cfg.let_any_sasl_user_do_x.as_deref(),
+                    )
+            })
         });
         for (w, event) in events {
             self.send(w, Outbound::Event { zxid, event });

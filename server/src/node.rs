@@ -31,6 +31,7 @@ pub fn tree_config(cfg: &Config) -> TreeConfig {
         enforce_quota: cfg.enforce_quota,
         super_digest: cfg.super_digest.clone(),
         skip_acl: cfg.skip_acl,
+        let_any_sasl_user_do_x: cfg.let_any_sasl_user_do_x.clone(),
     }
 }
 

@@ -620,3 +620,36 @@ fn enforce_auth_without_schemes_or_with_an_unknown_one_stops_the_server() {
         assert!(stderr.contains(says), "{props:?}: {stderr}");
     }
 }
+
+/// SASLAuthenticationProvider.matches: a SASL user named super passes every sasl ACL entry, and
+/// with zookeeper.letAnySaslUserDoX=<name> any SASL user passes the entry sasl:<name>.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sasl_user_super_and_let_any_sasl_user_do_x_pass_sasl_entries() {
+    for let_do_x in [false, true] {
+        let props: &[&str] = if let_do_x {
+            &["zookeeper.letAnySaslUserDoX=jaasuser"]
+        } else {
+            &[]
+        };
+        let server = start(Some(JAAS), props).await;
+        let mut alice = login(server.addr, "jaasuser", "jaas_password").await;
+        let (h, _) = create_for_jaasuser_only(&mut alice, 3, "/private", b"p").await;
+        assert_eq!(h.err, 0);
+
+        let mut admin = login(server.addr, "admin", "admin_secret").await;
+        let expected = if let_do_x {
+            Ok(b"p".to_vec())
+        } else {
+            Err(ErrorCode::NoAuth.code())
+        };
+        assert_eq!(
+            get_data(&mut admin, 3, "/private").await,
+            expected,
+            "letAnySaslUserDoX set: {let_do_x}"
+        );
+        // Not zookeeper.superUser, so no super id: only sasl entries open to it.
+        let mut s = login(server.addr, "super", "super_secret").await;
+        assert_eq!(who_am_i(&mut s, 3).await, ip_and(&[("sasl", "super")]));
+        assert_eq!(get_data(&mut s, 4, "/private").await, Ok(b"p".to_vec()));
+    }
+}

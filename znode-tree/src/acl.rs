@@ -11,8 +11,14 @@ use wire::jute::{Record, Writer};
 use wire::ops::who_am_i::ClientInfo;
 use wire::{perms, Acl, ErrorCode, Id};
 
+use crate::tree::TreeConfig;
+
 /// §7.2: may a holder of `auth` do `needed` to a node carrying `acl`?
-pub fn check_acl(acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
+///
+/// `sasl` ids match as ZooKeeper's `SASLAuthenticationProvider.matches`: the same name, or the
+/// authenticated name `super` (which matches every sasl entry), or any name at all for the entry
+/// naming `any_sasl_user_is` (`zookeeper.letAnySaslUserDoX`).
+pub fn check_acl(acl: &[Acl], needed: i32, auth: &[Id], any_sasl_user_is: Option<&str>) -> bool {
     if acl.is_empty() || auth.iter().any(|id| id.scheme == "super") {
         return true;
     }
@@ -24,6 +30,9 @@ pub fn check_acl(acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
             .filter(|id| id.scheme == a.id.scheme)
             .any(|id| match a.id.scheme.as_str() {
                 "ip" => ip_matches(&id.id, &a.id.id),
+                "sasl" => {
+                    id.id == a.id.id || id.id == "super" || any_sasl_user_is == Some(&a.id.id)
+                }
                 _ => id.id == a.id.id,
             })
     })
@@ -287,9 +296,9 @@ impl AclTable {
     }
 }
 
-/// True if `needed` is granted, honouring `skip_acl`.
-pub(crate) fn allowed(skip: bool, acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
-    skip || check_acl(acl, needed, auth)
+/// True if `needed` is granted under the tree's settings (`skip_acl`, `let_any_sasl_user_do_x`).
+pub(crate) fn allowed(cfg: &TreeConfig, acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
+    cfg.skip_acl || check_acl(acl, needed, auth, cfg.let_any_sasl_user_do_x.as_deref())
 }
 
 pub(crate) const READ_OR_ADMIN: i32 = perms::READ | perms::ADMIN;
@@ -306,6 +315,38 @@ mod tests {
             "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
         );
         assert_eq!(digest_id("nocolon"), "nocolon:Ra+cHr2ZoHvBjtNArFGNGlVie4g=");
+    }
+
+    #[test]
+    fn sasl_entries_match_the_same_name_the_super_name_or_any_name_when_let_do_x() {
+        let acl = vec![Acl::new(perms::READ, "sasl", "alice")];
+        let as_user = |name: &str| vec![Id::new("sasl", name)];
+        assert!(check_acl(&acl, perms::READ, &as_user("alice"), None));
+        assert!(!check_acl(&acl, perms::READ, &as_user("bob"), None));
+        assert!(!check_acl(&acl, perms::WRITE, &as_user("alice"), None));
+        // A SASL user named super matches every sasl entry (not other schemes).
+        assert!(check_acl(&acl, perms::READ, &as_user("super"), None));
+        let digest_acl = vec![Acl::new(perms::READ, "digest", "super:x")];
+        assert!(!check_acl(
+            &digest_acl,
+            perms::READ,
+            &as_user("super"),
+            None
+        ));
+        // letAnySaslUserDoX=alice: any SASL user matches sasl:alice, nobody else does.
+        assert!(check_acl(&acl, perms::READ, &as_user("bob"), Some("alice")));
+        assert!(!check_acl(
+            &acl,
+            perms::READ,
+            &as_user("bob"),
+            Some("carol")
+        ));
+        assert!(!check_acl(
+            &acl,
+            perms::READ,
+            &[Id::new("digest", "bob:h")],
+            Some("alice")
+        ));
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct TreeConfig {
     pub super_digest: Option<String>,
     /// `zookeeper.skipACL=yes`: every ACL check passes.
     pub skip_acl: bool,
+    /// `zookeeper.letAnySaslUserDoX`: every SASL-authenticated user matches `sasl:<this>`.
+    pub let_any_sasl_user_do_x: Option<String>,
 }
 
 /// Who is reading: the session and the connection's authenticated ids.
@@ -243,7 +245,7 @@ impl Tree {
                 let n = self.node(read_path(&r.path)).ok_or(ErrorCode::NoNode)?;
                 self.require(n, acl::READ_OR_ADMIN, ctx.auth)?;
                 let list = self.acls.get(n.acl);
-                let shown = if acl::allowed(self.config.skip_acl, list, perms::ADMIN, ctx.auth) {
+                let shown = if acl::allowed(&self.config, list, perms::ADMIN, ctx.auth) {
                     list.to_vec()
                 } else {
                     acl::mask_digests(list)
@@ -302,7 +304,7 @@ impl Tree {
     }
 
     pub(crate) fn require(&self, n: &Node, needed: i32, auth: &[Id]) -> Result<(), ErrorCode> {
-        if acl::allowed(self.config.skip_acl, self.acls.get(n.acl), needed, auth) {
+        if acl::allowed(&self.config, self.acls.get(n.acl), needed, auth) {
             Ok(())
         } else {
             Err(ErrorCode::NoAuth)
