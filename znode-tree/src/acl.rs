@@ -291,6 +291,11 @@ impl AclTable {
         }
     }
 
+    /// Slots in the table, used or free: every interned index is below this.
+    pub fn slots(&self) -> usize {
+        self.lists.len()
+    }
+
     pub fn live(&self) -> usize {
         self.lists.iter().filter(|l| l.is_some()).count()
     }

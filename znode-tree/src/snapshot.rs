@@ -10,7 +10,6 @@
 //! pzxid, ctime, mtime, ephemeralOwner, i32 version, cversion, aversion)`, then the CRC32 of
 //! everything before it as a big-endian u32.
 
-use std::collections::BTreeMap;
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Acl, DecodeError};
@@ -25,9 +24,9 @@ const MAGIC: &[u8; 4] = b"PDKT";
 const VERSION: u8 = 1;
 
 impl Tree {
-    /// Feeds the canonical encoding to `sink` in pieces.
-    fn encode_state(&self, sink: &mut dyn FnMut(&[u8])) {
-        let mut w = Writer::with_capacity(4096);
+    /// Appends the canonical encoding to `w`. The server runs this on its core task, so every
+    /// client waits for it: one pass per section, no lookups per node beyond the slot index.
+    fn encode_state(&self, w: &mut Writer) {
         w.buf.extend_from_slice(MAGIC);
         w.write_u8(VERSION);
         w.write_i64(self.last_zxid);
@@ -37,11 +36,13 @@ impl Tree {
             w.write_i32(s.timeout_ms);
             w.buf.extend_from_slice(&s.password);
         }
-        let mut canon: BTreeMap<u32, i32> = BTreeMap::new();
+        // ACL lists numbered by first use in path order; `canon` maps a table slot to that number.
+        let mut canon: Vec<i32> = vec![-1; self.acls.slots()];
         let mut order: Vec<u32> = Vec::new();
         for n in self.nodes.values() {
-            if let std::collections::btree_map::Entry::Vacant(e) = canon.entry(n.acl) {
-                e.insert(order.len() as i32);
+            let c = &mut canon[n.acl as usize];
+            if *c < 0 {
+                *c = order.len() as i32;
                 order.push(n.acl);
             }
         }
@@ -53,7 +54,7 @@ impl Tree {
         for (p, n) in &self.nodes {
             w.write_string(p);
             w.write_buffer(n.data.as_deref());
-            w.write_i32(canon[&n.acl]);
+            w.write_i32(canon[n.acl as usize]);
             let s = &n.stat;
             for v in [
                 s.czxid,
@@ -68,18 +69,17 @@ impl Tree {
             for v in [s.version, s.cversion, s.aversion] {
                 w.write_i32(v);
             }
-            if w.len() >= 64 * 1024 {
-                sink(&w.buf);
-                w.buf.clear();
-            }
         }
-        sink(&w.buf);
     }
 
     /// The whole state plus a CRC32 trailer.
     pub fn snapshot(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.data_size as usize + self.nodes.len() * 80 + 64);
-        self.encode_state(&mut |b| out.extend_from_slice(b));
+        // Paths average well under 60 bytes; a short guess only costs a reallocation.
+        let fixed = 4 + 4 + 4 + 6 * 8 + 3 * 4;
+        let guess = self.data_size as usize + self.nodes.len() * (fixed + 60) + 64;
+        let mut w = Writer::with_capacity(guess);
+        self.encode_state(&mut w);
+        let mut out = w.into_inner();
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_be_bytes());
         out
