@@ -20,8 +20,10 @@
 //!   child lists are returned sorted (ZooKeeper's order is undefined);
 //! - the watch registry is per server and not replicated;
 //! - apply is O(path depth + log n) per op; getChildren is O(children × log n); memory is
-//!   about 290 bytes per znode with 100 bytes of data (nodes keyed by full path in an ordered
-//!   map, no per-node child sets, ACL lists interned; `tests/scale.rs` measures it).
+//!   about 320 bytes per znode with 100 bytes of data (nodes keyed by full path in an ordered
+//!   map, no per-node child sets, ACL lists interned; `tests/scale.rs` measures it). Keys and
+//!   nodes are behind `Arc`, so `snapshot_view` can take the state without encoding it and a
+//!   server can encode it off its request path; that sharing costs about 30 of those bytes.
 //!
 //! Layout: `entry` (log records), `tree` (state, primitives, reads), `write` (write ops and
 //! quotas), `multi`, `acl`, `quota`, `path`, `node`, `session`, `snapshot` (snapshot, restore,
@@ -45,5 +47,6 @@ pub use entry::{Entry, Txn};
 pub use error::TreeError;
 pub use read::read_with_watch;
 pub use session::Session;
+pub use snapshot::SnapshotView;
 pub use tree::{Applied, Change, ReadCtx, Tree, TreeConfig};
 pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};

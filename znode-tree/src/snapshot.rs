@@ -10,10 +10,13 @@
 //! pzxid, ctime, mtime, ephemeralOwner, i32 version, cversion, aversion)`, then the CRC32 of
 //! everything before it as a big-endian u32.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Acl, DecodeError};
 
+use crate::acl::AclTable;
 use crate::error::TreeError;
 use crate::node::{Node, StoredStat};
 use crate::path;
@@ -23,15 +26,48 @@ use crate::tree::{Fnv, Tree, TreeConfig};
 const MAGIC: &[u8; 4] = b"PDKT";
 const VERSION: u8 = 1;
 
-impl Tree {
-    /// Appends the canonical encoding to `w`. The server runs this on its core task, so every
-    /// client waits for it: one pass per section, no lookups per node beyond the slot index.
+/// The state as of one moment, for encoding later and elsewhere: taking it copies the node map
+/// by reference (its nodes are shared with the tree, which copies a node only when it changes
+/// one while a view still holds it) and the small tables outright. A server takes the view on
+/// the task that owns the tree and encodes it on another thread, so clients do not wait for
+/// the encoding.
+#[derive(Debug, Clone)]
+pub struct SnapshotView {
+    last_zxid: i64,
+    sessions: Vec<Session>,
+    acls: AclTable,
+    nodes: BTreeMap<Arc<str>, Arc<Node>>,
+    data_size: u64,
+}
+
+impl SnapshotView {
+    /// The last zxid the viewed state includes.
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// The whole state plus a CRC32 trailer; the same bytes `Tree::snapshot` gave at the moment
+    /// the view was taken.
+    pub fn encode(&self) -> Vec<u8> {
+        // Paths average well under 60 bytes; a short guess only costs a reallocation.
+        let fixed = 4 + 4 + 4 + 6 * 8 + 3 * 4;
+        let guess = self.data_size as usize + self.nodes.len() * (fixed + 60) + 64;
+        let mut w = Writer::with_capacity(guess);
+        self.encode_state(&mut w);
+        let mut out = w.into_inner();
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// Appends the canonical encoding to `w`: one pass per section, no lookups per node beyond
+    /// the ACL slot index.
     fn encode_state(&self, w: &mut Writer) {
         w.buf.extend_from_slice(MAGIC);
         w.write_u8(VERSION);
         w.write_i64(self.last_zxid);
         w.write_i32(self.sessions.len() as i32);
-        for s in self.sessions.values() {
+        for s in &self.sessions {
             w.write_i64(s.id);
             w.write_i32(s.timeout_ms);
             w.buf.extend_from_slice(&s.password);
@@ -71,18 +107,23 @@ impl Tree {
             }
         }
     }
+}
+
+impl Tree {
+    /// The current state, to encode later (see `SnapshotView`). O(nodes) pointer copies.
+    pub fn snapshot_view(&self) -> SnapshotView {
+        SnapshotView {
+            last_zxid: self.last_zxid,
+            sessions: self.sessions.values().cloned().collect(),
+            acls: self.acls.clone(),
+            nodes: self.nodes.clone(),
+            data_size: self.data_size,
+        }
+    }
 
     /// The whole state plus a CRC32 trailer.
     pub fn snapshot(&self) -> Vec<u8> {
-        // Paths average well under 60 bytes; a short guess only costs a reallocation.
-        let fixed = 4 + 4 + 4 + 6 * 8 + 3 * 4;
-        let guess = self.data_size as usize + self.nodes.len() * (fixed + 60) + 64;
-        let mut w = Writer::with_capacity(guess);
-        self.encode_state(&mut w);
-        let mut out = w.into_inner();
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_be_bytes());
-        out
+        self.snapshot_view().encode()
     }
 
     /// A deterministic 64-bit hash of the whole state: the running sum of per-node hashes

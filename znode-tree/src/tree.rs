@@ -4,6 +4,7 @@
 //! log, and so that the indexes can never drift from the nodes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use wire::ops::children::{
     GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse,
@@ -102,7 +103,9 @@ pub(crate) const SPECIAL_PATHS: [&str; 4] =
 #[derive(Debug, Clone)]
 pub struct Tree {
     pub(crate) config: TreeConfig,
-    pub(crate) nodes: BTreeMap<Box<str>, Box<Node>>,
+    /// Shared pointers, so a snapshot can take the whole map by reference (`snapshot_view`)
+    /// and a write copies only the node it changes while that snapshot is still being encoded.
+    pub(crate) nodes: BTreeMap<Arc<str>, Arc<Node>>,
     pub(crate) acls: AclTable,
     pub(crate) sessions: BTreeMap<i64, Session>,
     pub(crate) ephemerals: BTreeMap<i64, BTreeSet<Box<str>>>,
@@ -418,7 +421,7 @@ impl Tree {
     pub(crate) fn descendants<'a>(
         &'a self,
         p: &str,
-    ) -> impl Iterator<Item = (&'a Box<str>, &'a Box<Node>)> + 'a {
+    ) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<Node>)> + 'a {
         let (lo, hi): (String, String) = if p == "/" {
             ("/".into(), "0".into())
         } else {
@@ -440,10 +443,7 @@ impl Tree {
     pub(crate) fn insert_node(&mut self, p: &str, node: Node) {
         if p != "/" {
             let (parent, _) = path::split(p).expect("absolute path");
-            self.nodes
-                .get_mut(parent)
-                .expect("parent exists")
-                .num_children += 1;
+            Arc::make_mut(self.nodes.get_mut(parent).expect("parent exists")).num_children += 1;
         }
         match node.kind() {
             Kind::Ephemeral(owner) => {
@@ -461,7 +461,7 @@ impl Tree {
         self.node_digest =
             self.node_digest
                 .wrapping_add(node_hash(p, &node, self.acls.get(node.acl)));
-        self.nodes.insert(p.into(), Box::new(node));
+        self.nodes.insert(p.into(), Arc::new(node));
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Inserted(p.into()));
         }
@@ -469,10 +469,10 @@ impl Tree {
 
     /// Unlinks a childless node and releases its ACL reference.
     pub(crate) fn remove_node(&mut self, p: &str) -> Node {
-        let node = *self.nodes.remove(p).expect("node exists");
+        let node = Arc::unwrap_or_clone(self.nodes.remove(p).expect("node exists"));
         if let Some((parent, _)) = path::split(p).filter(|_| p != "/") {
             if let Some(pn) = self.nodes.get_mut(parent) {
-                pn.num_children -= 1;
+                Arc::make_mut(pn).num_children -= 1;
             }
         }
         match node.kind() {
@@ -510,7 +510,7 @@ impl Tree {
         f: impl FnOnce(&mut Node, &mut AclTable) -> R,
     ) -> R {
         self.save_meta(p);
-        let n = self.nodes.get_mut(p).expect("node exists");
+        let n = Arc::make_mut(self.nodes.get_mut(p).expect("node exists"));
         let before = node_hash(p, n, self.acls.get(n.acl));
         let old_len = n.data_len() as u64;
         let r = f(n, &mut self.acls);

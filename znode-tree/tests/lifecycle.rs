@@ -450,6 +450,40 @@ fn same_entries_give_same_digest_and_snapshot_bytes() {
 }
 
 #[test]
+fn a_snapshot_view_encodes_the_state_it_was_taken_at_whatever_changes_after() {
+    let mut h = H::new();
+    busy_history(&mut h);
+    let then = h.tree.snapshot();
+    let digest_then = h.tree.digest();
+    let view = h.tree.snapshot_view();
+    assert_eq!(view.last_zxid(), h.tree.last_zxid());
+    let mut children = h.children("/a").unwrap();
+
+    // Change, remove and add nodes (parents' child counts too), ACLs and sessions.
+    h.set("/a", b"three", -1).unwrap();
+    h.delete("/e", -1).unwrap();
+    h.create("/later", b"new", 0).unwrap();
+    h.create("/a/child", b"", 0).unwrap();
+    h.create_acl("/acl2", vec![Acl::new(31, "digest", "v:h")])
+        .unwrap();
+    h.open_session(88);
+    assert_ne!(h.tree.snapshot(), then);
+
+    let bytes = view.encode();
+    assert_eq!(bytes, then, "the view kept the state it was taken at");
+    let restored = Tree::restore(&bytes, TreeConfig::default()).unwrap();
+    assert_eq!(restored.digest(), digest_then);
+    // And the live tree is what the writes made it, untouched by the view.
+    assert_eq!(h.get("/a").unwrap().0.as_deref(), Some(&b"three"[..]));
+    children.push("child".to_string());
+    children.sort();
+    assert_eq!(h.children("/a").unwrap(), children);
+    drop(view);
+    h.set("/a", b"four", -1).unwrap();
+    assert_eq!(h.get("/a").unwrap().0.as_deref(), Some(&b"four"[..]));
+}
+
+#[test]
 fn restore_then_replay_matches_the_live_tree() {
     let mut live = H::new();
     busy_history(&mut live);
