@@ -63,15 +63,20 @@ fn standalone_node_leads_at_once_and_commits_a_proposal() {
 }
 
 #[test]
-fn first_proposal_commits_within_100ms_of_start() {
+fn first_proposal_commits_without_waiting_for_an_election_timeout() {
     let dir = tempfile::tempdir().unwrap();
     // Opening RocksDB itself (inside start) is not counted: it is 40-150 ms on a loaded 2-core box.
-    let started = start(Config::standalone(dir.path())).unwrap();
+    let cfg = Config::standalone(dir.path());
+    let election_timeout = cfg.tick * cfg.election_tick as u32;
+    let started = start(cfg).unwrap();
     let t0 = Instant::now();
     started.handle.propose(b"x".to_vec()).unwrap();
     committed_until(&started.events, 3);
+    // A sole voter campaigns at once; a few milliseconds on a quiet machine. The bound is half
+    // an election timeout (500 ms), so a busy CI machine cannot fail it while a node that
+    // waited for its election timer still does.
     assert!(
-        t0.elapsed() < Duration::from_millis(100),
+        t0.elapsed() < election_timeout / 2,
         "took {:?}",
         t0.elapsed()
     );
