@@ -230,6 +230,25 @@ fn client_response(user: &str, password: &str, nonce: &str, cnonce: &str) -> Str
     )
 }
 
+/// Connects and answers the challenge as `user` with `password`, right or wrong; returns the
+/// connection and the server's reply to that response.
+async fn answer_challenge(
+    addr: SocketAddr,
+    user: &str,
+    password: &str,
+) -> (RawClient, wire::ReplyHeader, SetSaslResponse) {
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    let nonce = challenge(&mut raw).await;
+    let (h, resp) = sasl(
+        &mut raw,
+        2,
+        client_response(user, password, &nonce, "c").as_bytes(),
+    )
+    .await
+    .expect("an answer");
+    (raw, h, resp)
+}
+
 /// A full successful login; asserts the server's rspauth proves it knows the password.
 async fn login(addr: SocketAddr, user: &str, password: &str) -> RawClient {
     let mut raw = RawClient::connect(addr, 10_000).await;
@@ -331,15 +350,7 @@ async fn digest_md5_login_gains_the_sasl_id_that_sasl_acls_name() {
 async fn wrong_password_is_auth_failed_then_the_connection_closes() {
     let server = start(Some(JAAS), &[]).await;
     for (user, password) in [("jaasuser", "wrong"), ("baduser", "badpassword")] {
-        let mut raw = RawClient::connect(server.addr, 10_000).await;
-        let nonce = challenge(&mut raw).await;
-        let (h, resp) = sasl(
-            &mut raw,
-            2,
-            client_response(user, password, &nonce, "c").as_bytes(),
-        )
-        .await
-        .expect("an answer");
+        let (mut raw, h, resp) = answer_challenge(server.addr, user, password).await;
         // ZooKeeper sends ReplyHeader(xid, 0, AUTHFAILED) with SetSASLResponse(null).
         assert_eq!(
             (h.xid, h.zxid, h.err),
@@ -407,15 +418,7 @@ async fn super_password_property_replaces_the_jaas_password_of_super() {
     let mut s = login(server.addr, "super", "from_property").await;
     assert_eq!(who_am_i(&mut s, 3).await, ip_and(&[("sasl", "super")]));
 
-    let mut raw = RawClient::connect(server.addr, 10_000).await;
-    let nonce = challenge(&mut raw).await;
-    let (h, _) = sasl(
-        &mut raw,
-        2,
-        client_response("super", "super_secret", &nonce, "c").as_bytes(),
-    )
-    .await
-    .unwrap();
+    let (_raw, h, _) = answer_challenge(server.addr, "super", "super_secret").await;
     assert_eq!(h.err, ErrorCode::AuthFailed.code());
 }
 
@@ -424,15 +427,7 @@ async fn super_password_property_replaces_the_jaas_password_of_super() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_sasl_failed_clients_keeps_the_connection_unauthenticated() {
     let server = start(Some(JAAS), &["zookeeper.allowSaslFailedClients=true"]).await;
-    let mut raw = RawClient::connect(server.addr, 10_000).await;
-    let nonce = challenge(&mut raw).await;
-    let (h, resp) = sasl(
-        &mut raw,
-        2,
-        client_response("jaasuser", "wrong", &nonce, "c").as_bytes(),
-    )
-    .await
-    .unwrap();
+    let (mut raw, h, resp) = answer_challenge(server.addr, "jaasuser", "wrong").await;
     assert_eq!((h.xid, h.zxid, h.err), (2, 0, 0));
     assert_eq!(resp.token, None);
     assert_eq!(who_am_i(&mut raw, 3).await, ip_and(&[]));
@@ -550,15 +545,7 @@ async fn session_require_client_sasl_auth_refuses_other_requests_until_a_sasl_lo
     refused_for_want_of_auth(&mut raw, 1, &get_root()).await;
 
     // A failed login is answered -124 rather than AuthFailed, and closes.
-    let mut raw = RawClient::connect(server.addr, 10_000).await;
-    let nonce = challenge(&mut raw).await;
-    let (h, resp) = sasl(
-        &mut raw,
-        2,
-        client_response("jaasuser", "wrong", &nonce, "c").as_bytes(),
-    )
-    .await
-    .unwrap();
+    let (mut raw, h, resp) = answer_challenge(server.addr, "jaasuser", "wrong").await;
     assert_eq!(
         (h.xid, h.zxid, h.err),
         (2, 0, ErrorCode::SessionClosedRequireSaslAuth.code())
