@@ -970,15 +970,9 @@ impl Core {
         let tree_cfg = self.tree.config();
         // ZooKeeper 3.9 delivers an event only to watchers that may READ the node.
         let events = self.watches.trigger(&applied.changes, zxid, |w, node_acl| {
-            conns.get(&w).is_some_and(|c| {
-                tree_cfg.skip_acl
-                    || acl::check_acl(
-                        node_acl,
-                        wire::perms::READ,
-                        &c.auth,
-                        tree_cfg.let_any_sasl_user_do_x.as_deref(),
-                    )
-            })
+            conns
+                .get(&w)
+                .is_some_and(|c| acl::allowed(tree_cfg, node_acl, wire::perms::READ, &c.auth))
         });
         for (w, event) in events {
             self.send(w, Outbound::Event { zxid, event });

@@ -301,8 +301,9 @@ impl AclTable {
     }
 }
 
-/// True if `needed` is granted under the tree's settings (`skip_acl`, `let_any_sasl_user_do_x`).
-pub(crate) fn allowed(cfg: &TreeConfig, acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
+/// True if `needed` is granted under the tree's settings (`skip_acl`, `let_any_sasl_user_do_x`):
+/// the one check for the tree's own ops and for the server's watch delivery.
+pub fn allowed(cfg: &TreeConfig, acl: &[Acl], needed: i32, auth: &[Id]) -> bool {
     cfg.skip_acl || check_acl(acl, needed, auth, cfg.let_any_sasl_user_do_x.as_deref())
 }
 
