@@ -307,8 +307,24 @@ pub struct Config {
     pub container_check_interval_ms: u64,
     /// Take a snapshot after this many applied log entries (ZooKeeper's `snapCount` analogue).
     pub snapshot_every_entries: u64,
-    /// `--ignore-peers`: run alone although server.N lines list others (no replication yet).
+    /// `--ignore-peers`: run alone although server.N lines list others (each server keeps its own
+    /// data; for harnesses that start "ensembles" of unrelated servers).
     pub ignore_peers: bool,
+    /// `peerType`: this server's own role; its `server.N` line's role wins when both are given.
+    pub peer_type: Option<PeerRole>,
+    /// `initLimit` and `syncLimit`, in ticks: printed by `conf` in quorum mode. Raft's own timing
+    /// is `Config::raft_timing`.
+    pub init_limit: u32,
+    pub sync_limit: u32,
+    /// `readonlymode.enabled`: a member cut off from the quorum serves reads to read-only clients.
+    pub read_only_mode: bool,
+    /// `quorumListenOnAllIPs`: bind the peer port on every interface instead of this server's host.
+    pub quorum_listen_on_all_ips: bool,
+    /// Raft timing overrides (`paddock.raft.tickMs`, `paddock.raft.electionTicks`,
+    /// `paddock.raft.heartbeatTicks`); `None` = derived from tickTime (`Config::raft_timing`).
+    pub raft_tick_ms: Option<u32>,
+    pub raft_election_ticks: Option<u32>,
+    pub raft_heartbeat_ticks: Option<u32>,
     /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
     /// configured, and then SASL tokens are refused (see `sasl.rs`).
     pub sasl: Option<SaslConfig>,
@@ -355,6 +371,14 @@ impl Config {
             container_check_interval_ms: 60_000,
             snapshot_every_entries: 100_000,
             ignore_peers: false,
+            peer_type: None,
+            init_limit: 10,
+            sync_limit: 5,
+            read_only_mode: false,
+            quorum_listen_on_all_ips: false,
+            raft_tick_ms: None,
+            raft_election_ticks: None,
+            raft_heartbeat_ticks: None,
             sasl: None,
             source: None,
         }
@@ -442,6 +466,73 @@ impl Config {
         self.servers.iter().find(|s| s.id == id)
     }
 
+    /// Ids of the voting members (participants), in id order.
+    pub fn voters(&self) -> Vec<u64> {
+        self.servers
+            .iter()
+            .filter(|s| s.role != Some(PeerRole::Observer))
+            .map(|s| s.id)
+            .collect()
+    }
+
+    /// Ids of the observers (Raft learners), in id order.
+    pub fn observers(&self) -> Vec<u64> {
+        self.servers
+            .iter()
+            .filter(|s| s.role == Some(PeerRole::Observer))
+            .map(|s| s.id)
+            .collect()
+    }
+
+    /// This server's role: its server line's, else `peerType`'s, else participant.
+    pub fn my_role(&self) -> PeerRole {
+        self.my_server()
+            .and_then(|s| s.role)
+            .or(self.peer_type)
+            .unwrap_or(PeerRole::Participant)
+    }
+
+    /// Raft's timing: (tick, election ticks, heartbeat ticks). Derived from tickTime unless the
+    /// `paddock.raft.*` keys say otherwise: a tick of tickTime/20 (10 to 100 ms), an election
+    /// after 10 ticks (raft-rs randomises it to between 10 and 20) and a heartbeat every 3. With
+    /// tickTime 2000 a follower that stops hearing its leader gives up on it after 1 to 2 s, well
+    /// inside the smallest session timeout (2 x tickTime = 4 s), so a member cut off from the
+    /// quorum drops its clients before the quorum expires their sessions. A leader whose process
+    /// died is replaced faster: its peers see the link close and elect at once.
+    pub fn raft_timing(&self) -> (std::time::Duration, u32, u32) {
+        let tick_ms = self
+            .raft_tick_ms
+            .unwrap_or_else(|| (self.tick_time_ms / 20).clamp(10, 100));
+        let election = self.raft_election_ticks.unwrap_or(10);
+        let heartbeat = self.raft_heartbeat_ticks.unwrap_or(3);
+        (
+            std::time::Duration::from_millis(u64::from(tick_ms)),
+            election,
+            heartbeat,
+        )
+    }
+
+    /// The peer address to listen on: this server's `host:peerPort`, or every interface with
+    /// `quorumListenOnAllIPs`.
+    pub fn peer_listen_host(&self) -> Option<(String, u16)> {
+        let me = self.my_server()?;
+        let host = if self.quorum_listen_on_all_ips {
+            "0.0.0.0".to_string()
+        } else {
+            me.host.clone()
+        };
+        Some((host, me.peer_port))
+    }
+
+    /// The other members and their `host:peerPort`, for the peer transport.
+    pub fn peer_addresses(&self) -> Vec<(u64, String)> {
+        self.servers
+            .iter()
+            .filter(|s| Some(s.id) != self.my_id)
+            .map(|s| (s.id, format!("{}:{}", bracket_v6(&s.host), s.peer_port)))
+            .collect()
+    }
+
     /// Checks the rules that hold whatever the settings came from.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
@@ -483,6 +574,43 @@ impl Config {
         }
         // A missing myid is caught where it is read (`from_zoo_cfg`); text-only parsing leaves it
         // unknown.
+        if self.is_distributed() {
+            if let Some(id) = self.my_id {
+                // Raft reserves id 0; session ids carry the server id in their top byte.
+                if id == 0 || id > 255 {
+                    return bad(format!(
+                        "myid is {id}: members of an ensemble need an id from 1 to 255"
+                    ));
+                }
+            }
+            for s in &self.servers {
+                if s.id == 0 || s.id > 255 {
+                    return bad(format!(
+                        "server.{}: ids of ensemble members go from 1 to 255",
+                        s.id
+                    ));
+                }
+            }
+            if self.voters().is_empty() {
+                return bad("every listed server is an observer: an ensemble needs at least one participant".into());
+            }
+            let (tick, election, heartbeat) = self.raft_timing();
+            if heartbeat >= election {
+                return bad(format!(
+                    "paddock.raft.heartbeatTicks ({heartbeat}) must be smaller than paddock.raft.electionTicks ({election})"
+                ));
+            }
+            if tick.as_millis() as u64 * u64::from(election) * 2
+                >= u64::from(self.min_session_timeout_ms)
+            {
+                tracing::warn!(
+                    election_timeout_ms = tick.as_millis() as u64 * u64::from(election),
+                    min_session_timeout_ms = self.min_session_timeout_ms,
+                    "the Raft election timeout is not well below the smallest session timeout: a \
+                     member cut off from the quorum may keep its clients until the quorum expires them"
+                );
+            }
+        }
         if let Some(id) = self.my_id {
             if !self.servers.is_empty() && !ids.contains(&id) {
                 return bad(format!("myid is {id} but there is no server.{id} line"));
@@ -542,6 +670,25 @@ impl Config {
             ),
         ];
         if self.is_distributed() {
+            // QuorumZooKeeperServer.dumpConf: the quorum keys, then the membership.
+            let me = self.my_server();
+            lines.push(("initLimit".to_string(), self.init_limit.to_string()));
+            lines.push(("syncLimit".to_string(), self.sync_limit.to_string()));
+            lines.push(("electionAlg".to_string(), "3".to_string()));
+            lines.push((
+                "electionPort".to_string(),
+                me.map_or(String::new(), |s| s.election_port.to_string()),
+            ));
+            lines.push((
+                "quorumPort".to_string(),
+                me.map_or(String::new(), |s| s.peer_port.to_string()),
+            ));
+            // LearnerType's ordinal: PARTICIPANT 0, OBSERVER 1.
+            let peer_type = match self.my_role() {
+                PeerRole::Participant => "0",
+                PeerRole::Observer => "1",
+            };
+            lines.push(("peerType".to_string(), peer_type.to_string()));
             lines.push(("membership: ".to_string(), String::new()));
             for s in &self.servers {
                 lines.push((format!("server.{}", s.id), s.to_string()));
@@ -617,8 +764,6 @@ fn ends_with_continuation(s: &str) -> bool {
 /// Keys ZooKeeper understands that have no meaning for paddock. They are logged at info
 /// level rather than warned about, since real harnesses always write some of them.
 const IGNORED_KEYS: &[&str] = &[
-    "initLimit",
-    "syncLimit",
     "connectToLearnerMasterLimit",
     "localSessionsEnabled",
     "localSessionsUpgradingEnabled",
@@ -627,7 +772,6 @@ const IGNORED_KEYS: &[&str] = &[
     "serverCnxnFactory",
     "clientPortListenBacklog",
     "observerMasterPort",
-    "quorumListenOnAllIPs",
     "syncEnabled",
     "autopurge.snapRetainCount",
     "autopurge.purgeInterval",
@@ -801,7 +945,24 @@ impl Builder {
                 }
                 self.cfg.four_letter_words = list;
             }
-            "readonlymode.enabled" => self.read_only_mode = parse_bool(v).map_err(invalid)?,
+            "readonlymode.enabled" => {
+                self.read_only_mode = parse_bool(v).map_err(invalid)?;
+                self.cfg.read_only_mode = self.read_only_mode;
+            }
+            "initLimit" => self.cfg.init_limit = parse_positive(v).map_err(invalid)?,
+            "syncLimit" => self.cfg.sync_limit = parse_positive(v).map_err(invalid)?,
+            "quorumListenOnAllIPs" => {
+                self.cfg.quorum_listen_on_all_ips = parse_bool(v).map_err(invalid)?
+            }
+            "paddock.raft.tickMs" => {
+                self.cfg.raft_tick_ms = Some(parse_positive(v).map_err(invalid)?)
+            }
+            "paddock.raft.electionTicks" => {
+                self.cfg.raft_election_ticks = Some(parse_positive(v).map_err(invalid)?)
+            }
+            "paddock.raft.heartbeatTicks" => {
+                self.cfg.raft_heartbeat_ticks = Some(parse_positive(v).map_err(invalid)?)
+            }
             "extendedTypesEnabled" => {
                 self.cfg.extended_types_enabled = parse_bool(v).map_err(invalid)?
             }
@@ -843,10 +1004,11 @@ impl Builder {
                 }
             }
             "peerType" => {
-                let t = v.to_ascii_lowercase();
-                if t != "participant" && t != "observer" {
-                    return Err(invalid(format!("{v:?} is not participant or observer")));
-                }
+                self.cfg.peer_type = Some(match v.to_ascii_lowercase().as_str() {
+                    "participant" => PeerRole::Participant,
+                    "observer" => PeerRole::Observer,
+                    _ => return Err(invalid(format!("{v:?} is not participant or observer"))),
+                });
             }
             "dynamicConfigFile" => {
                 return Err(invalid(
@@ -900,7 +1062,7 @@ impl Builder {
                     c.client_port = port;
                     if !self.client_address_set {
                         if let Some(host) = mine.as_ref().and_then(|s| s.client_host.as_deref()) {
-                            c.client_port_address = parse_ip(host).map_err(|reason| {
+                            c.client_port_address = resolve_host(host).map_err(|reason| {
                                 ConfigError::Invalid(format!(
                                     "server.{} client address: {reason}",
                                     c.my_id.unwrap_or(0)
@@ -932,6 +1094,13 @@ impl Builder {
 fn parse_num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
     v.parse::<T>()
         .map_err(|_| format!("{v:?} is not a valid non-negative number"))
+}
+
+fn parse_positive(v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{v:?} is not a positive number")),
+    }
 }
 
 fn parse_timeout(v: &str) -> Result<u32, String> {
@@ -977,6 +1146,22 @@ fn parse_ip(v: &str) -> Result<IpAddr, String> {
         .map_err(|_| {
             format!("{v:?} is not an IP address (host names other than localhost are not resolved)")
         })
+}
+
+/// An IP address, `localhost`, or a host name resolved now (a client address on a server line,
+/// such as `;zoo1:2181` in a compose file, names this server's own address).
+fn resolve_host(v: &str) -> Result<IpAddr, String> {
+    if let Ok(ip) = parse_ip(v) {
+        return Ok(ip);
+    }
+    use std::net::ToSocketAddrs;
+    match (v, 0u16).to_socket_addrs() {
+        Ok(mut addrs) => addrs
+            .next()
+            .map(|a| a.ip())
+            .ok_or_else(|| format!("host name {v:?} resolves to no address")),
+        Err(e) => Err(format!("host name {v:?} does not resolve: {e}")),
+    }
 }
 
 fn non_empty_path(v: &str) -> Result<PathBuf, String> {

@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Parser;
 use paddock::cli::Cli;
@@ -653,4 +654,114 @@ fn global_outstanding_limit_defaults_to_1000_and_reads_either_spelling() {
     assert_eq!(c.global_outstanding_limit, 0);
     let err = parse("dataDir=/d\nclientPort=1\nglobalOutstandingLimit=lots\n").unwrap_err();
     assert!(err.to_string().contains("globalOutstandingLimit"), "{err}");
+}
+
+fn ensemble_text(extra: &str) -> String {
+    format!(
+        "tickTime=2000\ndataDir=/tmp/pd\nclientPort=2181\ninitLimit=5\nsyncLimit=2\n\
+         server.1=10.0.0.1:2888:3888\nserver.2=10.0.0.2:2888:3888:participant\n\
+         server.3=10.0.0.3:2888:3888\nserver.4=10.0.0.4:2888:3888:observer\n{extra}"
+    )
+}
+
+#[test]
+fn server_lines_become_voters_and_observers_with_peer_addresses() {
+    let mut c = parse(&ensemble_text("")).unwrap();
+    c.my_id = Some(2);
+    assert_eq!(c.voters(), vec![1, 2, 3]);
+    assert_eq!(c.observers(), vec![4]);
+    assert_eq!(c.my_role(), PeerRole::Participant);
+    assert_eq!(c.peer_listen_host(), Some(("10.0.0.2".to_string(), 2888)));
+    assert_eq!(
+        c.peer_addresses(),
+        vec![
+            (1, "10.0.0.1:2888".to_string()),
+            (3, "10.0.0.3:2888".to_string()),
+            (4, "10.0.0.4:2888".to_string())
+        ]
+    );
+    c.my_id = Some(4);
+    assert_eq!(c.my_role(), PeerRole::Observer);
+    let mut all = parse(&ensemble_text("quorumListenOnAllIPs=true\n")).unwrap();
+    all.my_id = Some(1);
+    assert_eq!(all.peer_listen_host(), Some(("0.0.0.0".to_string(), 2888)));
+}
+
+#[test]
+fn raft_timing_derives_from_tick_time_unless_overridden() {
+    let c = parse(&ensemble_text("")).unwrap();
+    assert_eq!(c.raft_timing(), (Duration::from_millis(100), 10, 3));
+    let fast = parse(&ensemble_text("tickTime=100\n")).unwrap();
+    assert_eq!(fast.raft_timing(), (Duration::from_millis(10), 10, 3));
+    let set = parse(&ensemble_text(
+        "paddock.raft.tickMs=25\npaddock.raft.electionTicks=8\npaddock.raft.heartbeatTicks=2\n",
+    ))
+    .unwrap();
+    assert_eq!(set.raft_timing(), (Duration::from_millis(25), 8, 2));
+    let err = parse(&ensemble_text("paddock.raft.heartbeatTicks=10\n")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "paddock.raft.heartbeatTicks (10) must be smaller than paddock.raft.electionTicks (10)"
+    );
+    assert!(parse(&ensemble_text("paddock.raft.tickMs=0\n")).is_err());
+}
+
+#[test]
+fn ensemble_ids_must_fit_a_session_id_byte_and_need_a_participant() {
+    let err = parse("dataDir=/tmp/x\nclientPort=1\nserver.0=a:1:2\nserver.1=b:1:2\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "server.0: ids of ensemble members go from 1 to 255"
+    );
+    let err =
+        parse("dataDir=/tmp/x\nclientPort=1\nserver.256=a:1:2\nserver.1=b:1:2\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "server.256: ids of ensemble members go from 1 to 255"
+    );
+    let err =
+        parse("dataDir=/tmp/x\nclientPort=1\nserver.1=a:1:2:observer\nserver.2=b:1:2:observer\n")
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "every listed server is an observer: an ensemble needs at least one participant"
+    );
+}
+
+#[test]
+fn conf_in_quorum_mode_prints_the_quorum_keys_before_the_membership() {
+    let mut c = parse(&ensemble_text("peerType=observer\n")).unwrap();
+    c.my_id = Some(4);
+    let lines = c.as_conf_lines();
+    let keys: Vec<&str> = lines.iter().map(|(k, _)| k.as_str()).collect();
+    let at = keys.iter().position(|k| *k == "serverId").unwrap();
+    assert_eq!(
+        &lines[at..],
+        &[
+            ("serverId".to_string(), "4".to_string()),
+            ("initLimit".to_string(), "5".to_string()),
+            ("syncLimit".to_string(), "2".to_string()),
+            ("electionAlg".to_string(), "3".to_string()),
+            ("electionPort".to_string(), "3888".to_string()),
+            ("quorumPort".to_string(), "2888".to_string()),
+            ("peerType".to_string(), "1".to_string()),
+            ("membership: ".to_string(), String::new()),
+            (
+                "server.1".to_string(),
+                "10.0.0.1:2888:3888:participant".to_string()
+            ),
+            (
+                "server.2".to_string(),
+                "10.0.0.2:2888:3888:participant".to_string()
+            ),
+            (
+                "server.3".to_string(),
+                "10.0.0.3:2888:3888:participant".to_string()
+            ),
+            (
+                "server.4".to_string(),
+                "10.0.0.4:2888:3888:observer".to_string()
+            ),
+        ]
+    );
 }
