@@ -1050,6 +1050,9 @@ impl Core {
                     debug!(path, ?code, "expired node was not deleted");
                 }
             }
+            Txn::SetConfig { .. } => {
+                info!(zxid, "ensemble membership written to /zookeeper/config")
+            }
         }
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Layout (jute primitives): `u8 version=1, i64 session_id, i32 xid, i64 time_ms,
 //! vector<Id> auth, u8 tag, body`; bodies: 0 CreateSession `i32 timeout, 16 raw bytes`;
-//! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`.
+//! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`;
+//! 4 SetConfig `ustring members`.
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Id, Request};
@@ -36,6 +37,13 @@ pub enum Txn {
     DeleteExpired {
         path: String,
     },
+    /// The ensemble's membership, written to `/zookeeper/config` by the leader (at the first
+    /// leadership of a new group, and at every membership change): `server.N=...` lines, each
+    /// ending in a newline. Apply appends `version=<zxid in hex>`, as ZooKeeper's
+    /// `QuorumVerifier.toString` does, so the version is the zxid of the entry that set it.
+    SetConfig {
+        members: String,
+    },
 }
 
 impl Entry {
@@ -64,6 +72,10 @@ impl Entry {
             Txn::DeleteExpired { path } => {
                 w.write_u8(3);
                 w.write_string(path);
+            }
+            Txn::SetConfig { members } => {
+                w.write_u8(4);
+                w.write_string(members);
             }
         }
         w.into_inner()
@@ -114,6 +126,11 @@ impl Entry {
             3 => Txn::DeleteExpired {
                 path: r
                     .read_string("DeleteExpired.path")
+                    .map_err(TreeError::BadEntry)?,
+            },
+            4 => Txn::SetConfig {
+                members: r
+                    .read_string("SetConfig.members")
                     .map_err(TreeError::BadEntry)?,
             },
             t => return Err(TreeError::EntryTag(t)),

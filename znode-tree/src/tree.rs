@@ -192,6 +192,10 @@ impl Tree {
                 .delete_expired(&cx, path, &mut changes)
                 .map(|_| Response::Empty),
             Txn::Write(req) => self.write(&cx, req, &mut changes),
+            Txn::SetConfig { members } => {
+                self.set_config(&cx, members, &mut changes);
+                Ok(Response::Empty)
+            }
         };
         self.last_zxid = zxid;
         Applied { reply, changes }

@@ -328,6 +328,24 @@ impl Tree {
         Ok(stat)
     }
 
+    /// `/zookeeper/config` gets the membership and its version, without ACL or quota checks (the
+    /// node is the server's own, READ-only for clients), as ZooKeeper's reconfig apply does.
+    pub(crate) fn set_config(&mut self, cx: &Cx, members: &str, changes: &mut Vec<Change>) {
+        const CONFIG: &str = "/zookeeper/config";
+        let data = format!("{members}version={:x}", cx.zxid).into_bytes();
+        self.update(CONFIG, |n, _| {
+            n.data = Some(data.into_boxed_slice());
+            n.stat.mzxid = cx.zxid;
+            n.stat.mtime = cx.time;
+            n.stat.version = n.stat.version.wrapping_add(1);
+            n.wire_stat()
+        });
+        changes.push(Change::DataChanged {
+            path: CONFIG.to_owned(),
+            acl: self.acl_of(&self.nodes[CONFIG]),
+        });
+    }
+
     fn set_acl(&mut self, cx: &Cx, p: &str, acl: &[Acl], version: i32) -> Result<Stat, ErrorCode> {
         if !validate_path(p) {
             return Err(ErrorCode::BadArguments);

@@ -482,3 +482,30 @@ fn multi_events_fire_per_op_in_order() {
         ]
     );
 }
+
+#[test]
+fn set_config_writes_the_membership_with_its_version_and_fires_data_watches() {
+    let mut w = W::new();
+    w.get(1, "/zookeeper/config").unwrap();
+    let members = "server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181\n\
+                   server.2=127.0.0.1:2889:3889:participant;0.0.0.0:2182\n";
+    let a = w.h.apply(Txn::SetConfig {
+        members: members.into(),
+    });
+    assert_eq!(a.reply, Ok(Response::Empty));
+    assert_eq!(
+        w.fire(a),
+        vec![(1, ev(et::NODE_DATA_CHANGED, "/zookeeper/config"))]
+    );
+    let (data, stat) = w.h.get("/zookeeper/config").unwrap();
+    assert_eq!(
+        String::from_utf8(data.unwrap()).unwrap(),
+        format!("{members}version=2")
+    );
+    assert_eq!((stat.mzxid, stat.version, stat.aversion), (2, 1, -1));
+    // Clients still cannot write it.
+    assert_eq!(
+        w.h.set("/zookeeper/config", b"x", -1),
+        Err(ErrorCode::NoAuth)
+    );
+}
