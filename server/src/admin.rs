@@ -248,7 +248,7 @@ fn server_view(core: &mut Core) -> ServerView {
 
     let cfg = core.config();
     let data_dir_size = dir_size(&cfg.data_dir);
-    let log_dir_size = dir_size(&crate::node::raft_dir(cfg));
+    let log_dir_size = dir_size(&cfg.raft_dir());
     let conf_lines = cfg.as_conf_lines();
     let stats = core.stats().clone();
     let response_sizes = core.response_sizes().get();

@@ -35,64 +35,21 @@ use consensus::{CommittedEntry, Event};
 use wire::ops::auth::SetSaslResponse;
 use wire::ops::who_am_i::WhoAmIResponse;
 use wire::{
-    ConnectRequest, ConnectResponse, ErrorCode, FourLetterWord, Id, OpCode, ReplyHeader, Request,
-    RequestHeader, Response,
+    ConnectRequest, ConnectResponse, ErrorCode, Id, OpCode, ReplyHeader, Request, RequestHeader,
+    Response,
 };
 use znode_tree::{acl, Entry, ReadCtx, Tree, Txn, WatchRegistry};
 
 use crate::config::Config;
+use crate::msg::{ConnId, CoreMsg};
 use crate::outbound::{Outbound, OutboundTx, Refused};
 use crate::sasl::{DigestMd5Server, Step};
 use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ConnStats, ResponseSizes, ServerStats};
 use crate::throttle::Slot;
 
-pub type ConnId = u64;
-
 /// How often the sessions' remaining time is saved for a restart (see `session::checkpoint`).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-
-/// Messages into the core.
-#[derive(Debug)]
-pub enum CoreMsg {
-    /// A new connection finished reading its ConnectRequest.
-    Connect {
-        conn: ConnId,
-        remote: SocketAddr,
-        req: ConnectRequest,
-        out: OutboundTx,
-        /// Answered `true` once the session is set up; `false` means close after flushing.
-        ready: oneshot::Sender<bool>,
-    },
-    /// A request frame after the handshake. A body that did not decode is carried as the error.
-    Request {
-        conn: ConnId,
-        header: RequestHeader,
-        req: Result<Request, wire::DecodeError>,
-        received: Instant,
-        /// Counts the request against `globalOutstandingLimit` until it is answered or dropped.
-        slot: Slot,
-    },
-    /// The connection's socket closed.
-    Closed { conn: ConnId },
-    /// A four-letter word on a fresh connection.
-    FourLetter {
-        word: FourLetterWord,
-        /// `stmk`'s argument: the 8-byte trace mask that follows the word.
-        mask: Option<i64>,
-        remote: SocketAddr,
-        reply: oneshot::Sender<String>,
-    },
-    /// From the raft thread.
-    Consensus(Event),
-    /// Answered once the applied index reaches `index` (start-up replay).
-    WaitApplied {
-        index: u64,
-        reply: oneshot::Sender<()>,
-    },
-    /// Stop: flush nothing more, reply nothing more.
-    Shutdown,
-}
 
 /// A request waiting in a connection's FIFO.
 #[derive(Debug)]
@@ -204,7 +161,7 @@ impl Core {
         // Recovered sessions resume with the time they had left at the last checkpoint;
         // one missing from it (created just before a crash) gets a full timeout.
         // Sessions created in the log after the snapshot get theirs when replay applies them.
-        let mut resume_left = checkpoint::read(&crate::node::raft_dir(&cfg));
+        let mut resume_left = checkpoint::read(&cfg.raft_dir());
         for s in tree.sessions() {
             let full = Duration::from_millis(s.timeout_ms.max(0) as u64);
             tracker.resume(
@@ -262,7 +219,7 @@ impl Core {
                     }
                     if now >= next_checkpoint {
                         next_checkpoint = now + CHECKPOINT_EVERY;
-                        let dir = crate::node::raft_dir(&self.cfg);
+                        let dir = self.cfg.raft_dir();
                         let remaining = self.tracker.remaining(now);
                         tokio::task::spawn_blocking(move || {
                             if let Err(e) = checkpoint::write(&dir, &remaining) {
@@ -277,7 +234,7 @@ impl Core {
             let _ = conn.out.try_send(Outbound::Close);
         }
         if let Err(e) = checkpoint::write(
-            &crate::node::raft_dir(&self.cfg),
+            &self.cfg.raft_dir(),
             &self.tracker.remaining(Instant::now()),
         ) {
             warn!(error = %e, "session checkpoint not written at shut-down");
@@ -919,7 +876,7 @@ impl Core {
                 }
             }
             Event::InstallSnapshot(snap) => {
-                match Tree::restore(&snap.data, crate::node::tree_config(&self.cfg)) {
+                match Tree::restore(&snap.data, self.cfg.tree_config()) {
                     Ok(tree) => {
                         info!(index = snap.index, "installed a snapshot from the leader");
                         self.tree = tree;
