@@ -6,12 +6,11 @@
 //!
 //! `startup` starts and stops a server; `connection` frames and decodes one client and talks
 //! to the core only through `msg`; `core` owns all state and orders replies and events;
-//! `session` decides expiry; `admin` and `fourlw` answer the four-letter words; `config` and
+//! `session` decides expiry; `core::views` and `fourlw` answer the four-letter words; `config` and
 //! `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5 exchange with the
 //! users `jaas` reads from a JAAS file; `throttle` bounds the requests held at once
 //! (`globalOutstandingLimit`).
 
-pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod connection;

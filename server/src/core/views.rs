@@ -1,20 +1,36 @@
 //! Four-letter words on the client port: gathers a `fourlw::ServerView` from the core's
-//! state, applies the side effects of `srst`/`crst`/`stmk`, and renders the text.
+//! state, applies the side effects of `srst`/`crst`/`stmk`, and renders the text with the pure
+//! `fourlw::render`.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 use wire::{FourLetterWord, OpCode};
+use znode_tree::{Tree, WatchRegistry};
 
-use crate::core::Core;
+use super::Core;
+use crate::config::Config;
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
+use crate::msg::ConnId;
+use crate::stats::{ConnStats, ServerStats};
+
+/// One connection as the listings show it (`cons`, `crst`).
+struct LiveConn<'a> {
+    remote: SocketAddr,
+    session_id: i64,
+    /// The negotiated session timeout.
+    timeout_ms: i32,
+    /// Requests in the connection's FIFO.
+    queued: usize,
+    stats: &'a mut ConnStats,
+}
 
 /// `remote` is the connection asking: ZooKeeper counts and lists it among the connections
 /// (`Connections: 1` on an idle server), so paddock does too.
 /// `mask` is `stmk`'s argument.
-pub(crate) fn four_letter(
+pub(super) fn four_letter(
     core: &mut Core,
     word: FourLetterWord,
     mask: Option<i64>,
@@ -30,8 +46,8 @@ pub(crate) fn four_letter(
             }
             FourLetterWord::Srst => core.reset_stats(),
             FourLetterWord::Crst => {
-                for (.., stats) in core.conn_views() {
-                    stats.reset();
+                for conn in core.conn_views() {
+                    conn.stats.reset();
                 }
             }
             _ => {}
@@ -179,7 +195,14 @@ fn server_view(core: &mut Core) -> ServerView {
 
     let mut session_of = std::collections::HashMap::new();
     let mut connections = Vec::new();
-    for (remote, session_id, timeout_ms, queued, stats) in core.conn_views() {
+    for LiveConn {
+        remote,
+        session_id,
+        timeout_ms,
+        queued,
+        stats,
+    } in core.conn_views()
+    {
         connections.push(ConnView {
             remote,
             interest_ops: 1,
@@ -251,7 +274,7 @@ fn server_view(core: &mut Core) -> ServerView {
     let log_dir_size = dir_size(&cfg.raft_dir());
     let conf_lines = cfg.as_conf_lines();
     let stats = core.stats().clone();
-    let response_sizes = core.response_sizes().get();
+    let response_sizes = core.response_sizes.get();
     let status = core.raft().status();
 
     ServerView {
@@ -312,5 +335,59 @@ fn server_view(core: &mut Core) -> ServerView {
         ],
         trace_mask: core.trace_mask(),
         digest_log: vec![(zxid, core.tree().digest() as i64)],
+    }
+}
+
+/// What the four-letter words read of the core.
+impl Core {
+    fn tree(&self) -> &Tree {
+        &self.tree
+    }
+    fn watches(&self) -> &WatchRegistry {
+        &self.watches
+    }
+    fn config(&self) -> &Config {
+        &self.cfg
+    }
+    fn trace_mask(&self) -> i64 {
+        self.trace_mask
+    }
+    fn set_trace_mask(&mut self, mask: i64) {
+        self.trace_mask = mask;
+    }
+    /// `srst`: the server-wide counters, reply sizes included (ZooKeeper's `ServerStats.reset`).
+    fn reset_stats(&mut self) {
+        self.stats.reset();
+        self.response_sizes.reset();
+    }
+    fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+    fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+    fn raft(&self) -> &consensus::Handle {
+        &self.raft
+    }
+    fn session_deadline(&self, session: i64) -> Option<Instant> {
+        self.tracker.deadline(session)
+    }
+    fn conn_views(&mut self) -> impl Iterator<Item = LiveConn<'_>> {
+        self.conns.values_mut().map(|c| LiveConn {
+            remote: c.remote,
+            session_id: c.session_id,
+            timeout_ms: c.timeout_ms,
+            queued: c.queue.len(),
+            stats: &mut c.stats,
+        })
+    }
+    fn conn_ids_and_sessions(&self) -> Vec<(ConnId, i64)> {
+        self.conns
+            .iter()
+            .map(|(id, c)| (*id, c.session_id))
+            .collect()
+    }
+    fn outstanding(&self) -> usize {
+        self.conns.values().map(|c| c.queue.len()).sum()
     }
 }
