@@ -224,7 +224,12 @@ impl Core {
                 remote,
                 reply,
             } => {
-                let _ = reply.send(views::four_letter(self, word, mask, remote));
+                // The in-memory part is gathered here; file-system reads and rendering run on a
+                // blocking thread, off the task every client's reply waits for.
+                let job = views::four_letter(self, word, mask, remote);
+                tokio::task::spawn_blocking(move || {
+                    let _ = reply.send(job.finish());
+                });
             }
             CoreMsg::Consensus(ev) => {
                 self.consensus_event(ev);

@@ -1,9 +1,11 @@
-//! Four-letter words on the client port: gathers a `fourlw::ServerView` from the core's
-//! state, applies the side effects of `srst`/`crst`/`stmk`, and renders the text with the pure
-//! `fourlw::render`.
+//! Four-letter words on the client port: applies the side effects of `srst`/`crst`/`stmk` and
+//! gathers the in-memory part of a `fourlw::ServerView` on the core task; `FourLetterJob::finish`
+//! then adds what costs file-system calls (directory sizes, `/proc`) and renders the text with
+//! the pure `fourlw::render`, on a blocking thread. The core task serves every client, so it
+//! walks no directory: a `mntr` scrape every few seconds would otherwise delay every reply.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::time::{Duration, Instant};
@@ -11,7 +13,7 @@ use wire::{FourLetterWord, OpCode};
 use znode_tree::{Tree, WatchRegistry};
 
 use super::Core;
-use crate::config::Config;
+use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
 use crate::msg::ConnId;
 use crate::stats::{ConnStats, ServerStats};
@@ -27,6 +29,31 @@ struct LiveConn<'a> {
     stats: &'a mut ConnStats,
 }
 
+/// A four-letter word's answer, half made on the core task.
+pub(super) struct FourLetterJob {
+    word: FourLetterWord,
+    whitelist: FourLetterWhitelist,
+    view: ServerView,
+    /// dataDir and the raft directory, whose sizes `finish` adds; `None` when the word prints no
+    /// file-system facts (`ruok`), so nothing is read for it.
+    dirs: Option<(PathBuf, PathBuf)>,
+}
+
+impl FourLetterJob {
+    /// Adds the directory sizes, the descriptor counts and the environment, then renders. Does
+    /// blocking IO: run it off the core task.
+    pub(super) fn finish(mut self) -> String {
+        if let Some((data_dir, raft_dir)) = &self.dirs {
+            self.view.data_dir_size = dir_size(data_dir);
+            self.view.log_dir_size = dir_size(raft_dir);
+            self.view.open_file_descriptor_count = open_fds();
+            self.view.max_file_descriptor_count = max_fds();
+            self.view.environment = environment();
+        }
+        fourlw::render(self.word, &self.view, &self.whitelist)
+    }
+}
+
 /// `remote` is the connection asking: ZooKeeper counts and lists it among the connections
 /// (`Connections: 1` on an idle server), so paddock does too.
 /// `mask` is `stmk`'s argument.
@@ -35,7 +62,7 @@ pub(super) fn four_letter(
     word: FourLetterWord,
     mask: Option<i64>,
     remote: SocketAddr,
-) -> String {
+) -> FourLetterJob {
     let whitelist = core.config().four_letter_words.clone();
     if whitelist.allows(word) {
         match word {
@@ -52,6 +79,15 @@ pub(super) fn four_letter(
             }
             _ => {}
         }
+    }
+    if word == FourLetterWord::Ruok {
+        // "imok" (or the whitelist refusal) says nothing about the state.
+        return FourLetterJob {
+            word,
+            whitelist,
+            view: ServerView::default(),
+            dirs: None,
+        };
     }
     let mut view = server_view(core);
     view.connections.push(ConnView {
@@ -70,7 +106,13 @@ pub(super) fn four_letter(
         last_latency_ms: 0,
         latency: Default::default(),
     });
-    fourlw::render(word, &view, &whitelist)
+    let cfg = core.config();
+    FourLetterJob {
+        word,
+        whitelist,
+        view,
+        dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
+    }
 }
 
 fn epoch_ms() -> i64 {
@@ -269,10 +311,7 @@ fn server_view(core: &mut Core) -> ServerView {
         })
         .collect();
 
-    let cfg = core.config();
-    let data_dir_size = dir_size(&cfg.data_dir);
-    let log_dir_size = dir_size(&cfg.raft_dir());
-    let conf_lines = cfg.as_conf_lines();
+    let conf_lines = core.config().as_conf_lines();
     let stats = core.stats().clone();
     let response_sizes = core.response_sizes.get();
     let status = core.raft().status();
@@ -288,7 +327,8 @@ fn server_view(core: &mut Core) -> ServerView {
         zxid,
         node_count,
         conf_lines,
-        environment: environment(),
+        // Read off the core task, by `FourLetterJob::finish`.
+        environment: Vec::new(),
         watches_by_session,
         watches_by_path,
         watch_count: ws.total() as u64,
@@ -298,11 +338,11 @@ fn server_view(core: &mut Core) -> ServerView {
         approximate_data_size: core.tree().approximate_data_size(),
         global_sessions: sessions.len() as u64,
         local_sessions: 0,
-        data_dir_size,
-        log_dir_size,
+        data_dir_size: 0,
+        log_dir_size: 0,
         uptime_ms: core.uptime().as_millis() as u64,
-        open_file_descriptor_count: open_fds(),
-        max_file_descriptor_count: max_fds(),
+        open_file_descriptor_count: None,
+        max_file_descriptor_count: None,
         last_client_response_size: response_sizes.0,
         min_client_response_size: response_sizes.1,
         max_client_response_size: response_sizes.2,
