@@ -696,6 +696,25 @@ impl Config {
         }
         lines
     }
+
+    /// The tree settings this config implies.
+    pub fn tree_config(&self) -> znode_tree::TreeConfig {
+        znode_tree::TreeConfig {
+            extended_types: self.extended_types_enabled,
+            enforce_quota: self.enforce_quota,
+            super_digest: self.super_digest.clone(),
+            skip_acl: self.skip_acl,
+            let_any_sasl_user_do_x: self.let_any_sasl_user_do_x.clone(),
+        }
+    }
+
+    /// Where the raft log and snapshots live: `dataLogDir` if set, else `dataDir`.
+    pub fn raft_dir(&self) -> PathBuf {
+        self.data_log_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.clone())
+            .join("paddock")
+    }
 }
 
 fn absolute(p: &Path) -> PathBuf {

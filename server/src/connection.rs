@@ -19,7 +19,7 @@ use tracing::{debug, Instrument};
 use wire::frame::{self, Check};
 use wire::{FourLetterWord, Writer};
 
-use crate::core::{ConnId, CoreMsg};
+use crate::msg::{ConnId, CoreMsg};
 use crate::outbound::{self, Outbound, OutboundRx};
 use crate::stats::ResponseSizes;
 use crate::throttle::Throttle;

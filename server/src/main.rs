@@ -23,7 +23,7 @@ fn main() -> anyhow::Result<()> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async move {
-        let server = paddock::node::Server::start(config).await?;
+        let server = paddock::startup::Server::start(config).await?;
         server.run_until_signal().await
     })
 }

@@ -803,7 +803,7 @@ async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
         dir.path().display()
     );
     let cfg = paddock::config::Config::parse_zoo_cfg(&cfg_text, dir.path()).unwrap();
-    let err = paddock::node::Server::start(cfg.clone())
+    let err = paddock::startup::Server::start(cfg.clone())
         .await
         .err()
         .expect("refused");
@@ -814,7 +814,9 @@ async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
     // --ignore-peers (test harnesses) runs it alone, on its own data.
     let mut cfg = cfg;
     cfg.ignore_peers = true;
-    let server = paddock::node::Server::start(cfg).await.expect("runs alone");
+    let server = paddock::startup::Server::start(cfg)
+        .await
+        .expect("runs alone");
     // A zoo.cfg without a whitelist allows only srvr, as ZooKeeper does.
     assert!(four_letter(server.local_addr(), "srvr")
         .await

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use paddock::config::Config;
-use paddock::node::Server;
+use paddock::startup::Server;
 use wire::{
     ConnectRequest, ConnectResponse, Reader, Record, ReplyHeader, Request, RequestHeader, Writer,
 };

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,31 +16,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use znode_tree::{Tree, TreeConfig};
+use znode_tree::Tree;
 
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
-use crate::core::{Core, CoreMsg};
+use crate::core::Core;
+use crate::msg::CoreMsg;
 use crate::throttle::Throttle;
-
-/// The tree settings a server config implies.
-pub fn tree_config(cfg: &Config) -> TreeConfig {
-    TreeConfig {
-        extended_types: cfg.extended_types_enabled,
-        enforce_quota: cfg.enforce_quota,
-        super_digest: cfg.super_digest.clone(),
-        skip_acl: cfg.skip_acl,
-        let_any_sasl_user_do_x: cfg.let_any_sasl_user_do_x.clone(),
-    }
-}
-
-/// Where the raft log and snapshots live: `dataLogDir` if set, else `dataDir`.
-pub fn raft_dir(cfg: &Config) -> PathBuf {
-    cfg.data_log_dir
-        .clone()
-        .unwrap_or_else(|| cfg.data_dir.clone())
-        .join("paddock")
-}
 
 /// A running server.
 pub struct Server {
@@ -73,7 +54,7 @@ impl Server {
         let cfg = Arc::new(cfg);
         std::fs::create_dir_all(&cfg.data_dir)
             .with_context(|| format!("creating dataDir {}", cfg.data_dir.display()))?;
-        let dir = raft_dir(&cfg);
+        let dir = cfg.raft_dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
 
         let mut raft_cfg = consensus::Config::standalone(&dir);
@@ -86,7 +67,7 @@ impl Server {
 
         let (tree, applied, term) = match started.snapshot {
             Some(snap) => {
-                let tree = Tree::restore(&snap.data, tree_config(&cfg))
+                let tree = Tree::restore(&snap.data, cfg.tree_config())
                     .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
                 info!(
                     index = snap.index,
@@ -95,7 +76,7 @@ impl Server {
                 );
                 (tree, snap.index, snap.term)
             }
-            None => (Tree::new(tree_config(&cfg)), 0, 0),
+            None => (Tree::new(cfg.tree_config()), 0, 0),
         };
         let replay_to = raft.status().last_index;
 

@@ -1,25 +1,68 @@
-//! Four-letter words on the client port: gathers a `fourlw::ServerView` from the core's
-//! state, applies the side effects of `srst`/`crst`/`stmk`, and renders the text.
+//! Four-letter words on the client port: applies the side effects of `srst`/`crst`/`stmk` and
+//! gathers the in-memory part of a `fourlw::ServerView` on the core task; `FourLetterJob::finish`
+//! then adds what costs file-system calls (directory sizes, `/proc`) and renders the text with
+//! the pure `fourlw::render`, on a blocking thread. The core task serves every client, so it
+//! walks no directory: a `mntr` scrape every few seconds would otherwise delay every reply.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 use wire::{FourLetterWord, OpCode};
+use znode_tree::{Tree, WatchRegistry};
 
-use crate::core::Core;
+use super::Core;
+use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
+use crate::msg::ConnId;
+use crate::stats::{ConnStats, ServerStats};
+
+/// One connection as the listings show it (`cons`, `crst`).
+struct LiveConn<'a> {
+    remote: SocketAddr,
+    session_id: i64,
+    /// The negotiated session timeout.
+    timeout_ms: i32,
+    /// Requests in the connection's FIFO.
+    queued: usize,
+    stats: &'a mut ConnStats,
+}
+
+/// A four-letter word's answer, half made on the core task.
+pub(super) struct FourLetterJob {
+    word: FourLetterWord,
+    whitelist: FourLetterWhitelist,
+    view: ServerView,
+    /// dataDir and the raft directory, whose sizes `finish` adds; `None` when the word prints no
+    /// file-system facts (`ruok`), so nothing is read for it.
+    dirs: Option<(PathBuf, PathBuf)>,
+}
+
+impl FourLetterJob {
+    /// Adds the directory sizes, the descriptor counts and the environment, then renders. Does
+    /// blocking IO: run it off the core task.
+    pub(super) fn finish(mut self) -> String {
+        if let Some((data_dir, raft_dir)) = &self.dirs {
+            self.view.data_dir_size = dir_size(data_dir);
+            self.view.log_dir_size = dir_size(raft_dir);
+            self.view.open_file_descriptor_count = open_fds();
+            self.view.max_file_descriptor_count = max_fds();
+            self.view.environment = environment();
+        }
+        fourlw::render(self.word, &self.view, &self.whitelist)
+    }
+}
 
 /// `remote` is the connection asking: ZooKeeper counts and lists it among the connections
 /// (`Connections: 1` on an idle server), so paddock does too.
 /// `mask` is `stmk`'s argument.
-pub(crate) fn four_letter(
+pub(super) fn four_letter(
     core: &mut Core,
     word: FourLetterWord,
     mask: Option<i64>,
     remote: SocketAddr,
-) -> String {
+) -> FourLetterJob {
     let whitelist = core.config().four_letter_words.clone();
     if whitelist.allows(word) {
         match word {
@@ -30,12 +73,21 @@ pub(crate) fn four_letter(
             }
             FourLetterWord::Srst => core.reset_stats(),
             FourLetterWord::Crst => {
-                for (.., stats) in core.conn_views() {
-                    stats.reset();
+                for conn in core.conn_views() {
+                    conn.stats.reset();
                 }
             }
             _ => {}
         }
+    }
+    if word == FourLetterWord::Ruok {
+        // "imok" (or the whitelist refusal) says nothing about the state.
+        return FourLetterJob {
+            word,
+            whitelist,
+            view: ServerView::default(),
+            dirs: None,
+        };
     }
     let mut view = server_view(core);
     view.connections.push(ConnView {
@@ -54,7 +106,13 @@ pub(crate) fn four_letter(
         last_latency_ms: 0,
         latency: Default::default(),
     });
-    fourlw::render(word, &view, &whitelist)
+    let cfg = core.config();
+    FourLetterJob {
+        word,
+        whitelist,
+        view,
+        dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
+    }
 }
 
 fn epoch_ms() -> i64 {
@@ -179,7 +237,14 @@ fn server_view(core: &mut Core) -> ServerView {
 
     let mut session_of = std::collections::HashMap::new();
     let mut connections = Vec::new();
-    for (remote, session_id, timeout_ms, queued, stats) in core.conn_views() {
+    for LiveConn {
+        remote,
+        session_id,
+        timeout_ms,
+        queued,
+        stats,
+    } in core.conn_views()
+    {
         connections.push(ConnView {
             remote,
             interest_ops: 1,
@@ -246,12 +311,9 @@ fn server_view(core: &mut Core) -> ServerView {
         })
         .collect();
 
-    let cfg = core.config();
-    let data_dir_size = dir_size(&cfg.data_dir);
-    let log_dir_size = dir_size(&crate::node::raft_dir(cfg));
-    let conf_lines = cfg.as_conf_lines();
+    let conf_lines = core.config().as_conf_lines();
     let stats = core.stats().clone();
-    let response_sizes = core.response_sizes().get();
+    let response_sizes = core.response_sizes.get();
     let status = core.raft().status();
 
     ServerView {
@@ -265,7 +327,8 @@ fn server_view(core: &mut Core) -> ServerView {
         zxid,
         node_count,
         conf_lines,
-        environment: environment(),
+        // Read off the core task, by `FourLetterJob::finish`.
+        environment: Vec::new(),
         watches_by_session,
         watches_by_path,
         watch_count: ws.total() as u64,
@@ -275,11 +338,11 @@ fn server_view(core: &mut Core) -> ServerView {
         approximate_data_size: core.tree().approximate_data_size(),
         global_sessions: sessions.len() as u64,
         local_sessions: 0,
-        data_dir_size,
-        log_dir_size,
+        data_dir_size: 0,
+        log_dir_size: 0,
         uptime_ms: core.uptime().as_millis() as u64,
-        open_file_descriptor_count: open_fds(),
-        max_file_descriptor_count: max_fds(),
+        open_file_descriptor_count: None,
+        max_file_descriptor_count: None,
         last_client_response_size: response_sizes.0,
         min_client_response_size: response_sizes.1,
         max_client_response_size: response_sizes.2,
@@ -312,5 +375,59 @@ fn server_view(core: &mut Core) -> ServerView {
         ],
         trace_mask: core.trace_mask(),
         digest_log: vec![(zxid, core.tree().digest() as i64)],
+    }
+}
+
+/// What the four-letter words read of the core.
+impl Core {
+    fn tree(&self) -> &Tree {
+        &self.tree
+    }
+    fn watches(&self) -> &WatchRegistry {
+        &self.watches
+    }
+    fn config(&self) -> &Config {
+        &self.cfg
+    }
+    fn trace_mask(&self) -> i64 {
+        self.trace_mask
+    }
+    fn set_trace_mask(&mut self, mask: i64) {
+        self.trace_mask = mask;
+    }
+    /// `srst`: the server-wide counters, reply sizes included (ZooKeeper's `ServerStats.reset`).
+    fn reset_stats(&mut self) {
+        self.stats.reset();
+        self.response_sizes.reset();
+    }
+    fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+    fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+    fn raft(&self) -> &consensus::Handle {
+        &self.raft
+    }
+    fn session_deadline(&self, session: i64) -> Option<Instant> {
+        self.tracker.deadline(session)
+    }
+    fn conn_views(&mut self) -> impl Iterator<Item = LiveConn<'_>> {
+        self.conns.values_mut().map(|c| LiveConn {
+            remote: c.remote,
+            session_id: c.session_id,
+            timeout_ms: c.timeout_ms,
+            queued: c.queue.len(),
+            stats: &mut c.stats,
+        })
+    }
+    fn conn_ids_and_sessions(&self) -> Vec<(ConnId, i64)> {
+        self.conns
+            .iter()
+            .map(|(id, c)| (*id, c.session_id))
+            .collect()
+    }
+    fn outstanding(&self) -> usize {
+        self.conns.values().map(|c| c.queue.len()).sum()
     }
 }

@@ -1,0 +1,117 @@
+//! Connection bookkeeping: what the core keeps per connection, how a connection closes or lets
+//! go of its session and watches, and sending to a connection's outbound queue.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use wire::{Id, ReplyHeader};
+
+use super::requests::Queued;
+use super::Core;
+use crate::msg::ConnId;
+use crate::outbound::{Outbound, OutboundTx, Refused};
+use crate::sasl::DigestMd5Server;
+use crate::stats::ConnStats;
+
+/// One client connection as the core sees it.
+#[derive(Debug)]
+pub(super) struct Conn {
+    pub(super) remote: SocketAddr,
+    pub(super) out: OutboundTx,
+    pub(super) session_id: i64,
+    pub(super) timeout_ms: i32,
+    pub(super) auth: Vec<Id>,
+    /// The connection's SASL exchange, from its first token on (`ServerCnxn.zooKeeperSaslServer`).
+    pub(super) sasl: Option<DigestMd5Server>,
+    pub(super) queue: VecDeque<Queued>,
+    /// Whether the client sent the optional readOnly byte: the server mirrors it.
+    pub(super) sent_read_only: bool,
+    pub(super) ready: Option<oneshot::Sender<bool>>,
+    pub(super) stats: ConnStats,
+    pub(super) closed: bool,
+}
+
+impl Core {
+    pub(super) fn closed(&mut self, id: ConnId) {
+        if let Some(conn) = self.conns.remove(&id) {
+            self.detach(id, conn.session_id);
+            if self.connecting.get(&conn.session_id) == Some(&id) {
+                self.connecting.remove(&conn.session_id);
+            }
+            debug!(peer = %conn.remote, "connection closed");
+        }
+    }
+
+    /// Asks the writer to flush and close; the entry goes when the connection task reports
+    /// `Closed`, but the connection stops holding its session and its watches now.
+    pub(super) fn close_conn(&mut self, id: ConnId) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if !conn.closed {
+            conn.closed = true;
+            let _ = conn.out.try_send(Outbound::Close);
+        }
+        let session_id = conn.session_id;
+        self.detach(id, session_id);
+    }
+
+    /// Watches belong to the connection (the client re-registers them with setWatches), and a
+    /// session is held by one connection at a time.
+    pub(super) fn detach(&mut self, id: ConnId, session_id: i64) {
+        self.watches.remove_watcher(id);
+        if self.by_session.get(&session_id) == Some(&id) {
+            self.by_session.remove(&session_id);
+        }
+    }
+
+    /// A reply that is only a header: errors, and the ops whose answer has no body.
+    pub(super) fn send_header(&mut self, id: ConnId, xid: i32, zxid: i64, err: i32) {
+        self.send(
+            id,
+            Outbound::Reply {
+                header: ReplyHeader { xid, zxid, err },
+                body: None,
+            },
+        );
+    }
+
+    pub(super) fn send(&mut self, id: ConnId, msg: Outbound) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.closed {
+            return;
+        }
+        if let Outbound::Reply { header, .. } = &msg {
+            if header.zxid > 0 {
+                conn.stats.last_zxid = header.zxid;
+            }
+        }
+        match conn.out.try_send(msg) {
+            Ok(()) => {
+                conn.stats.sent += 1;
+                self.stats.packets_sent += 1;
+            }
+            Err(Refused::Full) => {
+                warn!(peer = %conn.remote, "client is not reading its replies; closing the connection");
+                self.close_conn(id);
+            }
+            Err(Refused::Closed) => {
+                conn.closed = true;
+            }
+        }
+    }
+
+    pub(super) fn record_latency(&mut self, id: ConnId, received: Instant) {
+        let ms = received.elapsed().as_millis() as u64;
+        self.stats.record_latency(ms);
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.stats.record_latency(ms);
+        }
+    }
+}

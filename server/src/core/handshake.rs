@@ -1,0 +1,173 @@
+//! The handshake: a ConnectRequest becomes a new session (proposed as CreateSession), a
+//! reconnect to a live session, or a refusal; and where session ids and passwords come from.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use wire::{ConnectRequest, ConnectResponse, Id};
+use znode_tree::Txn;
+
+use super::conns::Conn;
+use super::submit::stamp;
+use super::{now_ms, Core};
+use crate::msg::ConnId;
+use crate::outbound::{Outbound, OutboundTx};
+use crate::stats::ConnStats;
+
+/// ZooKeeper's first session id: the server id in the top byte, then milliseconds since
+/// the epoch shifted into the middle (`SessionTrackerImpl.initializeNextSessionId`), so ids
+/// stay unique across restarts without persisting a counter.
+pub(super) fn initial_session_id(server_id: u64, now_ms: i64) -> i64 {
+    let time_part = ((now_ms as u64) << 24) >> 8;
+    ((server_id << 56) | time_part) as i64
+}
+
+impl Core {
+    pub(super) fn connect(
+        &mut self,
+        id: ConnId,
+        remote: SocketAddr,
+        req: ConnectRequest,
+        out: OutboundTx,
+        ready: oneshot::Sender<bool>,
+    ) {
+        self.stats.packets_received += 1;
+        let sent_read_only = req.read_only.is_some();
+        // A client that has seen a newer state than ours must try another server.
+        if req.last_zxid_seen > self.tree.last_zxid() {
+            warn!(
+                peer = %remote,
+                client_zxid = format_args!("{:#x}", req.last_zxid_seen),
+                our_zxid = format_args!("{:#x}", self.tree.last_zxid()),
+                "refusing a client that has seen a later zxid than this server"
+            );
+            let _ = ready.send(false);
+            let _ = out.try_send(Outbound::Close);
+            return;
+        }
+        let timeout_ms = self.cfg.negotiate_timeout(req.timeout);
+        let conn = Conn {
+            remote,
+            out,
+            session_id: 0,
+            timeout_ms,
+            auth: vec![Id::new("ip", &remote.ip().to_string())],
+            sasl: None,
+            queue: VecDeque::new(),
+            sent_read_only,
+            ready: Some(ready),
+            stats: ConnStats::new(Instant::now()),
+            closed: false,
+        };
+        self.conns.insert(id, conn);
+
+        if req.session_id == 0 {
+            let session_id = self.allocate_session_id();
+            let mut password = [0u8; 16];
+            rand::Rng::fill(&mut rand::thread_rng(), &mut password[..]);
+            self.conns.get_mut(&id).unwrap().session_id = session_id;
+            self.connecting.insert(session_id, id);
+            let entry = stamp(
+                session_id,
+                0,
+                now_ms(),
+                Vec::new(),
+                Txn::CreateSession {
+                    timeout_ms,
+                    password,
+                },
+            );
+            if self.propose(&entry).is_err() {
+                self.connecting.remove(&session_id);
+                self.refuse_connection(id);
+            }
+            return;
+        }
+
+        // Reconnect: the password must match a live session that is not closing.
+        let valid = match self.tree.session(req.session_id) {
+            Some(s) => {
+                req.passwd.as_deref() == Some(&s.password[..])
+                    && !self.tracker.is_closing(req.session_id)
+            }
+            None => false,
+        };
+        if !valid {
+            debug!(peer = %remote, session = format_args!("{:#x}", req.session_id), "session expired or password wrong");
+            self.send(
+                id,
+                Outbound::Connect(ConnectResponse {
+                    protocol_version: 0,
+                    timeout: 0,
+                    session_id: 0,
+                    passwd: Some(vec![0; 16]),
+                    read_only: sent_read_only.then_some(false),
+                }),
+            );
+            self.refuse_connection(id);
+            return;
+        }
+        // Only one connection holds a session: the older one goes.
+        if let Some(old) = self.by_session.insert(req.session_id, id) {
+            if old != id {
+                self.close_conn(old);
+            }
+        }
+        let password = self
+            .tree
+            .session(req.session_id)
+            .map(|s| s.password)
+            .unwrap_or_default();
+        self.tracker
+            .touch(req.session_id, timeout_ms, Instant::now());
+        let conn = self.conns.get_mut(&id).unwrap();
+        conn.session_id = req.session_id;
+        info!(peer = %remote, session = format_args!("{:#x}", req.session_id), timeout_ms, "session reconnected");
+        self.finish_handshake(id, password);
+    }
+
+    pub(super) fn finish_handshake(&mut self, id: ConnId, password: [u8; 16]) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            timeout: conn.timeout_ms,
+            session_id: conn.session_id,
+            passwd: Some(password.to_vec()),
+            read_only: conn.sent_read_only.then_some(false),
+        };
+        if let Some(ready) = conn.ready.take() {
+            let _ = ready.send(true);
+        }
+        self.send(id, Outbound::Connect(resp));
+    }
+
+    fn refuse_connection(&mut self, id: ConnId) {
+        if let Some(conn) = self.conns.get_mut(&id) {
+            if let Some(ready) = conn.ready.take() {
+                let _ = ready.send(false);
+            }
+        }
+        self.close_conn(id);
+    }
+
+    fn allocate_session_id(&mut self) -> i64 {
+        loop {
+            let id = self.next_session_id;
+            self.next_session_id = self.next_session_id.wrapping_add(1);
+            // i64::MIN marks containers' owner; 0 means "no session".
+            if id != 0
+                && id != i64::MIN
+                && self.tree.session(id).is_none()
+                && !self.connecting.contains_key(&id)
+            {
+                return id;
+            }
+        }
+    }
+}

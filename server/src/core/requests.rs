@@ -1,0 +1,184 @@
+//! The request pipeline: every request after the handshake comes in here, is classified
+//! (auth, sync, write, read) and takes its place in its connection's FIFO, so replies leave in
+//! request order (per-session FIFO, see the module doc of `core`).
+
+use tracing::{debug, warn};
+
+use tokio::time::Instant;
+
+use wire::{ErrorCode, Request, RequestHeader};
+use znode_tree::Txn;
+
+use super::Core;
+use crate::msg::ConnId;
+use crate::throttle::Slot;
+
+/// A request waiting in a connection's FIFO.
+#[derive(Debug)]
+pub(super) enum Pending {
+    /// A write proposed to the log; answered when its entry is applied.
+    Write { xid: i32, received: Instant },
+    /// A read (or an op answered like one) that waits behind earlier writes.
+    Read {
+        header: RequestHeader,
+        req: Request,
+        received: Instant,
+    },
+    /// A request answered with an error in its turn (a body that did not decode).
+    Error {
+        xid: i32,
+        code: ErrorCode,
+        received: Instant,
+    },
+    /// sync: answered once the local applied index reaches the ReadIndex.
+    Sync {
+        xid: i32,
+        path: String,
+        ctx: u64,
+        index: Option<u64>,
+        received: Instant,
+    },
+}
+
+/// A pending request and its throttle slot, freed when it leaves the queue.
+#[derive(Debug)]
+pub(super) struct Queued {
+    pub(super) pending: Pending,
+    pub(super) _slot: Slot,
+}
+
+impl Core {
+    pub(super) fn request(
+        &mut self,
+        id: ConnId,
+        header: RequestHeader,
+        req: Result<Request, wire::DecodeError>,
+        received: Instant,
+        slot: Slot,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.closed {
+            return;
+        }
+        let (session_id, timeout_ms) = (conn.session_id, conn.timeout_ms);
+        self.stats.packets_received += 1;
+        conn.stats.received += 1;
+        // ZooKeeper drops frames of a closing session without a reply (§5.2).
+        if self.tracker.is_closing(session_id) {
+            return;
+        }
+        if !self.authenticated_as_required(id, header.op_type) {
+            // AuthenticationHelper.enforceAuthentication: -124 with zxid 0, then the
+            // connection closes; the session lives on until it expires.
+            warn!(
+                peer = %self.conns[&id].remote,
+                session = format_args!("{session_id:#x}"),
+                "request before authenticating with a required scheme; closing the connection"
+            );
+            let code = ErrorCode::SessionClosedRequireSaslAuth.code();
+            self.send_header(id, header.xid, 0, code);
+            self.close_conn(id);
+            return;
+        }
+        self.tracker.touch(session_id, timeout_ms, received);
+        let conn = self.conns.get_mut(&id).expect("checked above");
+
+        let req = match req {
+            Ok(req) => req,
+            Err(e) if e.reply_code() == ErrorCode::Unimplemented => {
+                debug!(
+                    op = header.op_type,
+                    "opcode not accepted from clients: Unimplemented, then close"
+                );
+                self.reply_error_and_close(id, header.xid, ErrorCode::Unimplemented);
+                return;
+            }
+            Err(e) => {
+                debug!(error = %e, "undecodable request body");
+                conn.queue.push_back(Queued {
+                    pending: Pending::Error {
+                        xid: header.xid,
+                        code: ErrorCode::MarshallingError,
+                        received,
+                    },
+                    _slot: slot,
+                });
+                self.drain(id);
+                return;
+            }
+        };
+        conn.stats.last_op = req.opcode();
+        if header.xid > 0 {
+            conn.stats.last_cxid = header.xid;
+        }
+
+        match req {
+            // Auth is answered at once, outside the ordered pipeline, as ZooKeeper does.
+            Request::Auth(packet) => self.auth(id, header.xid, packet),
+            Request::Sasl(req) => self.sasl(id, header.xid, req.token.unwrap_or_default()),
+            Request::Check(_) | Request::DeleteContainer(_) => {
+                // Valid only inside multi / only from the server itself.
+                self.reply_error_and_close(id, header.xid, ErrorCode::Unimplemented);
+            }
+            Request::Sync(sync) => {
+                let ctx = self.next_read_ctx;
+                self.next_read_ctx += 1;
+                let conn = self.conns.get_mut(&id).unwrap();
+                conn.queue.push_back(Queued {
+                    pending: Pending::Sync {
+                        xid: header.xid,
+                        path: sync.path,
+                        ctx,
+                        index: None,
+                        received,
+                    },
+                    _slot: slot,
+                });
+                if self.raft.read_index(ctx).is_err() {
+                    self.close_conn(id);
+                }
+            }
+            Request::CloseSession => {
+                self.tracker.mark_closing(session_id);
+                self.propose_write(id, header, Txn::CloseSession, received, slot);
+            }
+            req if req.is_write() && !matches!(req, Request::Reconfig(_)) => {
+                self.propose_write(id, header, Txn::Write(req), received, slot);
+            }
+            req => {
+                self.conns.get_mut(&id).unwrap().queue.push_back(Queued {
+                    pending: Pending::Read {
+                        header,
+                        req,
+                        received,
+                    },
+                    _slot: slot,
+                });
+                self.drain(id);
+            }
+        }
+    }
+
+    pub(super) fn reply_error_and_close(&mut self, id: ConnId, xid: i32, code: ErrorCode) {
+        let zxid = self.tree.last_zxid();
+        self.send_header(id, xid, zxid, code.code());
+        self.close_conn(id);
+    }
+
+    /// Removes the head write of a connection if it is the one with `xid`.
+    pub(super) fn pop_write(&mut self, id: ConnId, xid: i32) -> Option<Instant> {
+        let conn = self.conns.get_mut(&id)?;
+        match conn.queue.front().map(|q| &q.pending) {
+            Some(Pending::Write { xid: x, .. }) if *x == xid => match conn.queue.pop_front() {
+                Some(Queued {
+                    pending: Pending::Write { received, .. },
+                    ..
+                }) => Some(received),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}

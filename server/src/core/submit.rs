@@ -1,0 +1,68 @@
+//! Where a request becomes a log entry and leaves the core for raft. `stamp` is the one place an
+//! entry gets its session, xid, time and auth; `propose` is the one place an entry leaves the
+//! core. Forwarding a follower's writes to the leader belongs here.
+
+use tokio::time::Instant;
+use tracing::warn;
+
+use consensus::ConsensusError;
+use wire::{Id, RequestHeader};
+use znode_tree::{Entry, Txn};
+
+use super::requests::{Pending, Queued};
+use super::{now_ms, Core};
+use crate::msg::ConnId;
+use crate::throttle::Slot;
+
+/// The log entry for `txn`, as the proposer stamps it. `time_ms` is the proposer's wall clock,
+/// read once by the caller (the TTL sweep stamps with the time it decided by), so every replica
+/// applies the same time.
+pub(super) fn stamp(session_id: i64, xid: i32, time_ms: i64, auth: Vec<Id>, txn: Txn) -> Entry {
+    Entry {
+        session_id,
+        xid,
+        time_ms,
+        auth,
+        txn,
+    }
+}
+
+impl Core {
+    pub(super) fn propose_write(
+        &mut self,
+        id: ConnId,
+        header: RequestHeader,
+        txn: Txn,
+        received: Instant,
+        slot: Slot,
+    ) {
+        let conn = self.conns.get_mut(&id).unwrap();
+        let entry = stamp(
+            conn.session_id,
+            header.xid,
+            now_ms(),
+            conn.auth.clone(),
+            txn,
+        );
+        conn.queue.push_back(Queued {
+            pending: Pending::Write {
+                xid: header.xid,
+                received,
+            },
+            _slot: slot,
+        });
+        if self.propose(&entry).is_err() {
+            // Not leader / stopped: the client reconnects elsewhere (or retries).
+            self.close_conn(id);
+        }
+    }
+
+    /// Hands `entry` to raft. A refusal is logged and returned: `NotLeader` (a follower, or a
+    /// leader that just lost its role) and `Stopped` (the raft thread is gone) call for different
+    /// handling once writes can be forwarded.
+    pub(super) fn propose(&mut self, entry: &Entry) -> Result<(), ConsensusError> {
+        self.raft
+            .propose(entry.encode())
+            .inspect_err(|e| warn!(error = %e, "proposal refused"))
+    }
+}

@@ -1,0 +1,59 @@
+//! The messages into the core: what connection tasks, the raft-events bridge and start-up send
+//! to the one task that owns the state (see `core`). Senders import only this module, so none
+//! of them depends on the core itself.
+
+use std::net::SocketAddr;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use consensus::Event;
+use wire::{ConnectRequest, FourLetterWord, Request, RequestHeader};
+
+use crate::outbound::OutboundTx;
+use crate::throttle::Slot;
+
+/// Names a client connection for the core; unique for the life of the process.
+pub type ConnId = u64;
+
+/// Messages into the core.
+#[derive(Debug)]
+pub enum CoreMsg {
+    /// A new connection finished reading its ConnectRequest.
+    Connect {
+        conn: ConnId,
+        remote: SocketAddr,
+        req: ConnectRequest,
+        out: OutboundTx,
+        /// Answered `true` once the session is set up; `false` means close after flushing.
+        ready: oneshot::Sender<bool>,
+    },
+    /// A request frame after the handshake. A body that did not decode is carried as the error.
+    Request {
+        conn: ConnId,
+        header: RequestHeader,
+        req: Result<Request, wire::DecodeError>,
+        received: Instant,
+        /// Counts the request against `globalOutstandingLimit` until it is answered or dropped.
+        slot: Slot,
+    },
+    /// The connection's socket closed.
+    Closed { conn: ConnId },
+    /// A four-letter word on a fresh connection.
+    FourLetter {
+        word: FourLetterWord,
+        /// `stmk`'s argument: the 8-byte trace mask that follows the word.
+        mask: Option<i64>,
+        remote: SocketAddr,
+        reply: oneshot::Sender<String>,
+    },
+    /// From the raft thread.
+    Consensus(Event),
+    /// Answered once the applied index reaches `index` (start-up replay).
+    WaitApplied {
+        index: u64,
+        reply: oneshot::Sender<()>,
+    },
+    /// Stop: flush nothing more, reply nothing more.
+    Shutdown,
+}
