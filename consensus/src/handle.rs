@@ -7,8 +7,9 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use raft::eraftpb::{ConfChangeV2, Message};
 
-use crate::node::{self, Command};
+use crate::raft_loop::{self, Command};
 use crate::snapshot_file;
+use crate::status::{Shared, Status};
 use crate::storage::LogStore;
 use crate::transport::{NoPeers, Transport};
 use crate::{Config, ConsensusError, Event, Snapshot};
@@ -19,47 +20,6 @@ pub struct Started {
     pub handle: Handle,
     pub events: Receiver<Event>,
     pub snapshot: Option<Snapshot>,
-}
-
-/// A cheap copy of the node's state, refreshed by the raft thread after every iteration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Status {
-    pub id: u64,
-    /// 0 when no leader is known.
-    pub leader_id: u64,
-    pub term: u64,
-    pub is_leader: bool,
-    pub commit: u64,
-    /// Last index durable in the local log.
-    pub last_index: u64,
-    pub first_index: u64,
-    /// Index of the newest durable snapshot (1 = the bootstrap snapshot).
-    pub snapshot_index: u64,
-    /// Last index handed to the applier.
-    pub applied: u64,
-    /// Synced RocksDB batches written since start: one per Ready that had something to persist.
-    pub synced_writes: u64,
-    /// Readys processed since start.
-    pub readies: u64,
-}
-
-pub(crate) struct Shared {
-    pub status: Mutex<Status>,
-    pub stopped: std::sync::atomic::AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn status(&self) -> Status {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn set_status(&self, s: Status) {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = s;
-    }
-
-    fn is_stopped(&self) -> bool {
-        self.stopped.load(std::sync::atomic::Ordering::Acquire)
-    }
 }
 
 struct Inner {
@@ -216,27 +176,6 @@ impl Handle {
     pub fn snapshot_dir(&self) -> &Path {
         &self.inner.snapshot_dir
     }
-
-    /// Bytes on disk used by the log (RocksDB files, WAL included).
-    pub fn log_size_bytes(&self) -> u64 {
-        dir_size(&self.inner.db_dir)
-    }
-
-    /// Bytes on disk used by snapshot files.
-    pub fn snapshot_size_bytes(&self) -> u64 {
-        dir_size(&self.inner.snapshot_dir)
-    }
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok())
-        .map(|m| if m.is_dir() { 0 } else { m.len() })
-        .sum()
 }
 
 /// Starts a standalone node (or any node with no peers to reach).
@@ -283,7 +222,7 @@ pub fn start_with_transport(
         status: Mutex::new(Status::default()),
         stopped: Default::default(),
     });
-    let threads = node::spawn(
+    let threads = raft_loop::spawn(
         cfg,
         store,
         applied,

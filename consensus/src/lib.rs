@@ -41,18 +41,20 @@ mod config;
 mod error;
 mod handle;
 mod logger;
-mod node;
+mod raft_loop;
 pub mod snapshot_file;
+mod status;
 pub mod storage;
 mod transport;
 
 pub use config::Config;
 pub use error::ConsensusError;
-pub use handle::{start, start_with_transport, Handle, Started, Status};
+pub use handle::{start, start_with_transport, Handle, Started};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
     MessageType,
 };
+pub use status::Status;
 pub use transport::{NoPeers, Transport};
 
 /// A snapshot of the applier's state machine, exactly as of `index`.

@@ -387,18 +387,6 @@ impl LogStore {
         Ok(())
     }
 
-    /// Drops log entries up to `compact_to` (inclusive); must not pass the newest snapshot.
-    pub fn compact(&mut self, compact_to: u64) -> Result<(), ConsensusError> {
-        if compact_to > self.snapshot_meta.index {
-            return Err(ConsensusError::Invalid(format!(
-                "compaction to {compact_to} would pass the snapshot at {}",
-                self.snapshot_meta.index
-            )));
-        }
-        let snap = self.snapshot_meta.clone();
-        self.record_snapshot(&snap, compact_to)
-    }
-
     pub fn hard_state(&self) -> &HardState {
         &self.hard_state
     }

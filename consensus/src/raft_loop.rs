@@ -21,8 +21,8 @@ use raft::eraftpb::{
 };
 use raft::{ProgressState, RawNode, SnapshotStatus, StateRole};
 
-use crate::handle::{Shared, Status};
 use crate::snapshot_file;
+use crate::status::{Shared, Status};
 use crate::storage::LogStore;
 use crate::transport::Transport;
 use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot};
