@@ -7,10 +7,9 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use raft::eraftpb::{ConfChangeV2, Message};
 
-use crate::raft_loop::{self, Command};
-use crate::snapshot_file;
+use crate::driver::{Command, Driver};
+use crate::raft_loop::{self, Request};
 use crate::status::{Shared, Status};
-use crate::storage::LogStore;
 use crate::transport::{NoPeers, Transport};
 use crate::{Config, ConsensusError, Event, Snapshot};
 
@@ -23,7 +22,7 @@ pub struct Started {
 }
 
 struct Inner {
-    tx: Sender<Command>,
+    tx: Sender<Request>,
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     db_dir: PathBuf,
@@ -32,7 +31,7 @@ struct Inner {
 
 impl Inner {
     fn shutdown(&self) {
-        let _ = self.tx.send(Command::Shutdown);
+        let _ = self.tx.send(Request::Shutdown);
         let threads: Vec<_> =
             std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
         for t in threads {
@@ -63,7 +62,10 @@ impl Handle {
         if self.inner.shared.is_stopped() {
             return Err(ConsensusError::Stopped);
         }
-        self.inner.tx.send(cmd).map_err(|_| ConsensusError::Stopped)
+        self.inner
+            .tx
+            .send(Request::Command(cmd))
+            .map_err(|_| ConsensusError::Stopped)
     }
 
     /// Queues `data` for replication; never blocks. The entry comes back through
@@ -188,108 +190,26 @@ pub fn start_with_transport(
     cfg: Config,
     transport: Box<dyn Transport>,
 ) -> Result<Started, ConsensusError> {
-    cfg.validate()?;
-    let db_dir = cfg.db_dir();
-    let snapshot_dir = cfg.snapshot_dir();
-    std::fs::create_dir_all(&db_dir)?;
-    std::fs::create_dir_all(&snapshot_dir)?;
-    snapshot_file::remove_temporaries(&snapshot_dir)?;
-
-    let mut store = LogStore::open(&db_dir)?;
-    if !store.is_initialized() && cfg.voters.contains(&cfg.id) {
-        tracing::info!(node = cfg.id, voters = ?cfg.voters, "bootstrapping a new group");
-        store.bootstrap(&cfg.voters)?;
-    }
-    store.set_snapshot_dir(snapshot_dir.clone());
-
-    let loaded = load_snapshot(&mut store, &snapshot_dir)?;
-    // Raft restarts with the membership as of the state it restarts from; replaying the log
-    // re-applies later membership changes in order, as they were applied the first time.
-    let (applied, conf_state) = match &loaded {
-        Some(s) => (s.index, s.conf_state.clone()),
-        None => (
-            store.first() - 1,
-            store.snapshot_meta().get_conf_state().clone(),
-        ),
-    };
-    if store.is_initialized() {
-        store.restart_with_conf_state(conf_state);
-    }
-
+    let (driver, snapshot) = Driver::open(&cfg)?;
     let (tx, rx) = crossbeam_channel::unbounded();
     let (events_tx, events) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared {
         status: Mutex::new(Status::default()),
         stopped: Default::default(),
     });
-    let threads = raft_loop::spawn(
-        cfg,
-        store,
-        applied,
-        rx,
-        events_tx,
-        transport,
-        shared.clone(),
-    )?;
+    let threads = raft_loop::spawn(driver, cfg.tick, rx, events_tx, transport, shared.clone())?;
     let handle = Handle {
         inner: Arc::new(Inner {
             tx,
             shared,
             threads: Mutex::new(threads),
-            db_dir,
-            snapshot_dir,
+            db_dir: cfg.db_dir(),
+            snapshot_dir: cfg.snapshot_dir(),
         }),
     };
     Ok(Started {
         handle,
         events,
-        snapshot: loaded.map(|f| Snapshot {
-            index: f.index,
-            term: f.term,
-            data: f.data,
-        }),
+        snapshot,
     })
-}
-
-/// Finds the newest intact snapshot and checks the log can continue from it.
-fn load_snapshot(
-    store: &mut LogStore,
-    dir: &Path,
-) -> Result<Option<snapshot_file::SnapshotFile>, ConsensusError> {
-    let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
-        // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
-        if store.first() > crate::storage::BOOTSTRAP_INDEX + 1 {
-            return Err(ConsensusError::Corrupt(format!(
-                "the log starts at {} but no intact snapshot covers the entries before it",
-                store.first()
-            )));
-        }
-        return Ok(None);
-    };
-    if file.index + 1 < store.first() {
-        return Err(ConsensusError::Corrupt(format!(
-            "newest intact snapshot is at {} but the log starts at {}",
-            file.index,
-            store.first()
-        )));
-    }
-    let log_term = store.term_of(file.index)?;
-    if log_term != file.term {
-        return Err(ConsensusError::Corrupt(format!(
-            "snapshot at {} has term {} but the log says {log_term}",
-            file.index, file.term
-        )));
-    }
-    // A snapshot is only ever taken of applied, hence committed, state; a commit index behind it
-    // was lost with an unsynced write and can be restored from it.
-    if file.index > store.hard_state().commit {
-        store.set_commit(file.index)?;
-    }
-    tracing::info!(
-        index = file.index,
-        term = file.term,
-        bytes = file.data.len(),
-        "loaded snapshot"
-    );
-    Ok(Some(file))
 }

@@ -38,6 +38,7 @@
 //!   up from the first snapshot saved after the change.
 
 mod config;
+pub mod driver;
 mod error;
 mod handle;
 mod logger;

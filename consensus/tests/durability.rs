@@ -2,8 +2,8 @@
 //! only once it is durable on this node. For a group of one this follows from raft-rs committing
 //! up to min(commit, persisted). These tests drive a bare `RawNode` over our log store by hand,
 //! Ready by Ready, with their own minimal persist step, so an upgrade of raft-rs that changed the
-//! rule would show here. They do not exercise paddock's loop, whose `deliver` also checks
-//! the rule and stops the node if it is ever broken.
+//! rule would show here. They do not exercise paddock's loop: `steps.rs` drives the real
+//! `Driver`, whose `deliver` also checks the rule and stops the node if it is ever broken.
 
 use consensus::storage::LogStore;
 use raft::{RawNode, StateRole};
