@@ -22,9 +22,10 @@ use protobuf::Message as _;
 use raft::eraftpb::{
     ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, SnapshotMetadata,
 };
-use raft::{ProgressState, RawNode, SnapshotStatus, StateRole};
+use raft::{ProgressState, RawNode, SnapshotStatus, StateRole, INVALID_ID};
 
 use crate::snapshot_file;
+use crate::status::PeerProgress;
 use crate::storage::{LogStore, BOOTSTRAP_INDEX};
 use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot, Status};
 
@@ -54,6 +55,12 @@ pub enum Command {
         term: u64,
         data: Vec<u8>,
     },
+    /// Hand leadership to this voter, or (`None`) to the most up-to-date one. Leader only.
+    TransferLeader(Option<u64>),
+    /// The transport's link to this peer closed (EOF, reset: its process probably died). If it
+    /// is our leader, forget it and campaign after a short delay instead of waiting for a whole
+    /// election timeout (see `Driver::peer_lost`).
+    PeerLost(u64),
 }
 
 /// A validated snapshot to write to disk; [`SnapshotJob::write`] does it.
@@ -114,8 +121,14 @@ pub struct Driver {
     /// Membership after each change applied in this process (and the one it started from), so a
     /// snapshot records the membership as of its own index. Never empty; the last is current.
     conf_history: Vec<(u64, ConfState)>,
-    /// Last (is_leader, leader_id) reported, to emit RoleChanged only on change.
-    role: (bool, u64),
+    /// Last (is_leader, leader_id, term) reported, to emit RoleChanged only on change.
+    role: (bool, u64, u64),
+    /// Ticks left before the campaign a lost leader link scheduled (see `peer_lost`).
+    campaign_in: Option<usize>,
+    /// The snapshot index for which `SnapshotWanted` was last emitted: one event per need, until
+    /// a newer snapshot is recorded.
+    wanted_at: Option<u64>,
+    dropped_proposals: u64,
     /// Followers with a snapshot in flight: (its index, ticks waited for the acknowledgement).
     snapshots_in_flight: HashMap<u64, (u64, usize)>,
     readies: u64,
@@ -134,9 +147,10 @@ impl Driver {
         snapshot_file::remove_temporaries(&snapshot_dir)?;
 
         let mut store = LogStore::open(&db_dir)?;
-        if !store.is_initialized() && cfg.voters.contains(&cfg.id) {
-            tracing::info!(node = cfg.id, voters = ?cfg.voters, "bootstrapping a new group");
-            store.bootstrap(&cfg.voters)?;
+        if !store.is_initialized() && cfg.is_initial_member() {
+            tracing::info!(node = cfg.id, voters = ?cfg.voters, learners = ?cfg.learners,
+                "bootstrapping a new group");
+            store.bootstrap(&cfg.voters, &cfg.learners)?;
         }
         store.set_snapshot_dir(snapshot_dir.clone());
 
@@ -156,7 +170,9 @@ impl Driver {
 
         let logger = crate::logger::raft_logger(cfg.id);
         let mut raw = RawNode::new(&cfg.raft_config(applied), store, &logger)?;
-        if cfg.is_sole_voter() && raw.raft.state != StateRole::Leader {
+        // The role raft starts in is not news; the sole voter's election below is.
+        let role = (false, INVALID_ID, raw.raft.term);
+        if cfg.is_sole_voter() && raw.raft.state != StateRole::Leader && raw.raft.promotable() {
             // Alone in the group: no election timeout to wait for.
             raw.campaign()?;
         }
@@ -169,7 +185,10 @@ impl Driver {
             raw,
             delivered: applied,
             conf_history: vec![(applied, start_conf)],
-            role: (false, 0),
+            role,
+            campaign_in: None,
+            wanted_at: None,
+            dropped_proposals: 0,
             snapshots_in_flight: HashMap::new(),
             readies: 0,
         };
@@ -185,11 +204,32 @@ impl Driver {
     pub fn tick(&mut self) {
         self.raw.tick();
         self.expire_lost_snapshots();
+        if let Some(left) = self.campaign_in.take() {
+            if left > 1 {
+                self.campaign_in = Some(left - 1);
+            } else if self.raw.raft.leader_id == INVALID_ID
+                && self.raw.raft.state == StateRole::Follower
+                && self.raw.raft.promotable()
+            {
+                // Still no leader heard since the link closed: pre-vote now. A majority that
+                // still hears a live leader refuses (its lease holds), so this cannot depose it.
+                tracing::info!(term = self.raw.raft.term, "leader link lost; campaigning");
+                if let Err(e) = self.raw.campaign() {
+                    tracing::warn!("campaign after a lost leader failed: {e}");
+                }
+            }
+        }
     }
 
     /// Starts an election now (pre-vote first). For tests and for a sole voter; raft-rs
     /// randomises election timeouts, so tests elect explicitly.
+    /// A learner (or a removed node) never campaigns: raft-rs 0.7 itself would start an election
+    /// for one and could even win it.
     pub fn campaign(&mut self) -> Result<(), ConsensusError> {
+        if !self.raw.raft.promotable() {
+            tracing::warn!("not a voter: no campaign");
+            return Ok(());
+        }
         Ok(self.raw.campaign()?)
     }
 
@@ -203,8 +243,10 @@ impl Driver {
                 // a leadership loss is dropped, and RoleChanged tells the applier).
                 if self.raw.raft.state != StateRole::Leader {
                     tracing::debug!("proposal dropped: no longer leader");
+                    self.dropped_proposals += 1;
                 } else if let Err(e) = self.raw.propose(Vec::new(), data) {
-                    tracing::debug!("proposal dropped: {e}");
+                    tracing::warn!("proposal dropped: {e}");
+                    self.dropped_proposals += 1;
                 }
             }
             Command::ConfChange(cc) => {
@@ -234,17 +276,103 @@ impl Driver {
                     out.write_snapshot(job);
                 }
             }
+            Command::TransferLeader(to) => self.transfer_leader(to),
+            Command::PeerLost(peer) => self.peer_lost(peer),
         }
         Ok(())
     }
 
+    /// Starts handing leadership to `to`, or to the most up-to-date voter. raft-rs sends it
+    /// `MsgTimeoutNow` once its log matches (at once if it already does), and gives up after an
+    /// election timeout; proposals are dropped meanwhile.
+    fn transfer_leader(&mut self, to: Option<u64>) {
+        if self.raw.raft.state != StateRole::Leader {
+            tracing::debug!("leader transfer ignored: not leader");
+            return;
+        }
+        let Some(to) = to.or_else(|| self.best_successor()) else {
+            tracing::info!("leader transfer ignored: no other voter");
+            return;
+        };
+        if to == self.id || !self.current_conf().voters.contains(&to) {
+            tracing::warn!(to, "leader transfer ignored: not another voter");
+            return;
+        }
+        tracing::info!(to, "transferring leadership");
+        self.raw.transfer_leader(to);
+    }
+
+    /// The voter (other than this leader) with the highest matched index among those heard from
+    /// recently; the lowest id on a tie.
+    fn best_successor(&self) -> Option<u64> {
+        let voters = &self.current_conf().voters;
+        self.raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(id, pr)| **id != self.id && voters.contains(id) && pr.recent_active)
+            .map(|(&id, pr)| (pr.matched, std::cmp::Reverse(id)))
+            .max()
+            .map(|(_, std::cmp::Reverse(id))| id)
+    }
+
+    /// The transport lost its link to `peer`. On a follower whose leader that is, forget the
+    /// leader at once (`leader_id` 0): check-quorum's lease then no longer makes this node ignore
+    /// pre-votes, and the applier hears `RoleChanged { leader_id: 0 }`. Campaign after `1 + rank`
+    /// ticks, where rank orders the other voters by id: survivors of a dead leader start one tick
+    /// apart instead of splitting the vote. A leader only stops pipelining to the peer.
+    fn peer_lost(&mut self, peer: u64) {
+        let raft = &self.raw.raft;
+        if raft.state == StateRole::Leader {
+            self.raw.report_unreachable(peer);
+            return;
+        }
+        if peer == INVALID_ID || peer != raft.leader_id || peer == self.id {
+            return;
+        }
+        let term = raft.term;
+        tracing::info!(peer, term, "link to the leader lost; forgetting it");
+        self.raw.raft.become_follower(term, INVALID_ID);
+        if self.raw.raft.promotable() {
+            let rank = self
+                .current_conf()
+                .voters
+                .iter()
+                .filter(|&&v| v != peer && v < self.id)
+                .count();
+            self.campaign_in = Some((1 + rank).min(self.election_tick / 2).max(1));
+        }
+    }
+
     /// Handles every pending Ready, then publishes the state.
     pub fn ready(&mut self, out: &mut impl Output) -> Result<(), ConsensusError> {
+        self.want_snapshot(out);
         while self.raw.has_ready() {
             self.on_ready(out)?;
+            self.want_snapshot(out);
         }
         out.publish(self);
         Ok(())
+    }
+
+    /// raft wanted to send a peer a snapshot the store cannot give (the newest one predates the
+    /// peer's membership, or is older than the peer asked for, or its file is unreadable): ask the
+    /// applier for a fresh one, once per stored snapshot.
+    fn want_snapshot(&mut self, out: &mut impl Output) {
+        let Some(peer) = self.raw.store().take_snapshot_wanted() else {
+            return;
+        };
+        let have = self.raw.store().snapshot_meta().index;
+        if self.wanted_at == Some(have) {
+            return;
+        }
+        self.wanted_at = Some(have);
+        tracing::info!(
+            peer,
+            snapshot = have,
+            "asking the applier for a fresh snapshot"
+        );
+        out.event(Event::SnapshotWanted { peer });
     }
 
     /// One Ready, in the order of consensus-notes §4 (numbered as in the crate docs).
@@ -289,6 +417,13 @@ impl Driver {
                 term: meta.term,
                 data: snap.data.to_vec(),
             }));
+            let cs = meta.get_conf_state();
+            out.event(Event::MembershipChanged {
+                index: meta.index,
+                voters: cs.voters.clone(),
+                learners: cs.learners.clone(),
+                context: Vec::new(),
+            });
             Some(meta)
         };
 
@@ -323,16 +458,18 @@ impl Driver {
         Ok(())
     }
 
+    /// Emits `RoleChanged` when leadership, the known leader or the term changed (a term alone:
+    /// the same leader re-elected, and what the old term held may have been dropped).
     fn report_role(&mut self, out: &mut impl Output) {
         let raft = &self.raw.raft;
-        let role = (raft.state == StateRole::Leader, raft.leader_id);
+        let role = (raft.state == StateRole::Leader, raft.leader_id, raft.term);
         if role != self.role {
             self.role = role;
-            let term = raft.term;
-            tracing::info!(is_leader = role.0, leader = role.1, term, "role changed");
+            let (is_leader, leader_id, term) = role;
+            tracing::info!(is_leader, leader = leader_id, term, "role changed");
             out.event(Event::RoleChanged {
-                is_leader: role.0,
-                leader_id: role.1,
+                is_leader,
+                leader_id,
                 term,
             });
         }
@@ -411,30 +548,55 @@ impl Driver {
                 );
             }
             self.delivered = e.index;
-            let data = match e.get_entry_type() {
-                EntryType::EntryNormal => e.data.to_vec(),
+            let changed = match e.get_entry_type() {
+                EntryType::EntryNormal => None,
                 EntryType::EntryConfChange => {
                     let cc = ConfChange::parse_from_bytes(&e.data)?;
-                    self.apply_conf_change(e.index, &cc)?;
-                    Vec::new()
+                    let context = cc.context.to_vec();
+                    self.apply_conf_change(e.index, &cc)?
+                        .map(|cs| (cs, context))
                 }
                 EntryType::EntryConfChangeV2 => {
                     let cc = ConfChangeV2::parse_from_bytes(&e.data)?;
-                    self.apply_conf_change(e.index, &cc)?;
-                    Vec::new()
+                    let context = cc.context.to_vec();
+                    self.apply_conf_change(e.index, &cc)?
+                        .map(|cs| (cs, context))
                 }
+            };
+            // A membership change reaches the applier as a no-op (empty data).
+            let data = match e.get_entry_type() {
+                EntryType::EntryNormal => e.data.to_vec(),
+                _ => Vec::new(),
             };
             batch.push(CommittedEntry {
                 index: e.index,
                 term: e.term,
                 data,
             });
+            if let Some((cs, context)) = changed {
+                // The batch ends at the change, so the applier has applied exactly up to it
+                // when it hears of the new membership.
+                self.emit_committed(std::mem::take(&mut batch), out);
+                out.event(Event::MembershipChanged {
+                    index: e.index,
+                    voters: cs.voters,
+                    learners: cs.learners,
+                    context,
+                });
+            }
+        }
+        self.emit_committed(batch, out);
+        Ok(())
+    }
+
+    fn emit_committed(&mut self, batch: Vec<CommittedEntry>, out: &mut impl Output) {
+        if batch.is_empty() {
+            return;
         }
         // Publish before emitting so an applier that reacts to these entries (save_snapshot at
         // the last one) sees a status that already covers them.
         out.publish(self);
         out.event(Event::Committed(batch));
-        Ok(())
     }
 
     fn apply_conf_change(
@@ -456,6 +618,15 @@ impl Driver {
         self.conf_history.push((index, cs.clone()));
         self.raw.mut_store().set_conf_state(cs.clone())?;
         Ok(Some(cs))
+    }
+
+    /// The membership now (as of the last delivered entry).
+    fn current_conf(&self) -> &ConfState {
+        &self
+            .conf_history
+            .last()
+            .expect("conf_history is never empty")
+            .1
     }
 
     /// The membership in force after applying entry `index`.
@@ -568,6 +739,50 @@ impl Driver {
             applied: self.delivered,
             synced_writes: store.synced_writes(),
             readies: self.readies,
+            is_learner: self.current_conf().learners.contains(&self.id),
+            dropped_proposals: self.dropped_proposals,
+        }
+    }
+
+    /// The current membership: (voters, learners), each ascending. During a joint change the
+    /// voters are the incoming set.
+    pub fn membership(&self) -> (Vec<u64>, Vec<u64>) {
+        let cs = self.current_conf();
+        let mut voters = cs.voters.clone();
+        let mut learners = cs.learners.clone();
+        voters.sort_unstable();
+        learners.sort_unstable();
+        (voters, learners)
+    }
+
+    /// On the leader, its view of every other member, by id; empty elsewhere.
+    pub fn progress(&self) -> Vec<PeerProgress> {
+        let raft = &self.raw.raft;
+        if raft.state != StateRole::Leader {
+            return Vec::new();
+        }
+        let learners = &self.current_conf().learners;
+        let mut out: Vec<PeerProgress> = raft
+            .prs()
+            .iter()
+            .filter(|(&id, _)| id != self.id)
+            .map(|(&id, pr)| PeerProgress {
+                id,
+                matched: pr.matched,
+                is_learner: learners.contains(&id),
+                recent_active: pr.recent_active,
+            })
+            .collect();
+        out.sort_unstable_by_key(|p| p.id);
+        out
+    }
+
+    /// Uncommitted payload bytes as raft counts them for back-pressure (0 when not leading).
+    pub fn uncommitted_bytes(&self) -> u64 {
+        if self.raw.raft.state == StateRole::Leader {
+            self.raw.raft.uncommitted_size() as u64
+        } else {
+            0
         }
     }
 

@@ -12,7 +12,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 use raft::eraftpb::Message;
 
 use crate::driver::{Command, Driver, Output, SnapshotJob, SnapshotSaved};
-use crate::status::Shared;
+use crate::status::{Detail, Shared};
 use crate::transport::Transport;
 use crate::{ConsensusError, Event};
 
@@ -57,6 +57,15 @@ impl Output for ThreadOutput {
 
     fn publish(&mut self, driver: &Driver) {
         self.shared.set_status(driver.status());
+        let (voters, learners) = driver.membership();
+        self.shared.set_detail(Detail {
+            voters,
+            learners,
+            progress: driver.progress(),
+        });
+        self.shared
+            .uncommitted
+            .store(driver.uncommitted_bytes(), Ordering::SeqCst);
     }
 }
 
@@ -170,6 +179,18 @@ impl RaftLoop {
 
     fn request(&mut self, req: Request) -> Result<(), ConsensusError> {
         match req {
+            Request::Command(Command::Propose(data)) => {
+                let len = data.len() as u64;
+                let done = self.driver.command(Command::Propose(data), &mut self.out);
+                // Publish what raft now holds before releasing the handle's reservation, so the
+                // handle's sum of the two never under-counts (see `Handle::propose`).
+                let shared = &self.out.shared;
+                shared
+                    .uncommitted
+                    .store(self.driver.uncommitted_bytes(), Ordering::SeqCst);
+                shared.queued.fetch_sub(len, Ordering::SeqCst);
+                done
+            }
             Request::Command(cmd) => self.driver.command(cmd, &mut self.out),
             Request::Shutdown => {
                 self.shutting_down = true;

@@ -14,7 +14,7 @@ fn logger() -> slog::Logger {
 
 fn sole_voter(dir: &std::path::Path) -> RawNode<LogStore> {
     let mut store = LogStore::open(dir).unwrap();
-    store.bootstrap(&[1]).unwrap();
+    store.bootstrap(&[1], &[]).unwrap();
     let cfg = raft::Config {
         id: 1,
         election_tick: 10,

@@ -66,6 +66,11 @@ fn config(id: u64, dir: &std::path::Path, voters: &[u64], keep: u64) -> Config {
 
 impl Net {
     fn new(voters: &[u64], keep: u64) -> Net {
+        Net::with_learners(voters, &[], keep)
+    }
+
+    /// A group bootstrapped by every initial member, learners included.
+    fn with_learners(voters: &[u64], learners: &[u64], keep: u64) -> Net {
         let mut net = Net {
             nodes: BTreeMap::new(),
             down: HashSet::new(),
@@ -73,8 +78,11 @@ impl Net {
             held: Vec::new(),
             log: Vec::new(),
         };
-        for &id in voters {
-            net.add(config(id, std::path::Path::new(""), voters, keep));
+        for &id in voters.iter().chain(learners) {
+            net.add(Config {
+                learners: learners.to_vec(),
+                ..config(id, std::path::Path::new(""), voters, keep)
+            });
         }
         net
     }
@@ -178,6 +186,41 @@ impl Net {
         self.command(id, Command::SaveSnapshot { index, term, data });
         self.settle();
         assert_eq!(self.driver(id).status().snapshot_index, index);
+    }
+
+    /// Payloads delivered to `id`'s applier, by index.
+    fn payloads(&self, id: u64) -> Vec<(u64, Vec<u8>)> {
+        self.events(id)
+            .iter()
+            .flat_map(|e| match e {
+                Event::Committed(b) => b.clone(),
+                _ => Vec::new(),
+            })
+            .filter(|e| !e.data.is_empty())
+            .map(|e| (e.index, e.data))
+            .collect()
+    }
+
+    fn role_changes(&self, id: u64) -> Vec<(bool, u64, u64)> {
+        self.events(id)
+            .iter()
+            .filter_map(|e| match e {
+                Event::RoleChanged {
+                    is_leader,
+                    leader_id,
+                    term,
+                } => Some((*is_leader, *leader_id, *term)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn leaders(&self) -> Vec<u64> {
+        self.nodes
+            .iter()
+            .filter(|(id, n)| !self.down.contains(id) && n.driver.status().is_leader)
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     fn events(&self, id: u64) -> &[Event] {
@@ -318,8 +361,11 @@ fn the_log_keeps_the_previous_snapshot_and_snapshot_keep_entries() {
     assert_eq!(net.driver(1).status().last_index, last);
 }
 
+const CONTEXT: &[u8] = b"server.4=10.0.0.4:2888:3888:observer;2181";
+
 fn add_learner(id: u64) -> ConfChangeV2 {
     ConfChangeV2 {
+        context: CONTEXT.to_vec().into(),
         changes: vec![ConfChangeSingle {
             change_type: ConfChangeType::AddLearnerNode,
             node_id: id,
@@ -371,4 +417,229 @@ fn a_learner_is_sent_only_a_snapshot_that_includes_it() {
     assert_eq!(sent[0].get_snapshot().get_metadata().index, change + 1);
     assert_eq!(net.installs(4), vec![change + 1]);
     assert_eq!(net.delivered(4), (change + 1..=last).collect::<Vec<_>>());
+
+    // The leader asked its applier once for a fresh snapshot, however many heartbeats it took.
+    let wanted: Vec<&Event> = net
+        .events(1)
+        .iter()
+        .filter(|e| matches!(e, Event::SnapshotWanted { .. }))
+        .collect();
+    assert_eq!(wanted, vec![&Event::SnapshotWanted { peer: 4 }]);
+    assert!(net
+        .events(2)
+        .iter()
+        .all(|e| !matches!(e, Event::SnapshotWanted { .. })));
+    // Every member heard of the change right after the batch ending with it, context included;
+    // node 4 heard of the membership with its snapshot.
+    for id in [1, 2, 3] {
+        let events = net.events(id);
+        let at = events
+            .iter()
+            .position(|e| matches!(e, Event::MembershipChanged { .. }))
+            .unwrap();
+        assert_eq!(
+            events[at],
+            Event::MembershipChanged {
+                index: change,
+                voters: vec![1, 2, 3],
+                learners: vec![4],
+                context: CONTEXT.to_vec(),
+            }
+        );
+        match &events[at - 1] {
+            Event::Committed(b) => {
+                let e = b.last().unwrap();
+                assert_eq!((e.index, e.data.is_empty()), (change, true));
+            }
+            other => panic!("before the change: {other:?}"),
+        }
+        assert_eq!(net.driver(id).membership(), (vec![1, 2, 3], vec![4]));
+    }
+    assert!(net.events(4).contains(&Event::MembershipChanged {
+        index: change + 1,
+        voters: vec![1, 2, 3],
+        learners: vec![4],
+        context: Vec::new(),
+    }));
+    assert!(net.driver(4).status().is_learner);
+}
+
+#[test]
+fn learners_listed_at_bootstrap_replicate_without_voting() {
+    let mut net = Net::with_learners(&[1, 2, 3], &[4], 1000);
+    for id in [1, 2, 3, 4] {
+        assert_eq!(net.driver(id).membership(), (vec![1, 2, 3], vec![4]));
+        assert_eq!(net.driver(id).status().is_learner, id == 4);
+    }
+    // A learner does not campaign.
+    net.nodes.get_mut(&4).unwrap().driver.campaign().unwrap();
+    net.settle();
+    assert!(net.leaders().is_empty());
+    assert_eq!(net.driver(4).status().term, 1);
+
+    net.elect(1);
+    let last = net.propose(1, "a", 5);
+    assert_eq!(net.payloads(4), net.payloads(1));
+    assert_eq!(net.payloads(4).len(), 5);
+    assert_eq!(net.driver(4).status().leader_id, 1);
+    let progress = net.driver(1).progress();
+    assert_eq!(
+        progress
+            .iter()
+            .map(|p| (p.id, p.matched, p.is_learner))
+            .collect::<Vec<_>>(),
+        vec![(2, last, false), (3, last, false), (4, last, true)]
+    );
+    assert!(net.driver(2).progress().is_empty(), "followers report none");
+
+    // Without node 4 the voters still have their quorum; without 2 and 3 they do not, whatever
+    // the learner says.
+    net.down.insert(4);
+    net.propose(1, "b", 1);
+    net.down.remove(&4);
+    net.down.extend([2, 3]);
+    net.command(1, Command::Propose(b"stuck".to_vec()));
+    net.settle();
+    let s = net.driver(1).status();
+    assert_eq!(
+        s.commit + 1,
+        s.last_index,
+        "a learner's ack does not commit"
+    );
+}
+
+#[test]
+fn a_term_change_alone_is_reported_as_a_role_change() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let term = net.driver(2).status().term;
+    assert_eq!(net.role_changes(2).last(), Some(&(false, 1, term)));
+    // Node 1 was re-elected at a later term while node 2 was cut off: the first it hears is a
+    // heartbeat of the new term, from the same leader.
+    let heartbeat = Message {
+        msg_type: MessageType::MsgHeartbeat,
+        from: 1,
+        to: 2,
+        term: term + 1,
+        commit: net.driver(2).status().commit,
+        ..Default::default()
+    };
+    let before = net.role_changes(2).len();
+    net.command(2, Command::Step(heartbeat));
+    net.settle();
+    assert_eq!(net.role_changes(2)[before..], [(false, 1, term + 1)]);
+}
+
+#[test]
+fn a_lost_leader_link_elects_a_new_leader_within_a_few_ticks() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let before = net.propose(1, "a", 5);
+    let term = net.driver(1).status().term;
+    net.down.insert(1); // kill -9: its links close.
+    net.command(2, Command::PeerLost(1));
+    net.command(3, Command::PeerLost(1));
+    net.settle();
+    for id in [2, 3] {
+        assert_eq!(
+            net.driver(id).status().leader_id,
+            0,
+            "{id} forgot the leader"
+        );
+        assert_eq!(net.role_changes(id).last(), Some(&(false, 0, term)));
+    }
+    // Node 2 ranks first among the survivors: it campaigns after one tick and wins.
+    net.tick();
+    assert_eq!(net.leaders(), vec![2]);
+    assert_eq!(net.driver(2).status().term, term + 1);
+    assert_eq!(net.driver(3).status().leader_id, 2);
+    // Nothing committed before is lost.
+    let after = net.propose(2, "b", 3);
+    assert_eq!(net.payloads(3), net.payloads(2));
+    assert_eq!(
+        net.payloads(3).iter().filter(|(i, _)| *i <= before).count(),
+        5
+    );
+    assert!(after > before);
+}
+
+#[test]
+fn without_peer_lost_followers_wait_for_an_election_timeout() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.down.insert(1);
+    for _ in 0..ELECTION_TICK - 1 {
+        net.tick();
+    }
+    assert!(net.leaders().is_empty());
+    assert_eq!(net.driver(2).status().leader_id, 1);
+    assert_eq!(net.driver(3).status().leader_id, 1);
+}
+
+#[test]
+fn a_lost_link_on_one_follower_cannot_depose_a_leader_the_others_hear() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 3);
+    let term = net.driver(1).status().term;
+    let roles_before = net.role_changes(1);
+    // Only node 2's link flapped; node 3 still hears the leader.
+    net.command(2, Command::PeerLost(1));
+    net.settle();
+    assert_eq!(net.driver(2).status().leader_id, 0);
+    net.tick();
+    // Node 2 asked for pre-votes; the leader and node 3 (within its lease) ignored them.
+    assert_eq!(
+        net.driver(2).raw().raft.state,
+        raft::StateRole::PreCandidate
+    );
+    assert!(net
+        .log
+        .iter()
+        .any(|m| m.from == 2 && m.get_msg_type() == MessageType::MsgRequestPreVote));
+    for _ in 0..HEARTBEAT_TICK {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), vec![1]);
+    for id in [1, 2, 3] {
+        let s = net.driver(id).status();
+        assert_eq!((s.leader_id, s.term), (1, term), "node {id}");
+    }
+    assert_eq!(
+        net.role_changes(1),
+        roles_before,
+        "the leader never wavered"
+    );
+    net.propose(1, "b", 1);
+}
+
+#[test]
+fn leadership_goes_to_the_most_up_to_date_voter_without_losing_an_entry() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 5);
+    net.down.insert(3);
+    let last = net.propose(1, "b", 5);
+    net.down.remove(&3); // back, but not caught up until the next heartbeat
+    assert!(net.driver(3).status().last_index < last);
+    let term = net.driver(1).status().term;
+
+    net.command(1, Command::TransferLeader(None));
+    net.settle();
+    assert_eq!(
+        net.leaders(),
+        vec![2],
+        "node 2 has the whole log, node 3 not"
+    );
+    assert_eq!(net.driver(2).status().term, term + 1);
+    assert_eq!(net.driver(1).status().leader_id, 2);
+    let more = net.propose(2, "c", 2);
+    for _ in 0..HEARTBEAT_TICK {
+        net.tick();
+    }
+    for id in [1, 3] {
+        assert_eq!(net.payloads(id), net.payloads(2), "node {id}");
+    }
+    assert_eq!(net.payloads(2).len(), 12);
+    assert_eq!(net.driver(3).status().commit, more);
 }

@@ -933,6 +933,16 @@ impl Core {
                     ),
                 }
             }
+            // Minimal arms: membership and on-demand snapshots matter only in an ensemble.
+            Event::MembershipChanged {
+                index,
+                voters,
+                learners,
+                ..
+            } => info!(index, ?voters, ?learners, "raft membership changed"),
+            Event::SnapshotWanted { peer } => {
+                info!(peer, "the leader wants a fresh snapshot for a peer")
+            }
         }
     }
 
