@@ -37,7 +37,8 @@ pub struct Config {
     /// the log instead of needing a snapshot.
     pub snapshot_keep_entries: u64,
     /// Back-pressure bound on uncommitted payload bytes on the leader (see
-    /// [`MAX_UNCOMMITTED_BYTES`]). One entry is always admitted, however large.
+    /// [`MAX_UNCOMMITTED_BYTES`]), enforced by `Handle::propose`. One entry is always admitted,
+    /// however large. raft-rs's own backstop is set to this, or 1 MiB if smaller.
     pub max_uncommitted_bytes: u64,
 }
 
@@ -126,7 +127,8 @@ impl Config {
             // The handle refuses proposals past this bound with `Busy` before they reach raft;
             // raft-rs's own limit is the backstop (it drops what passes, counted in
             // `Status::dropped_proposals`).
-            max_uncommitted_size: self.max_uncommitted_bytes,
+            // (raft-rs insists on at least one message's worth.)
+            max_uncommitted_size: self.max_uncommitted_bytes.max(MAX_SIZE_PER_MSG),
             ..Default::default()
         }
     }

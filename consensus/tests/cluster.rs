@@ -12,6 +12,7 @@ use common::cluster::{batch, Applied, Cluster, Router, RouterTransport};
 use common::wait_for;
 use consensus::{
     start_with_transport, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config, ConsensusError,
+    Event,
 };
 
 #[test]
@@ -455,4 +456,234 @@ fn a_snapshot_records_the_membership_as_of_its_own_index() {
         assert_eq!(file.conf_state.voters, vec![1, 2, 3]);
         assert_eq!(file.conf_state.learners, learners, "snapshot at {index}");
     }
+}
+
+fn add_learner_with(id: u64, context: &[u8]) -> ConfChangeV2 {
+    ConfChangeV2 {
+        context: context.to_vec().into(),
+        ..conf_change(&[(ConfChangeType::AddLearnerNode, id)])
+    }
+}
+
+#[test]
+fn a_learner_added_to_a_quiet_group_catches_up_from_a_snapshot_taken_on_demand() {
+    // No periodic snapshots and no writes after the change: only SnapshotWanted can help.
+    let mut c = Cluster::new(&[1, 2, 3], 1000);
+    let leader = c.leader();
+    c.propose_all(&batch("a", 20));
+    let context = b"server.4=127.0.0.1:2888:3888:observer;2181";
+    c.handle(leader)
+        .propose_conf_change(add_learner_with(4, context))
+        .unwrap();
+    let change = wait_for(
+        || "the membership change on the leader",
+        || {
+            let a = c.nodes[&leader].applied.lock().unwrap();
+            a.others.iter().find_map(|e| match e {
+                Event::MembershipChanged { index, .. } => Some(*index),
+                _ => None,
+            })
+        },
+    );
+    c.start(4);
+    c.wait_applied(4, change);
+    assert_eq!(c.state(4), c.state(leader));
+    assert_eq!(c.state(4).len(), 20);
+    let a = c.nodes[&4].applied.lock().unwrap();
+    assert_eq!(a.snapshots.len(), 1, "caught up by one snapshot");
+    assert!(a.snapshots[0].index >= change);
+    drop(a);
+    let wanted = c.nodes[&leader]
+        .applied
+        .lock()
+        .unwrap()
+        .others
+        .iter()
+        .filter(|e| matches!(e, Event::SnapshotWanted { peer: 4 }))
+        .count();
+    assert_eq!(wanted, 1);
+    // Every voter saw the change with its context; the learner knows what it is.
+    for id in [1, 2, 3] {
+        let a = c.nodes[&id].applied.lock().unwrap();
+        assert!(
+            a.others.contains(&Event::MembershipChanged {
+                index: change,
+                voters: vec![1, 2, 3],
+                learners: vec![4],
+                context: context.to_vec(),
+            }),
+            "node {id}: {:?}",
+            a.others
+        );
+    }
+    common::wait_status(c.handle(4), "node 4 to know the leader", |s| {
+        s.leader_id == leader
+    });
+    assert!(c.handle(4).status().is_learner);
+    assert_eq!(c.handle(4).membership(), (vec![1, 2, 3], vec![4]));
+    // The leader sees its followers and the learner in sync.
+    let last = c.handle(leader).status().last_index;
+    let progress = wait_for(
+        || format!("progress: {:?}", c.handle(leader).progress()),
+        || {
+            let p = c.handle(leader).progress();
+            p.iter().all(|p| p.matched == last).then_some(p)
+        },
+    );
+    assert_eq!(
+        progress
+            .iter()
+            .map(|p| (p.id, p.is_learner))
+            .collect::<Vec<_>>(),
+        vec![(1, false), (2, false), (3, false), (4, true)]
+            .into_iter()
+            .filter(|(id, _)| *id != leader)
+            .collect::<Vec<_>>()
+    );
+    assert!(c.handle(4).progress().is_empty());
+}
+
+#[test]
+fn a_learner_listed_at_bootstrap_replicates_and_does_not_count_for_quorum() {
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    for id in [1, 2, 3, 4] {
+        let cfg = Config {
+            learners: vec![4],
+            ..c.config(id)
+        };
+        c.start_with(cfg);
+    }
+    let leader = c.leader();
+    assert_ne!(leader, 4);
+    let last = c.propose_all(&batch("a", 10));
+    c.wait_applied(4, last);
+    assert_eq!(c.payloads(4), c.payloads(leader));
+    assert!(c.handle(4).status().is_learner);
+    assert_eq!(c.handle(4).membership(), (vec![1, 2, 3], vec![4]));
+}
+
+#[test]
+fn a_leader_hands_over_before_stopping_and_no_committed_entry_is_lost() {
+    let mut c = Cluster::new(&[1, 2, 3], 1000);
+    let old = c.leader();
+    let last = c.propose_all(&batch("a", 50));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    let term = c.handle(old).status().term;
+    let new = c
+        .handle(old)
+        .transfer_leadership_and_wait(Duration::from_secs(5))
+        .unwrap();
+    assert_ne!(new, old);
+    c.stop(old);
+    assert_eq!(c.leader(), new);
+    assert!(c.handle(new).status().term > term);
+    let last = c.propose_all(&batch("b", 5));
+    let reference = c.payloads(new);
+    assert_eq!(reference.len(), 55);
+    for id in c.nodes.keys().copied().collect::<Vec<_>>() {
+        c.wait_applied(id, last);
+        assert_eq!(c.payloads(id), reference, "node {id}");
+    }
+    // A follower cannot hand over what it does not hold.
+    let follower = c.nodes.keys().copied().find(|&id| id != new).unwrap();
+    assert!(matches!(
+        c.handle(follower)
+            .transfer_leadership_and_wait(Duration::from_millis(100)),
+        Err(ConsensusError::NotLeader { leader_id }) if leader_id == new
+    ));
+}
+
+#[test]
+fn a_group_of_one_has_no_one_to_hand_leadership_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = consensus::start(Config::standalone(dir.path())).unwrap();
+    common::wait_status(&started.handle, "leadership", |s| s.is_leader);
+    assert!(matches!(
+        started
+            .handle
+            .transfer_leadership_and_wait(Duration::from_millis(100)),
+        Err(ConsensusError::Invalid(_))
+    ));
+    assert!(started.handle.status().is_leader);
+}
+
+#[test]
+fn when_the_leader_process_dies_peer_lost_elects_another_well_within_an_election_timeout() {
+    // Election timeouts of 1-2 s: a new leader within 500 ms can only come from peer_lost.
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    c.election_tick = 50;
+    for id in [1, 2, 3] {
+        c.start(id);
+    }
+    let old = c.leader();
+    let last = c.propose_all(&batch("a", 10));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    c.stop(old);
+    let t0 = Instant::now();
+    for id in c.nodes.keys() {
+        c.handle(*id).peer_lost(old).unwrap();
+    }
+    let new = c.leader();
+    let took = t0.elapsed();
+    assert_ne!(new, old);
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    let last = c.propose_all(&batch("b", 5));
+    for id in c.nodes.keys().copied().collect::<Vec<_>>() {
+        c.wait_applied(id, last);
+        assert_eq!(c.payloads(id).len(), 15, "node {id}");
+    }
+}
+
+#[test]
+fn a_leader_whose_followers_stall_refuses_proposals_past_max_uncommitted_bytes() {
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    // Long election timeouts: the cut-off leader keeps leading while the test fills it.
+    c.election_tick = 100;
+    for id in [1, 2, 3] {
+        let cfg = Config {
+            max_uncommitted_bytes: 1000,
+            ..c.config(id)
+        };
+        c.start_with(cfg);
+    }
+    let leader = c.leader();
+    c.propose_all(&batch("a", 3));
+    c.router.isolated.lock().unwrap().insert(leader);
+    let h = c.handle(leader);
+    for _ in 0..3 {
+        h.propose(vec![7; 300]).unwrap();
+    }
+    match h.propose(vec![8; 300]) {
+        Err(ConsensusError::Busy { pending, limit }) => {
+            assert_eq!(limit, 1000);
+            assert!(pending >= 900, "pending {pending}");
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    assert!(h.status().is_leader);
+    // Once the followers are back the three commit and the leader takes writes again.
+    c.router.isolated.lock().unwrap().clear();
+    wait_for(
+        || format!("the held proposals to commit: {:?}", h.status()),
+        || (c.payloads(leader).len() == 6).then_some(()),
+    );
+    wait_for(
+        || "room for a proposal again",
+        || h.propose(vec![9; 300]).ok(),
+    );
+    wait_for(
+        || "the new proposal to commit",
+        || (c.payloads(leader).len() == 7).then_some(()),
+    );
+    // A single entry larger than the bound is admitted when nothing is pending.
+    c.propose_all(&[vec![1; 5000]]);
+    assert_eq!(
+        h.status().dropped_proposals,
+        0,
+        "raft's backstop dropped none"
+    );
 }

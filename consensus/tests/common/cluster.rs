@@ -141,7 +141,11 @@ impl Cluster {
         self.dirs[&id].path().to_path_buf()
     }
 
-    pub fn config(&self, id: u64) -> Config {
+    /// The settings node `id` starts with (its directory is made on first use).
+    pub fn config(&mut self, id: u64) -> Config {
+        self.dirs
+            .entry(id)
+            .or_insert_with(|| tempfile::tempdir().unwrap());
         Config {
             id,
             voters: self.voters.clone(),
@@ -158,13 +162,10 @@ impl Cluster {
         self.start_with(cfg);
     }
 
-    /// Starts a node with its own config; the applier thread answers `SnapshotWanted` with a
+    /// Starts a node with its own config. Its applier thread answers `SnapshotWanted` with a
     /// snapshot of its state at once, and otherwise snapshots every `snapshot_every` entries.
     pub fn start_with(&mut self, cfg: Config) {
         let id = cfg.id;
-        self.dirs
-            .entry(id)
-            .or_insert_with(|| tempfile::tempdir().unwrap());
         let started =
             start_with_transport(cfg, Box::new(RouterTransport(self.router.clone()))).unwrap();
         let applied = Arc::new(Mutex::new(Applied::default()));
@@ -206,6 +207,12 @@ impl Cluster {
                         a.snapshots.push(s);
                     }
                     Event::ReadIndexReady { ctx, index } => a.reads.push((ctx, index)),
+                    Event::SnapshotWanted { peer } => {
+                        // What the server does: a snapshot at the last applied index, now.
+                        let (index, term) = a.last;
+                        let _ = handle.save_snapshot(index, term, encode_state(&a.state));
+                        a.others.push(Event::SnapshotWanted { peer });
+                    }
                     other => a.others.push(other),
                 }
             }
