@@ -11,6 +11,12 @@ pub const MAX_SIZE_PER_MSG: u64 = 1024 * 1024;
 pub const MAX_INFLIGHT_MSGS: usize = 256;
 /// Bound on the bytes of committed entries handed out per Ready, so one apply batch stays small.
 pub const MAX_COMMITTED_SIZE_PER_READY: u64 = 16 * 1024 * 1024;
+/// Default bound on the payload bytes a leader holds appended but not yet committed
+/// (back-pressure: past it `Handle::propose` answers `Busy`). 32 MiB is well over a second of
+/// writes at the rates paddock sees (entries are a few hundred bytes, at most jute.maxbuffer,
+/// 1 MiB), so a healthy quorum never reaches it; a leader whose followers stall stops taking
+/// writes instead of buffering without limit.
+pub const MAX_UNCOMMITTED_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Settings for one node. `dir` holds `raftdb/` (RocksDB) and `snapshots/`.
 #[derive(Debug, Clone)]
@@ -20,12 +26,20 @@ pub struct Config {
     /// Initial voters. A node whose id is listed bootstraps the group with this membership; a node
     /// not listed starts empty and waits for a leader's snapshot (a later-added member).
     pub voters: Vec<u64>,
+    /// Initial learners (ZooKeeper observers): bootstrapped into the initial membership with
+    /// `voters` by every initial member. A node listed here bootstraps too, and replicates
+    /// without voting.
+    pub learners: Vec<u64>,
     pub tick: Duration,
     pub election_tick: usize,
     pub heartbeat_tick: usize,
     /// Entries kept in the log behind the newest snapshot, so lagging followers can catch up from
     /// the log instead of needing a snapshot.
     pub snapshot_keep_entries: u64,
+    /// Back-pressure bound on uncommitted payload bytes on the leader (see
+    /// [`MAX_UNCOMMITTED_BYTES`]), enforced by `Handle::propose`. One entry is always admitted,
+    /// however large. raft-rs's own backstop is set to this, or 1 MiB if smaller.
+    pub max_uncommitted_bytes: u64,
 }
 
 impl Config {
@@ -35,10 +49,12 @@ impl Config {
             id: 1,
             dir: dir.into(),
             voters: vec![1],
+            learners: Vec::new(),
             tick: Duration::from_millis(100),
             election_tick: 10,
             heartbeat_tick: 3,
             snapshot_keep_entries: 1000,
+            max_uncommitted_bytes: MAX_UNCOMMITTED_BYTES,
         }
     }
 
@@ -53,6 +69,26 @@ impl Config {
                 "voter id 0 is reserved by raft".into(),
             ));
         }
+        if self.learners.contains(&0) {
+            return Err(ConsensusError::Invalid(
+                "learner id 0 is reserved by raft".into(),
+            ));
+        }
+        if let Some(both) = self.learners.iter().find(|l| self.voters.contains(l)) {
+            return Err(ConsensusError::Invalid(format!(
+                "node {both} is listed both as a voter and as a learner"
+            )));
+        }
+        if self.voters.is_empty() && !self.learners.is_empty() {
+            return Err(ConsensusError::Invalid(
+                "a group with learners needs at least one voter".into(),
+            ));
+        }
+        if self.max_uncommitted_bytes == 0 {
+            return Err(ConsensusError::Invalid(
+                "max_uncommitted_bytes must be positive".into(),
+            ));
+        }
         if self.tick.is_zero() {
             return Err(ConsensusError::Invalid("tick must be positive".into()));
         }
@@ -63,6 +99,11 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// True when this node is an initial member (voter or learner): it bootstraps the group.
+    pub(crate) fn is_initial_member(&self) -> bool {
+        self.voters.contains(&self.id) || self.learners.contains(&self.id)
     }
 
     /// True when this node alone is the whole group: it can elect itself without waiting.
@@ -83,8 +124,18 @@ impl Config {
             // Leases break under pauses and clock jumps (consensus-notes §4).
             read_only_option: raft::ReadOnlyOption::Safe,
             max_committed_size_per_ready: MAX_COMMITTED_SIZE_PER_READY,
+            // The handle refuses proposals past this bound with `Busy` before they reach raft;
+            // raft-rs's own limit is the backstop (it drops what passes, counted in
+            // `Status::dropped_proposals`).
+            // (raft-rs insists on at least one message's worth.)
+            max_uncommitted_size: self.max_uncommitted_bytes.max(MAX_SIZE_PER_MSG),
             ..Default::default()
         }
+    }
+
+    /// The election timeout in wall time (the randomised timeout lies between this and twice it).
+    pub fn election_timeout(&self) -> Duration {
+        self.tick * self.election_tick as u32
     }
 
     pub(crate) fn db_dir(&self) -> PathBuf {

@@ -12,6 +12,13 @@ pub enum ConsensusError {
     /// This node is known not to be the leader. `leader_id` is 0 when no leader is known.
     #[error("not leader (leader is {leader_id})")]
     NotLeader { leader_id: u64 },
+    /// Back-pressure: the leader holds `pending` uncommitted bytes, and this proposal would take
+    /// it past `limit`. Nothing was queued; retry later or fail the request.
+    #[error("busy: {pending} uncommitted bytes, limit {limit}")]
+    Busy { pending: u64, limit: u64 },
+    /// A wait the caller bounded ran out (`transfer_leadership_and_wait`).
+    #[error("timed out: {0}")]
+    Timeout(String),
     /// The raft thread has stopped (shutdown or a fatal error).
     #[error("consensus stopped")]
     Stopped,

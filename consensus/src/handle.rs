@@ -1,15 +1,17 @@
 //! Starting a node, and the cloneable handle callers use to drive it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use raft::eraftpb::{ConfChangeV2, Message};
 
-use crate::node::{self, Command};
-use crate::snapshot_file;
-use crate::storage::LogStore;
+use crate::driver::{Command, Driver};
+use crate::raft_loop::{self, Request};
+use crate::status::{PeerProgress, Shared, Status};
 use crate::transport::{NoPeers, Transport};
 use crate::{Config, ConsensusError, Event, Snapshot};
 
@@ -19,52 +21,16 @@ pub struct Started {
     pub handle: Handle,
     pub events: Receiver<Event>,
     pub snapshot: Option<Snapshot>,
-}
-
-/// A cheap copy of the node's state, refreshed by the raft thread after every iteration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Status {
-    pub id: u64,
-    /// 0 when no leader is known.
-    pub leader_id: u64,
-    pub term: u64,
-    pub is_leader: bool,
-    pub commit: u64,
-    /// Last index durable in the local log.
-    pub last_index: u64,
-    pub first_index: u64,
-    /// Index of the newest durable snapshot (1 = the bootstrap snapshot).
-    pub snapshot_index: u64,
-    /// Last index handed to the applier.
-    pub applied: u64,
-    /// Synced RocksDB batches written since start: one per Ready that had something to persist.
-    pub synced_writes: u64,
-    /// Readys processed since start.
-    pub readies: u64,
-}
-
-pub(crate) struct Shared {
-    pub status: Mutex<Status>,
-    pub stopped: std::sync::atomic::AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn status(&self) -> Status {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn set_status(&self, s: Status) {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = s;
-    }
-
-    fn is_stopped(&self) -> bool {
-        self.stopped.load(std::sync::atomic::Ordering::Acquire)
-    }
+    /// The membership as of that snapshot (or the bootstrap): (voters, learners). Later changes
+    /// arrive as `Event::MembershipChanged`.
+    pub membership: (Vec<u64>, Vec<u64>),
 }
 
 struct Inner {
-    tx: Sender<Command>,
+    tx: Sender<Request>,
     shared: Arc<Shared>,
+    max_uncommitted: u64,
+    election_timeout: Duration,
     threads: Mutex<Vec<JoinHandle<()>>>,
     db_dir: PathBuf,
     snapshot_dir: PathBuf,
@@ -72,7 +38,7 @@ struct Inner {
 
 impl Inner {
     fn shutdown(&self) {
-        let _ = self.tx.send(Command::Shutdown);
+        let _ = self.tx.send(Request::Shutdown);
         let threads: Vec<_> =
             std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
         for t in threads {
@@ -103,13 +69,19 @@ impl Handle {
         if self.inner.shared.is_stopped() {
             return Err(ConsensusError::Stopped);
         }
-        self.inner.tx.send(cmd).map_err(|_| ConsensusError::Stopped)
+        self.inner
+            .tx
+            .send(Request::Command(cmd))
+            .map_err(|_| ConsensusError::Stopped)
     }
 
     /// Queues `data` for replication; never blocks. The entry comes back through
     /// `Event::Committed` once committed. `Err(NotLeader)` when this node knows it is not the
-    /// leader (leader_id 0 = none known); a proposal racing with a leadership loss is dropped by
-    /// raft and surfaces only as `Event::RoleChanged`.
+    /// leader (leader_id 0 = none known); `Err(Busy)` when the leader already holds
+    /// `Config::max_uncommitted_bytes` of uncommitted proposals (back-pressure: nothing was
+    /// queued). A proposal racing with a leadership loss or a leader transfer is dropped by raft
+    /// and surfaces only as `Event::RoleChanged` (and `Status::dropped_proposals`): the applier
+    /// must time it out or fail it on `RoleChanged`.
     pub fn propose(&self, data: Vec<u8>) -> Result<(), ConsensusError> {
         if self.inner.shared.is_stopped() {
             return Err(ConsensusError::Stopped);
@@ -126,12 +98,32 @@ impl Handle {
                 "empty proposals are reserved for raft no-ops".into(),
             ));
         }
-        self.send(Command::Propose(data))
+        // Reserve first, then look at what raft holds: the raft thread publishes a proposal's
+        // bytes before it releases their reservation, so this sum never under-counts. Like
+        // raft-rs, admit one proposal of any size when nothing is pending.
+        let shared = &self.inner.shared;
+        let len = data.len() as u64;
+        let pending = shared.queued.fetch_add(len, Ordering::SeqCst)
+            + shared.uncommitted.load(Ordering::SeqCst);
+        if pending > 0 && pending + len > self.inner.max_uncommitted {
+            shared.queued.fetch_sub(len, Ordering::SeqCst);
+            return Err(ConsensusError::Busy {
+                pending,
+                limit: self.inner.max_uncommitted,
+            });
+        }
+        let sent = self.send(Command::Propose(data));
+        if sent.is_err() {
+            shared.queued.fetch_sub(len, Ordering::SeqCst);
+        }
+        sent
     }
 
     /// Asks for a linearizable read point; answered by `Event::ReadIndexReady { ctx, .. }`. Use a
-    /// fresh `ctx` for every attempt. Works on followers too (forwarded to the leader).
-    /// `Err(NotLeader { leader_id: 0 })` while no leader is known.
+    /// fresh `ctx` for every attempt. Works on followers and learners too (forwarded to the
+    /// leader). `Err(NotLeader { leader_id: 0 })` while no leader is known. raft-rs may still
+    /// drop the request without an answer (a leader that has not yet committed in its term, a
+    /// leader lost on the way): the caller must time it out, and fail it on `RoleChanged`.
     pub fn read_index(&self, ctx: u64) -> Result<(), ConsensusError> {
         // raft-rs drops a read request silently when no leader is known; refuse it here instead so
         // the caller does not wait for an answer that never comes.
@@ -163,9 +155,11 @@ impl Handle {
 
     /// Proposes a membership change (add/remove voters and learners; several changes at once use
     /// joint consensus). Leader only. It takes effect when the entry is applied, which this crate
-    /// does itself; the applier sees the entry as a no-op. A new member starts with an id that is
-    /// not in its `Config::voters` (so it does not bootstrap) and catches up from the first
-    /// snapshot the applier saves after the change.
+    /// does itself; the applier sees the entry as a no-op followed by `Event::MembershipChanged`,
+    /// which carries `cc.context` back: put there what the applier needs to know of the members
+    /// (addresses, ZooKeeper `server.N` lines). A new member starts with an id that is in neither
+    /// `Config::voters` nor `Config::learners` (so it does not bootstrap) and catches up from a
+    /// snapshot saved after the change (`Event::SnapshotWanted` asks for one).
     pub fn propose_conf_change(&self, cc: ConfChangeV2) -> Result<(), ConsensusError> {
         let status = self.inner.shared.status();
         if !status.is_leader && !self.inner.shared.is_stopped() {
@@ -192,8 +186,82 @@ impl Handle {
         self.send(Command::SnapshotReport { peer, ok })
     }
 
+    /// The transport's link to `peer` closed (EOF or reset, e.g. its process was killed). On a
+    /// follower whose leader that is, the node forgets the leader and campaigns within a few
+    /// ticks instead of a whole election timeout; pre-vote still needs a majority, so a flapping
+    /// link cannot depose a leader the others still hear. Elsewhere it only marks the peer
+    /// unreachable.
+    pub fn peer_lost(&self, peer: u64) -> Result<(), ConsensusError> {
+        self.send(Command::PeerLost(peer))
+    }
+
+    /// Hands leadership to voter `to` (raft-rs `transfer_leader`): it campaigns as soon as its
+    /// log matches; proposals are dropped meanwhile; raft gives up after an election timeout.
+    /// Leader only.
+    pub fn transfer_leader(&self, to: u64) -> Result<(), ConsensusError> {
+        let status = self.inner.shared.status();
+        if !status.is_leader && !self.inner.shared.is_stopped() {
+            return Err(ConsensusError::NotLeader {
+                leader_id: status.leader_id,
+            });
+        }
+        self.send(Command::TransferLeader(Some(to)))
+    }
+
+    /// For a graceful stop (SIGTERM) of a leader: hands leadership to the most up-to-date voter
+    /// and waits until another node leads, for at most `timeout` (retrying once per election
+    /// timeout if raft gave up). Returns the new leader. `Err(NotLeader)` if this node is not the
+    /// leader, `Err(Invalid)` if there is no other voter, `Err(Timeout)` if no one took over.
+    /// Blocks the calling thread (it polls the status); call `shutdown` afterwards.
+    pub fn transfer_leadership_and_wait(&self, timeout: Duration) -> Result<u64, ConsensusError> {
+        let me = self.status();
+        if !me.is_leader {
+            return Err(ConsensusError::NotLeader {
+                leader_id: me.leader_id,
+            });
+        }
+        let (voters, _) = self.membership();
+        if !voters.iter().any(|&v| v != me.id) {
+            return Err(ConsensusError::Invalid(
+                "no other voter to hand leadership to".into(),
+            ));
+        }
+        let deadline = Instant::now() + timeout;
+        let mut next_try = Instant::now();
+        loop {
+            let s = self.status();
+            if s.leader_id != 0 && s.leader_id != me.id {
+                return Ok(s.leader_id);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(ConsensusError::Timeout(format!(
+                    "no other node took over within {timeout:?}"
+                )));
+            }
+            if s.is_leader && now >= next_try {
+                self.send(Command::TransferLeader(None))?;
+                next_try = now + self.inner.election_timeout;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     pub fn status(&self) -> Status {
         self.inner.shared.status()
+    }
+
+    /// The current membership: (voters, learners), each ascending.
+    pub fn membership(&self) -> (Vec<u64>, Vec<u64>) {
+        let d = self.inner.shared.detail();
+        (d.voters, d.learners)
+    }
+
+    /// On the leader, its view of every other member (for ZooKeeper's `zk_followers` and
+    /// `zk_synced_followers`), by id; empty on other nodes. Refreshed by the raft thread after
+    /// every loop iteration.
+    pub fn progress(&self) -> Vec<PeerProgress> {
+        self.inner.shared.detail().progress
     }
 
     /// True once the raft thread has exited (shutdown or a fatal storage error).
@@ -216,27 +284,6 @@ impl Handle {
     pub fn snapshot_dir(&self) -> &Path {
         &self.inner.snapshot_dir
     }
-
-    /// Bytes on disk used by the log (RocksDB files, WAL included).
-    pub fn log_size_bytes(&self) -> u64 {
-        dir_size(&self.inner.db_dir)
-    }
-
-    /// Bytes on disk used by snapshot files.
-    pub fn snapshot_size_bytes(&self) -> u64 {
-        dir_size(&self.inner.snapshot_dir)
-    }
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok())
-        .map(|m| if m.is_dir() { 0 } else { m.len() })
-        .sum()
 }
 
 /// Starts a standalone node (or any node with no peers to reach).
@@ -249,108 +296,27 @@ pub fn start_with_transport(
     cfg: Config,
     transport: Box<dyn Transport>,
 ) -> Result<Started, ConsensusError> {
-    cfg.validate()?;
-    let db_dir = cfg.db_dir();
-    let snapshot_dir = cfg.snapshot_dir();
-    std::fs::create_dir_all(&db_dir)?;
-    std::fs::create_dir_all(&snapshot_dir)?;
-    snapshot_file::remove_temporaries(&snapshot_dir)?;
-
-    let mut store = LogStore::open(&db_dir)?;
-    if !store.is_initialized() && cfg.voters.contains(&cfg.id) {
-        tracing::info!(node = cfg.id, voters = ?cfg.voters, "bootstrapping a new group");
-        store.bootstrap(&cfg.voters)?;
-    }
-    store.set_snapshot_dir(snapshot_dir.clone());
-
-    let loaded = load_snapshot(&mut store, &snapshot_dir)?;
-    // Raft restarts with the membership as of the state it restarts from; replaying the log
-    // re-applies later membership changes in order, as they were applied the first time.
-    let (applied, conf_state) = match &loaded {
-        Some(s) => (s.index, s.conf_state.clone()),
-        None => (
-            store.first() - 1,
-            store.snapshot_meta().get_conf_state().clone(),
-        ),
-    };
-    if store.is_initialized() {
-        store.restart_with_conf_state(conf_state);
-    }
-
+    let (driver, snapshot) = Driver::open(&cfg)?;
+    let membership = driver.membership();
     let (tx, rx) = crossbeam_channel::unbounded();
     let (events_tx, events) = crossbeam_channel::unbounded();
-    let shared = Arc::new(Shared {
-        status: Mutex::new(Status::default()),
-        stopped: Default::default(),
-    });
-    let threads = node::spawn(
-        cfg,
-        store,
-        applied,
-        rx,
-        events_tx,
-        transport,
-        shared.clone(),
-    )?;
+    let shared = Arc::new(Shared::default());
+    let threads = raft_loop::spawn(driver, cfg.tick, rx, events_tx, transport, shared.clone())?;
     let handle = Handle {
         inner: Arc::new(Inner {
             tx,
             shared,
+            max_uncommitted: cfg.max_uncommitted_bytes,
+            election_timeout: cfg.election_timeout(),
             threads: Mutex::new(threads),
-            db_dir,
-            snapshot_dir,
+            db_dir: cfg.db_dir(),
+            snapshot_dir: cfg.snapshot_dir(),
         }),
     };
     Ok(Started {
         handle,
         events,
-        snapshot: loaded.map(|f| Snapshot {
-            index: f.index,
-            term: f.term,
-            data: f.data,
-        }),
+        snapshot,
+        membership,
     })
-}
-
-/// Finds the newest intact snapshot and checks the log can continue from it.
-fn load_snapshot(
-    store: &mut LogStore,
-    dir: &Path,
-) -> Result<Option<snapshot_file::SnapshotFile>, ConsensusError> {
-    let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
-        // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
-        if store.first() > crate::storage::BOOTSTRAP_INDEX + 1 {
-            return Err(ConsensusError::Corrupt(format!(
-                "the log starts at {} but no intact snapshot covers the entries before it",
-                store.first()
-            )));
-        }
-        return Ok(None);
-    };
-    if file.index + 1 < store.first() {
-        return Err(ConsensusError::Corrupt(format!(
-            "newest intact snapshot is at {} but the log starts at {}",
-            file.index,
-            store.first()
-        )));
-    }
-    let log_term = store.term_of(file.index)?;
-    if log_term != file.term {
-        return Err(ConsensusError::Corrupt(format!(
-            "snapshot at {} has term {} but the log says {log_term}",
-            file.index, file.term
-        )));
-    }
-    // A snapshot is only ever taken of applied, hence committed, state; a commit index behind it
-    // was lost with an unsynced write and can be restored from it.
-    if file.index > store.hard_state().commit {
-        store.set_commit(file.index)?;
-    }
-    tracing::info!(
-        index = file.index,
-        term = file.term,
-        bytes = file.data.len(),
-        "loaded snapshot"
-    );
-    Ok(Some(file))
 }

@@ -38,21 +38,24 @@
 //!   up from the first snapshot saved after the change.
 
 mod config;
+pub mod driver;
 mod error;
 mod handle;
 mod logger;
-mod node;
+mod raft_loop;
 pub mod snapshot_file;
+mod status;
 pub mod storage;
 mod transport;
 
 pub use config::Config;
 pub use error::ConsensusError;
-pub use handle::{start, start_with_transport, Handle, Started, Status};
+pub use handle::{start, start_with_transport, Handle, Started};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
     MessageType,
 };
+pub use status::{PeerProgress, Status};
 pub use transport::{NoPeers, Transport};
 
 /// A snapshot of the applier's state machine, exactly as of `index`.
@@ -88,6 +91,24 @@ pub enum Event {
     /// Answer to `read_index(ctx)`: serve the read once applied >= index.
     ReadIndexReady { ctx: u64, index: u64 },
     /// This node received a snapshot from the leader: replace the state machine with it. Committed
-    /// entries that follow continue from `index + 1`.
+    /// entries that follow continue from `index + 1`. A `MembershipChanged` with the snapshot's
+    /// membership (and an empty context) follows it.
     InstallSnapshot(Snapshot),
+    /// The membership changed by the entry at `index` (the `Committed` batch before this event
+    /// ends with it, as a no-op), or by an installed snapshot at `index`. `voters` (during a joint
+    /// change: the incoming voters) and `learners` are the membership now; `context` is the
+    /// applied `ConfChangeV2::context`, for the applier's own record of the members (addresses,
+    /// ZooKeeper `server.N` lines), empty after a snapshot. Re-emitted on replay after a restart,
+    /// like every entry after the loaded snapshot.
+    MembershipChanged {
+        index: u64,
+        voters: Vec<u64>,
+        learners: Vec<u64>,
+        context: Vec<u8>,
+    },
+    /// The leader needs a snapshot newer than the stored one (a member was added after it, or its
+    /// file is unreadable): call `save_snapshot` at the current applied index now rather than
+    /// waiting for the periodic one. Sent once per need; a quiet group depends on it, since
+    /// without writes the periodic snapshot never comes.
+    SnapshotWanted { peer: u64 },
 }

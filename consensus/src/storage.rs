@@ -14,6 +14,7 @@
 //! Only the raft thread mutates the store, through `&mut self`; raft-rs reads it through `&self`,
 //! so no locks are needed.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,9 @@ pub struct LogStore {
     /// Where snapshot files live, for `Storage::snapshot` (a leader sending one to a follower).
     snapshot_dir: Option<PathBuf>,
     synced_writes: u64,
+    /// Set by `Storage::snapshot` when raft wanted to send a snapshot to this peer and the stored
+    /// one cannot serve it; the driver turns it into `Event::SnapshotWanted`.
+    snapshot_wanted: Cell<Option<u64>>,
 }
 
 fn storage_err(e: impl std::fmt::Display) -> raft::Error {
@@ -102,6 +106,7 @@ impl LogStore {
             cache: VecDeque::new(),
             snapshot_dir: None,
             synced_writes: 0,
+            snapshot_wanted: Cell::new(None),
         };
         store.load()?;
         Ok(store)
@@ -177,9 +182,9 @@ impl LogStore {
         !self.conf_state.voters.is_empty() || !self.conf_state.learners.is_empty()
     }
 
-    /// Starts a new group: a snapshot at index 1 carrying `voters`, committed, with an empty log
-    /// after it. Every initial member must bootstrap with the same voters.
-    pub fn bootstrap(&mut self, voters: &[u64]) -> Result<(), ConsensusError> {
+    /// Starts a new group: a snapshot at index 1 carrying `voters` and `learners`, committed,
+    /// with an empty log after it. Every initial member must bootstrap with the same membership.
+    pub fn bootstrap(&mut self, voters: &[u64], learners: &[u64]) -> Result<(), ConsensusError> {
         if self.is_initialized() || self.last_index > 0 {
             return Err(ConsensusError::Invalid(
                 "log store is already initialized".into(),
@@ -187,6 +192,7 @@ impl LogStore {
         }
         let conf_state = ConfState {
             voters: voters.to_vec(),
+            learners: learners.to_vec(),
             ..Default::default()
         };
         let meta = SnapshotMetadata {
@@ -387,18 +393,6 @@ impl LogStore {
         Ok(())
     }
 
-    /// Drops log entries up to `compact_to` (inclusive); must not pass the newest snapshot.
-    pub fn compact(&mut self, compact_to: u64) -> Result<(), ConsensusError> {
-        if compact_to > self.snapshot_meta.index {
-            return Err(ConsensusError::Invalid(format!(
-                "compaction to {compact_to} would pass the snapshot at {}",
-                self.snapshot_meta.index
-            )));
-        }
-        let snap = self.snapshot_meta.clone();
-        self.record_snapshot(&snap, compact_to)
-    }
-
     pub fn hard_state(&self) -> &HardState {
         &self.hard_state
     }
@@ -427,6 +421,12 @@ impl LogStore {
     /// The RocksDB directory.
     pub fn path(&self) -> &Path {
         self.db.path()
+    }
+
+    /// The peer for which raft last wanted a snapshot the store could not give (see
+    /// `Storage::snapshot`), cleared by reading it.
+    pub fn take_snapshot_wanted(&self) -> Option<u64> {
+        self.snapshot_wanted.take()
     }
 
     pub(crate) fn set_snapshot_dir(&mut self, dir: PathBuf) {
@@ -581,13 +581,14 @@ impl raft::Storage for LogStore {
     fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
         let meta = &self.snapshot_meta;
         if meta.index < request_index {
+            self.snapshot_wanted.set(Some(to));
             return Err(raft::Error::Store(
                 StorageError::SnapshotTemporarilyUnavailable,
             ));
         }
         // raft-rs refuses (with only a log line) a snapshot whose membership lacks the receiver,
         // so a node added after the newest snapshot would never catch up (consensus-notes §2).
-        // Wait for the applier's next snapshot, taken after the change.
+        // Ask for a fresh one (the driver tells the applier) and wait for it.
         let cs = meta.get_conf_state();
         let members = [
             &cs.voters,
@@ -599,8 +600,9 @@ impl raft::Storage for LogStore {
             tracing::info!(
                 to,
                 index = meta.index,
-                "newest snapshot predates this member; waiting for a newer one"
+                "newest snapshot predates this member; asking for a newer one"
             );
+            self.snapshot_wanted.set(Some(to));
             return Err(raft::Error::Store(
                 StorageError::SnapshotTemporarilyUnavailable,
             ));
@@ -616,6 +618,7 @@ impl raft::Storage for LogStore {
                 Ok(None) if meta.index <= BOOTSTRAP_INDEX => {}
                 Ok(None) => {
                     tracing::error!(index = meta.index, "snapshot file to send is missing");
+                    self.snapshot_wanted.set(Some(to));
                     return Err(raft::Error::Store(
                         StorageError::SnapshotTemporarilyUnavailable,
                     ));
@@ -625,6 +628,7 @@ impl raft::Storage for LogStore {
                         index = meta.index,
                         "snapshot file to send is unreadable: {e}"
                     );
+                    self.snapshot_wanted.set(Some(to));
                     return Err(raft::Error::Store(
                         StorageError::SnapshotTemporarilyUnavailable,
                     ));

@@ -1,298 +1,19 @@
-//! Three nodes in one process over a channel transport: election, replication, leader failure,
-//! re-election, a restarted node catching up from the log, and a lagging node catching up from a
-//! snapshot after the leader compacted its log.
+//! Three nodes in one process over the in-process `Router` (tests/common/cluster.rs): election,
+//! replication, leader failure, re-election, a restarted node catching up from the log, a lagging
+//! node catching up from a snapshot after the leader compacted its log, and membership changes.
+
+mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::cluster::{batch, Applied, Cluster, Router, RouterTransport};
+use common::wait_for;
 use consensus::{
-    start_with_transport, CommittedEntry, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config,
-    ConsensusError, Event, Handle, Message, MessageType, Snapshot, Transport,
+    start_with_transport, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config, ConsensusError,
+    Event,
 };
-
-const WAIT: Duration = Duration::from_secs(15);
-
-/// Delivers messages straight into the addressee's handle; nodes not registered are unreachable.
-#[derive(Clone, Default)]
-struct Router {
-    nodes: Arc<Mutex<HashMap<u64, Handle>>>,
-    /// Nodes cut off from everyone: messages from or to them are dropped.
-    isolated: Arc<Mutex<HashSet<u64>>>,
-    /// Snapshot messages still to be lost on the way, and those lost so far.
-    drop_snapshots: Arc<Mutex<(u32, u32)>>,
-}
-
-struct RouterTransport(Router);
-
-impl Transport for RouterTransport {
-    fn send(&mut self, msgs: Vec<Message>) {
-        let nodes = self.0.nodes.lock().unwrap();
-        let isolated = self.0.isolated.lock().unwrap();
-        let mut drop_snapshots = self.0.drop_snapshots.lock().unwrap();
-        for m in msgs {
-            if isolated.contains(&m.from) || isolated.contains(&m.to) {
-                continue;
-            }
-            if m.get_msg_type() == MessageType::MsgSnapshot && drop_snapshots.0 > 0 {
-                drop_snapshots.0 -= 1;
-                drop_snapshots.1 += 1;
-                continue;
-            }
-            if let Some(h) = nodes.get(&m.to) {
-                let _ = h.step(m);
-            }
-        }
-    }
-}
-
-/// What the applier of one node has seen.
-#[derive(Default)]
-struct Applied {
-    entries: Vec<CommittedEntry>,
-    snapshots: Vec<Snapshot>,
-    reads: Vec<(u64, u64)>,
-    /// Index the next committed entry must have; any skip or repeat is recorded in `gaps`.
-    next: Option<u64>,
-    gaps: Vec<String>,
-    /// The replicated state machine: every payload with its index, rebuilt from snapshots.
-    state: Vec<(u64, Vec<u8>)>,
-}
-
-fn encode_state(state: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (i, d) in state {
-        out.extend_from_slice(&i.to_be_bytes());
-        out.extend_from_slice(&(d.len() as u32).to_be_bytes());
-        out.extend_from_slice(d);
-    }
-    out
-}
-
-fn decode_state(mut b: &[u8]) -> Option<Vec<(u64, Vec<u8>)>> {
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let i = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
-        let n = u32::from_be_bytes(b.get(8..12)?.try_into().ok()?) as usize;
-        out.push((i, b.get(12..12 + n)?.to_vec()));
-        b = &b[12 + n..];
-    }
-    Some(out)
-}
-
-struct Node {
-    handle: Handle,
-    applied: Arc<Mutex<Applied>>,
-    loaded: Option<Snapshot>,
-}
-
-struct Cluster {
-    router: Router,
-    dirs: HashMap<u64, tempfile::TempDir>,
-    nodes: HashMap<u64, Node>,
-    keep: u64,
-    /// Appliers save a snapshot of their state at every index divisible by this (0 = never).
-    snapshot_every: u64,
-}
-
-impl Cluster {
-    fn new(ids: &[u64], keep: u64) -> Cluster {
-        Cluster::with_snapshots(ids, keep, 0)
-    }
-
-    fn with_snapshots(ids: &[u64], keep: u64, snapshot_every: u64) -> Cluster {
-        let mut c = Cluster {
-            router: Router::default(),
-            dirs: ids
-                .iter()
-                .map(|&id| (id, tempfile::tempdir().unwrap()))
-                .collect(),
-            nodes: HashMap::new(),
-            keep,
-            snapshot_every,
-        };
-        for &id in ids {
-            c.start(id);
-        }
-        c
-    }
-
-    fn dir(&self, id: u64) -> PathBuf {
-        self.dirs[&id].path().to_path_buf()
-    }
-
-    fn start(&mut self, id: u64) {
-        let cfg = Config {
-            id,
-            dir: self.dir(id),
-            voters: vec![1, 2, 3],
-            // Elections after 200-400 ms: short, but long enough not to fire spuriously when the
-            // 2-core test machine is busy.
-            tick: Duration::from_millis(20),
-            election_tick: 10,
-            heartbeat_tick: 3,
-            snapshot_keep_entries: self.keep,
-        };
-        let started =
-            start_with_transport(cfg, Box::new(RouterTransport(self.router.clone()))).unwrap();
-        let applied = Arc::new(Mutex::new(Applied::default()));
-        if let Some(s) = &started.snapshot {
-            applied.lock().unwrap().state = decode_state(&s.data).unwrap_or_default();
-        }
-        let sink = applied.clone();
-        let events = started.events;
-        let handle = started.handle.clone();
-        let every = self.snapshot_every;
-        std::thread::spawn(move || {
-            for ev in events.iter() {
-                let mut a = sink.lock().unwrap();
-                match ev {
-                    Event::Committed(batch) => {
-                        for e in &batch {
-                            if a.next.is_some_and(|n| n != e.index) {
-                                let gap = format!("expected {:?}, got {}", a.next, e.index);
-                                a.gaps.push(gap);
-                            }
-                            a.next = Some(e.index + 1);
-                            if !e.data.is_empty() {
-                                a.state.push((e.index, e.data.clone()));
-                            }
-                            if every > 0 && e.index % every == 0 {
-                                let _ =
-                                    handle.save_snapshot(e.index, e.term, encode_state(&a.state));
-                            }
-                        }
-                        a.entries.extend(batch);
-                    }
-                    Event::InstallSnapshot(s) => {
-                        a.next = Some(s.index + 1);
-                        a.state = decode_state(&s.data).unwrap_or_default();
-                        a.snapshots.push(s);
-                    }
-                    Event::ReadIndexReady { ctx, index } => a.reads.push((ctx, index)),
-                    _ => {}
-                }
-            }
-        });
-        self.router
-            .nodes
-            .lock()
-            .unwrap()
-            .insert(id, started.handle.clone());
-        self.nodes.insert(
-            id,
-            Node {
-                handle: started.handle,
-                applied,
-                loaded: started.snapshot,
-            },
-        );
-    }
-
-    fn stop(&mut self, id: u64) {
-        self.router.nodes.lock().unwrap().remove(&id);
-        let node = self.nodes.remove(&id).unwrap();
-        node.handle.shutdown();
-    }
-
-    fn handle(&self, id: u64) -> &Handle {
-        &self.nodes[&id].handle
-    }
-
-    /// Waits until exactly one reachable node leads and every reachable node agrees on it.
-    fn leader(&self) -> u64 {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let isolated = self.router.isolated.lock().unwrap().clone();
-            let statuses: Vec<_> = self
-                .nodes
-                .iter()
-                .filter(|(id, _)| !isolated.contains(id))
-                .map(|(_, n)| n.handle.status())
-                .collect();
-            let leaders: Vec<_> = statuses.iter().filter(|s| s.is_leader).collect();
-            if leaders.len() == 1 {
-                let l = leaders[0];
-                if statuses
-                    .iter()
-                    .all(|s| s.leader_id == l.id && s.term == l.term)
-                {
-                    return l.id;
-                }
-            }
-            assert!(Instant::now() < deadline, "no agreed leader: {statuses:?}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// Data entries applied by `id`, as (index, data).
-    fn payloads(&self, id: u64) -> Vec<(u64, Vec<u8>)> {
-        let a = self.nodes[&id].applied.lock().unwrap();
-        assert!(
-            a.gaps.is_empty(),
-            "node {id} saw out-of-order delivery: {:?}",
-            a.gaps
-        );
-        a.entries
-            .iter()
-            .filter(|e| !e.data.is_empty())
-            .map(|e| (e.index, e.data.clone()))
-            .collect()
-    }
-
-    fn wait_applied(&self, id: u64, index: u64) {
-        let deadline = Instant::now() + WAIT;
-        while self.nodes[&id]
-            .applied
-            .lock()
-            .unwrap()
-            .entries
-            .last()
-            .map_or(0, |e| e.index)
-            < index
-        {
-            assert!(
-                Instant::now() < deadline,
-                "node {id} did not apply {index}: {:?}",
-                self.handle(id).status()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// Proposes `data` on the leader, retrying through leader changes, until `count` payloads have
-    /// been proposed; returns the highest index once committed on the leader.
-    fn propose_all(&self, data: &[Vec<u8>]) -> u64 {
-        let leader = self.leader();
-        for d in data {
-            self.handle(leader).propose(d.clone()).unwrap();
-        }
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let got = self.payloads(leader);
-            if data.iter().all(|d| got.iter().any(|(_, g)| g == d)) {
-                return got
-                    .iter()
-                    .filter(|(_, g)| data.contains(g))
-                    .map(|(i, _)| *i)
-                    .max()
-                    .unwrap();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "proposals not committed on {leader}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-fn batch(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|i| format!("{prefix}{i}").into_bytes())
-        .collect()
-}
 
 #[test]
 fn three_nodes_elect_one_leader_and_replicate_in_the_same_order() {
@@ -319,17 +40,20 @@ fn three_nodes_elect_one_leader_and_replicate_in_the_same_order() {
     // A follower's read barrier is answered through the leader, at an index covering every
     // write committed before it was asked.
     c.handle(follower).read_index(5).unwrap();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let reads = c.nodes[&follower].applied.lock().unwrap().reads.clone();
-        if let Some(&(ctx, index)) = reads.first() {
-            assert_eq!(ctx, 5);
-            assert!(index >= last, "read index {index} behind commit {last}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "no read index answer");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (ctx, index) = wait_for(
+        || "a read index answer",
+        || {
+            c.nodes[&follower]
+                .applied
+                .lock()
+                .unwrap()
+                .reads
+                .first()
+                .copied()
+        },
+    );
+    assert_eq!(ctx, 5);
+    assert!(index >= last, "read index {index} behind commit {last}");
 }
 
 #[test]
@@ -404,14 +128,9 @@ fn lagging_follower_catches_up(lose: u32) {
                 .term;
             let state = format!("state@{last}").into_bytes();
             c.handle(id).save_snapshot(last, term, state).unwrap();
-            let deadline = Instant::now() + WAIT;
-            while c.handle(id).status().snapshot_index != last {
-                assert!(
-                    Instant::now() < deadline,
-                    "node {id} did not record snapshot {last}"
-                );
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            common::wait_status(c.handle(id), "snapshot recorded", |s| {
+                s.snapshot_index == last
+            });
         }
     }
     for &id in &running {
@@ -463,11 +182,9 @@ fn isolated_leader_steps_down_and_its_uncommitted_entries_are_discarded_on_heal(
     let new = c.leader();
     assert_ne!(new, old);
     // check_quorum: a leader that cannot hear a majority steps down.
-    let deadline = Instant::now() + WAIT;
-    while c.handle(old).status().is_leader {
-        assert!(Instant::now() < deadline, "isolated leader kept leading");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_status(c.handle(old), "the isolated leader to step down", |s| {
+        !s.is_leader
+    });
     let last = c.propose_all(&batch("b", 20));
 
     c.router.isolated.lock().unwrap().clear();
@@ -487,13 +204,9 @@ fn a_node_without_quorum_refuses_proposals_and_reads_instead_of_hanging() {
     // Node 1 of a three-voter group whose peers never start: it can never elect a leader.
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
-        id: 1,
-        dir: dir.path().to_path_buf(),
         voters: vec![1, 2, 3],
         tick: Duration::from_millis(10),
-        election_tick: 10,
-        heartbeat_tick: 3,
-        snapshot_keep_entries: 1000,
+        ..Config::standalone(dir.path())
     };
     let started = start_with_transport(cfg, Box::new(RouterTransport(Router::default()))).unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -521,16 +234,6 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
-}
-
-fn state(c: &Cluster, id: u64) -> Vec<(u64, Vec<u8>)> {
-    let a = c.nodes[&id].applied.lock().unwrap();
-    assert!(
-        a.gaps.is_empty(),
-        "node {id} saw out-of-order delivery: {:?}",
-        a.gaps
-    );
-    a.state.clone()
 }
 
 /// Three nodes take writes for 3 s while a seeded nemesis stops/restarts one node or
@@ -595,9 +298,9 @@ fn nemesis(keep: u64, snapshot_every: u64) {
         c.wait_applied(id, last);
     }
 
-    let reference = state(&c, c.leader());
+    let reference = c.state(c.leader());
     for id in [1, 2, 3] {
-        assert_eq!(state(&c, id), reference, "seed {seed}: node {id} diverged");
+        assert_eq!(c.state(id), reference, "seed {seed}: node {id} diverged");
     }
     let final_state: HashMap<u64, Vec<u8>> = reference.iter().cloned().collect();
     for a in &appliers {
@@ -693,7 +396,7 @@ fn a_new_member_joins_as_learner_catches_up_by_snapshot_and_replaces_a_voter() {
     // Crosses index 60 or so: a snapshot taken after the change, which includes node 4.
     let last = c.propose_all(&batch("b", 30));
     c.wait_applied(4, last);
-    assert_eq!(state(&c, 4), state(&c, leader));
+    assert_eq!(c.state(4), c.state(leader));
     assert!(!c.nodes[&4].applied.lock().unwrap().snapshots.is_empty());
 
     // Promote 4, then remove x: the voters become {leader, y, 4}.
@@ -717,8 +420,8 @@ fn a_new_member_joins_as_learner_catches_up_by_snapshot_and_replaces_a_voter() {
     c.stop(y);
     let last = c.propose_all(&batch("f", 5));
     c.wait_applied(4, last);
-    assert_eq!(state(&c, 4), state(&c, leader));
-    assert_eq!(state(&c, 4).len(), 80);
+    assert_eq!(c.state(4), c.state(leader));
+    assert_eq!(c.state(4).len(), 80);
 }
 
 #[test]
@@ -744,15 +447,243 @@ fn a_snapshot_records_the_membership_as_of_its_own_index() {
         c.handle(leader)
             .save_snapshot(index, term, b"s".to_vec())
             .unwrap();
-        let deadline = Instant::now() + WAIT;
-        while c.handle(leader).status().snapshot_index != index {
-            assert!(Instant::now() < deadline, "snapshot {index} not recorded");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        common::wait_status(c.handle(leader), "snapshot recorded", |s| {
+            s.snapshot_index == index
+        });
         let file = consensus::snapshot_file::read(&dir, index)
             .unwrap()
             .unwrap();
         assert_eq!(file.conf_state.voters, vec![1, 2, 3]);
         assert_eq!(file.conf_state.learners, learners, "snapshot at {index}");
     }
+}
+
+fn add_learner_with(id: u64, context: &[u8]) -> ConfChangeV2 {
+    ConfChangeV2 {
+        context: context.to_vec().into(),
+        ..conf_change(&[(ConfChangeType::AddLearnerNode, id)])
+    }
+}
+
+#[test]
+fn a_learner_added_to_a_quiet_group_catches_up_from_a_snapshot_taken_on_demand() {
+    // No periodic snapshots and no writes after the change: only SnapshotWanted can help.
+    let mut c = Cluster::new(&[1, 2, 3], 1000);
+    let leader = c.leader();
+    c.propose_all(&batch("a", 20));
+    let context = b"server.4=127.0.0.1:2888:3888:observer;2181";
+    c.handle(leader)
+        .propose_conf_change(add_learner_with(4, context))
+        .unwrap();
+    let change = wait_for(
+        || "the membership change on the leader",
+        || {
+            let a = c.nodes[&leader].applied.lock().unwrap();
+            a.others.iter().find_map(|e| match e {
+                Event::MembershipChanged { index, .. } => Some(*index),
+                _ => None,
+            })
+        },
+    );
+    c.start(4);
+    c.wait_applied(4, change);
+    assert_eq!(c.state(4), c.state(leader));
+    assert_eq!(c.state(4).len(), 20);
+    let a = c.nodes[&4].applied.lock().unwrap();
+    assert_eq!(a.snapshots.len(), 1, "caught up by one snapshot");
+    assert!(a.snapshots[0].index >= change);
+    drop(a);
+    let wanted = c.nodes[&leader]
+        .applied
+        .lock()
+        .unwrap()
+        .others
+        .iter()
+        .filter(|e| matches!(e, Event::SnapshotWanted { peer: 4 }))
+        .count();
+    assert_eq!(wanted, 1);
+    // Every voter saw the change with its context; the learner knows what it is.
+    for id in [1, 2, 3] {
+        let a = c.nodes[&id].applied.lock().unwrap();
+        assert!(
+            a.others.contains(&Event::MembershipChanged {
+                index: change,
+                voters: vec![1, 2, 3],
+                learners: vec![4],
+                context: context.to_vec(),
+            }),
+            "node {id}: {:?}",
+            a.others
+        );
+    }
+    common::wait_status(c.handle(4), "node 4 to know the leader", |s| {
+        s.leader_id == leader
+    });
+    assert!(c.handle(4).status().is_learner);
+    assert_eq!(c.handle(4).membership(), (vec![1, 2, 3], vec![4]));
+    // The leader sees its followers and the learner in sync.
+    let last = c.handle(leader).status().last_index;
+    let progress = wait_for(
+        || format!("progress: {:?}", c.handle(leader).progress()),
+        || {
+            let p = c.handle(leader).progress();
+            p.iter().all(|p| p.matched == last).then_some(p)
+        },
+    );
+    assert_eq!(
+        progress
+            .iter()
+            .map(|p| (p.id, p.is_learner))
+            .collect::<Vec<_>>(),
+        vec![(1, false), (2, false), (3, false), (4, true)]
+            .into_iter()
+            .filter(|(id, _)| *id != leader)
+            .collect::<Vec<_>>()
+    );
+    assert!(c.handle(4).progress().is_empty());
+}
+
+#[test]
+fn a_learner_listed_at_bootstrap_replicates_and_does_not_count_for_quorum() {
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    for id in [1, 2, 3, 4] {
+        let cfg = Config {
+            learners: vec![4],
+            ..c.config(id)
+        };
+        c.start_with(cfg);
+    }
+    let leader = c.leader();
+    assert_ne!(leader, 4);
+    let last = c.propose_all(&batch("a", 10));
+    c.wait_applied(4, last);
+    assert_eq!(c.payloads(4), c.payloads(leader));
+    assert!(c.handle(4).status().is_learner);
+    assert_eq!(c.handle(4).membership(), (vec![1, 2, 3], vec![4]));
+}
+
+#[test]
+fn a_leader_hands_over_before_stopping_and_no_committed_entry_is_lost() {
+    let mut c = Cluster::new(&[1, 2, 3], 1000);
+    let old = c.leader();
+    let last = c.propose_all(&batch("a", 50));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    let term = c.handle(old).status().term;
+    let new = c
+        .handle(old)
+        .transfer_leadership_and_wait(Duration::from_secs(5))
+        .unwrap();
+    assert_ne!(new, old);
+    c.stop(old);
+    assert_eq!(c.leader(), new);
+    assert!(c.handle(new).status().term > term);
+    let last = c.propose_all(&batch("b", 5));
+    let reference = c.payloads(new);
+    assert_eq!(reference.len(), 55);
+    for id in c.nodes.keys().copied().collect::<Vec<_>>() {
+        c.wait_applied(id, last);
+        assert_eq!(c.payloads(id), reference, "node {id}");
+    }
+    // A follower cannot hand over what it does not hold.
+    let follower = c.nodes.keys().copied().find(|&id| id != new).unwrap();
+    assert!(matches!(
+        c.handle(follower)
+            .transfer_leadership_and_wait(Duration::from_millis(100)),
+        Err(ConsensusError::NotLeader { leader_id }) if leader_id == new
+    ));
+}
+
+#[test]
+fn a_group_of_one_has_no_one_to_hand_leadership_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = consensus::start(Config::standalone(dir.path())).unwrap();
+    common::wait_status(&started.handle, "leadership", |s| s.is_leader);
+    assert!(matches!(
+        started
+            .handle
+            .transfer_leadership_and_wait(Duration::from_millis(100)),
+        Err(ConsensusError::Invalid(_))
+    ));
+    assert!(started.handle.status().is_leader);
+}
+
+#[test]
+fn when_the_leader_process_dies_peer_lost_elects_another_well_within_an_election_timeout() {
+    // Election timeouts of 1-2 s: a new leader within 500 ms can only come from peer_lost.
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    c.election_tick = 50;
+    for id in [1, 2, 3] {
+        c.start(id);
+    }
+    let old = c.leader();
+    let last = c.propose_all(&batch("a", 10));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    c.stop(old);
+    let t0 = Instant::now();
+    for id in c.nodes.keys() {
+        c.handle(*id).peer_lost(old).unwrap();
+    }
+    let new = c.leader();
+    let took = t0.elapsed();
+    assert_ne!(new, old);
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    let last = c.propose_all(&batch("b", 5));
+    for id in c.nodes.keys().copied().collect::<Vec<_>>() {
+        c.wait_applied(id, last);
+        assert_eq!(c.payloads(id).len(), 15, "node {id}");
+    }
+}
+
+#[test]
+fn a_leader_whose_followers_stall_refuses_proposals_past_max_uncommitted_bytes() {
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    // Long election timeouts: the cut-off leader keeps leading while the test fills it.
+    c.election_tick = 100;
+    for id in [1, 2, 3] {
+        let cfg = Config {
+            max_uncommitted_bytes: 1000,
+            ..c.config(id)
+        };
+        c.start_with(cfg);
+    }
+    let leader = c.leader();
+    c.propose_all(&batch("a", 3));
+    c.router.isolated.lock().unwrap().insert(leader);
+    let h = c.handle(leader);
+    for _ in 0..3 {
+        h.propose(vec![7; 300]).unwrap();
+    }
+    match h.propose(vec![8; 300]) {
+        Err(ConsensusError::Busy { pending, limit }) => {
+            assert_eq!(limit, 1000);
+            assert!(pending >= 900, "pending {pending}");
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    assert!(h.status().is_leader);
+    // Once the followers are back the three commit and the leader takes writes again.
+    c.router.isolated.lock().unwrap().clear();
+    wait_for(
+        || format!("the held proposals to commit: {:?}", h.status()),
+        || (c.payloads(leader).len() == 6).then_some(()),
+    );
+    wait_for(
+        || "room for a proposal again",
+        || h.propose(vec![9; 300]).ok(),
+    );
+    wait_for(
+        || "the new proposal to commit",
+        || (c.payloads(leader).len() == 7).then_some(()),
+    );
+    // A single entry larger than the bound is admitted when nothing is pending.
+    c.propose_all(&[vec![1; 5000]]);
+    assert_eq!(
+        h.status().dropped_proposals,
+        0,
+        "raft's backstop dropped none"
+    );
 }

@@ -14,11 +14,12 @@ use consensus::{start, Config, Event};
 const CHILD_ENV: &str = "PADDOCK_CONSENSUS_CRASH_CHILD_DIR";
 
 /// Runs only inside the child: propose forever, report commits on stdout as "C <index> <data>".
+/// Ignored so that it is not counted as a passing test; the parent runs it with `--ignored`.
 #[test]
+#[ignore = "the child process of sigkill_loses_no_entry_that_was_reported_committed"]
 fn crash_child() {
-    let Ok(dir) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let dir = std::env::var(CHILD_ENV)
+        .expect("crash_child is run by sigkill_loses_no_entry_that_was_reported_committed");
     let started = start(Config::standalone(dir)).unwrap();
     let handle = started.handle.clone();
     std::thread::spawn(move || {
@@ -48,7 +49,13 @@ fn crash_child() {
 /// first replays the earlier log), SIGKILLs it, returns everything it reported.
 fn run_and_kill(dir: &std::path::Path, lines: usize) -> Vec<(u64, String)> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "crash_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

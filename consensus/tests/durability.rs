@@ -1,7 +1,9 @@
-//! The rule the applier relies on: an entry is committed (handed out) only once it is durable on
-//! this node. For a group of one this follows from raft-rs committing up to
-//! min(commit, persisted); these tests drive a `RawNode` over our log store by hand to pin that,
-//! Ready by Ready, so an upgrade of raft-rs or a change in how the loop persists would show here.
+//! The raft-rs behaviour the loop's durability rule rests on: an entry is committed (handed out)
+//! only once it is durable on this node. For a group of one this follows from raft-rs committing
+//! up to min(commit, persisted). These tests drive a bare `RawNode` over our log store by hand,
+//! Ready by Ready, with their own minimal persist step, so an upgrade of raft-rs that changed the
+//! rule would show here. They do not exercise paddock's loop: `steps.rs` drives the real
+//! `Driver`, whose `deliver` also checks the rule and stops the node if it is ever broken.
 
 use consensus::storage::LogStore;
 use raft::{RawNode, StateRole};
@@ -12,7 +14,7 @@ fn logger() -> slog::Logger {
 
 fn sole_voter(dir: &std::path::Path) -> RawNode<LogStore> {
     let mut store = LogStore::open(dir).unwrap();
-    store.bootstrap(&[1]).unwrap();
+    store.bootstrap(&[1], &[]).unwrap();
     let cfg = raft::Config {
         id: 1,
         election_tick: 10,

@@ -1,12 +1,36 @@
 //! Helpers shared by the consensus integration tests.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::time::{Duration, Instant};
 
 use consensus::{CommittedEntry, Event, Handle};
 use crossbeam_channel::Receiver;
 
-pub const WAIT: Duration = Duration::from_secs(10);
+/// How long any wait in these tests may take before it counts as a failure: far above what a
+/// healthy run needs, so a busy 2-core machine does not fail a correct node.
+pub const WAIT: Duration = Duration::from_secs(15);
+
+/// The one polling wait: calls `f` every few milliseconds until it returns `Some`, and fails the
+/// test with `what()` (evaluated only then, so it can describe the state) after `WAIT`.
+pub fn wait_for<T, D: std::fmt::Display>(
+    what: impl Fn() -> D,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {}",
+            what()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 /// Collects committed entries (no-ops included) until one with index >= `until` arrives.
 pub fn committed_until(events: &Receiver<Event>, until: u64) -> Vec<CommittedEntry> {
@@ -41,18 +65,10 @@ pub fn wait_status(
     what: &str,
     f: impl Fn(&consensus::Status) -> bool,
 ) -> consensus::Status {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let s = handle.status();
-        if f(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; status {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(
+        || format!("{what}; status {:?}", handle.status()),
+        || Some(handle.status()).filter(|s| f(s)),
+    )
 }
 
 /// Drains whatever events arrive within `quiet` of each other.

@@ -78,6 +78,15 @@ impl Core {
                     ),
                 }
             }
+            Event::MembershipChanged {
+                index,
+                voters,
+                learners,
+                ..
+            } => info!(index, ?voters, ?learners, "raft membership changed"),
+            Event::SnapshotWanted { peer } => {
+                info!(peer, "the leader wants a fresh snapshot for a peer")
+            }
         }
     }
 

@@ -1,0 +1,858 @@
+//! The steppable core of a node: `RawNode<LogStore>` and the rules paddock adds on top of raft-rs,
+//! with explicit inputs and no clock, sleep or channel inside (the shape of raft-rs's
+//! `examples/single_mem_node`). The raft thread (`raft_loop.rs`) only pumps its channels and the
+//! time into a [`Driver`]; tests drive several by hand, moving messages between them and counting
+//! ticks.
+//!
+//! Inputs: [`Driver::tick`] (one raft tick), [`Driver::command`] (a peer's message, a proposal, a
+//! read barrier, a membership change, a snapshot report or a snapshot to save) and
+//! [`Driver::snapshot_saved`] (a snapshot file became durable). Output: [`Driver::ready`] handles
+//! every pending Ready in the order of consensus-notes §4 and hands what it produces to an
+//! [`Output`]: messages for peers, events for the applier, snapshot files to write.
+//!
+//! The one rule that matters most: committed entries go to the applier only when they are durable
+//! here. raft-rs guarantees it (it hands out entries up to min(commit, persisted)); `deliver`
+//! checks it anyway and stops the node if it is ever broken, because a replica that applied a
+//! non-durable entry can diverge after a crash.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use protobuf::Message as _;
+use raft::eraftpb::{
+    ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, SnapshotMetadata,
+};
+use raft::{ProgressState, RawNode, SnapshotStatus, StateRole, INVALID_ID};
+
+use crate::snapshot_file;
+use crate::status::PeerProgress;
+use crate::storage::{LogStore, BOOTSTRAP_INDEX};
+use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot, Status};
+
+/// Election timeouts a leader waits for a follower to acknowledge a snapshot before it takes the
+/// snapshot as lost and sends it again (see `expire_lost_snapshots`).
+pub const SNAPSHOT_ACK_ELECTIONS: usize = 5;
+
+/// One input for the driver, other than a tick.
+#[derive(Debug)]
+pub enum Command {
+    /// Append `data` (leader only; dropped otherwise).
+    Propose(Vec<u8>),
+    /// Propose a membership change (leader only).
+    ConfChange(ConfChangeV2),
+    /// Ask for a read point; answered by `Event::ReadIndexReady { ctx, .. }`.
+    ReadIndex(u64),
+    /// A message from a peer.
+    Step(Message),
+    /// Sending to this peer failed.
+    Unreachable(u64),
+    /// How sending a snapshot to `peer` ended.
+    SnapshotReport { peer: u64, ok: bool },
+    /// The applier's state exactly as of `index`; validated, then handed to
+    /// `Output::write_snapshot`.
+    SaveSnapshot {
+        index: u64,
+        term: u64,
+        data: Vec<u8>,
+    },
+    /// Hand leadership to this voter, or (`None`) to the most up-to-date one. Leader only.
+    TransferLeader(Option<u64>),
+    /// The transport's link to this peer closed (EOF, reset: its process probably died). If it
+    /// is our leader, forget it and campaign after a short delay instead of waiting for a whole
+    /// election timeout (see `Driver::peer_lost`).
+    PeerLost(u64),
+}
+
+/// A validated snapshot to write to disk; [`SnapshotJob::write`] does it.
+#[derive(Debug, Clone)]
+pub struct SnapshotJob {
+    pub index: u64,
+    pub term: u64,
+    /// The membership as of `index`.
+    pub conf_state: ConfState,
+    pub data: Vec<u8>,
+}
+
+impl SnapshotJob {
+    /// Writes the file durably (fsync, rename, fsync the directory); feed the result to
+    /// [`Driver::snapshot_saved`].
+    pub fn write(&self, dir: &Path) -> Result<SnapshotSaved, ConsensusError> {
+        snapshot_file::write(dir, self.index, self.term, &self.conf_state, &self.data)?;
+        Ok(SnapshotSaved {
+            index: self.index,
+            term: self.term,
+            conf_state: self.conf_state.clone(),
+        })
+    }
+}
+
+/// A snapshot file that is durable, to be recorded in the log store.
+#[derive(Debug, Clone)]
+pub struct SnapshotSaved {
+    pub index: u64,
+    pub term: u64,
+    pub conf_state: ConfState,
+}
+
+/// Where a driver's results go. Called on the driver's thread, so it must not block.
+pub trait Output {
+    /// Messages for peers, in the order raft produced them.
+    fn send(&mut self, msgs: Vec<Message>);
+    /// An event for the applier.
+    fn event(&mut self, event: Event);
+    /// A snapshot to write off the driver's thread; report it with `Driver::snapshot_saved`.
+    fn write_snapshot(&mut self, job: SnapshotJob);
+    /// The driver's state changed (`status()`, …). Called before any event the applier may
+    /// react to with a call that checks that state (`save_snapshot` after `Committed`).
+    fn publish(&mut self, driver: &Driver) {
+        let _ = driver;
+    }
+}
+
+/// `RawNode` plus paddock's rules; see the module docs.
+pub struct Driver {
+    id: u64,
+    election_tick: usize,
+    snapshot_keep_entries: u64,
+    snapshot_dir: PathBuf,
+    raw: RawNode<LogStore>,
+    /// Last index handed to the applier.
+    delivered: u64,
+    /// Membership after each change applied in this process (and the one it started from), so a
+    /// snapshot records the membership as of its own index. Never empty; the last is current.
+    conf_history: Vec<(u64, ConfState)>,
+    /// Last (is_leader, leader_id, term) reported, to emit RoleChanged only on change.
+    role: (bool, u64, u64),
+    /// Ticks left before the campaign a lost leader link scheduled (see `peer_lost`).
+    campaign_in: Option<usize>,
+    /// The snapshot index for which `SnapshotWanted` was last emitted: one event per need, until
+    /// a newer snapshot is recorded.
+    wanted_at: Option<u64>,
+    dropped_proposals: u64,
+    /// Followers with a snapshot in flight: (its index, ticks waited for the acknowledgement).
+    snapshots_in_flight: HashMap<u64, (u64, usize)>,
+    readies: u64,
+}
+
+impl Driver {
+    /// Opens (or creates) the node's store in `cfg.dir`, bootstraps a new group if this node is
+    /// an initial member, and loads the newest intact snapshot. Returns the driver and the
+    /// snapshot the applier must load first (`None` = start from the empty state).
+    pub fn open(cfg: &Config) -> Result<(Driver, Option<Snapshot>), ConsensusError> {
+        cfg.validate()?;
+        let db_dir = cfg.db_dir();
+        let snapshot_dir = cfg.snapshot_dir();
+        std::fs::create_dir_all(&db_dir)?;
+        std::fs::create_dir_all(&snapshot_dir)?;
+        snapshot_file::remove_temporaries(&snapshot_dir)?;
+
+        let mut store = LogStore::open(&db_dir)?;
+        if !store.is_initialized() && cfg.is_initial_member() {
+            tracing::info!(node = cfg.id, voters = ?cfg.voters, learners = ?cfg.learners,
+                "bootstrapping a new group");
+            store.bootstrap(&cfg.voters, &cfg.learners)?;
+        }
+        store.set_snapshot_dir(snapshot_dir.clone());
+
+        let loaded = load_snapshot(&mut store, &snapshot_dir)?;
+        // Raft restarts with the membership as of the state it restarts from; replaying the log
+        // re-applies later membership changes in order, as they were applied the first time.
+        let (applied, conf_state) = match &loaded {
+            Some(s) => (s.index, s.conf_state.clone()),
+            None => (
+                store.first() - 1,
+                store.snapshot_meta().get_conf_state().clone(),
+            ),
+        };
+        if store.is_initialized() {
+            store.restart_with_conf_state(conf_state);
+        }
+
+        let logger = crate::logger::raft_logger(cfg.id);
+        let mut raw = RawNode::new(&cfg.raft_config(applied), store, &logger)?;
+        // The role raft starts in is not news; the sole voter's election below is.
+        let role = (false, INVALID_ID, raw.raft.term);
+        if cfg.is_sole_voter() && raw.raft.state != StateRole::Leader && raw.raft.promotable() {
+            // Alone in the group: no election timeout to wait for.
+            raw.campaign()?;
+        }
+        let start_conf = raw.store().conf_state().clone();
+        let driver = Driver {
+            id: cfg.id,
+            election_tick: cfg.election_tick,
+            snapshot_keep_entries: cfg.snapshot_keep_entries,
+            snapshot_dir,
+            raw,
+            delivered: applied,
+            conf_history: vec![(applied, start_conf)],
+            role,
+            campaign_in: None,
+            wanted_at: None,
+            dropped_proposals: 0,
+            snapshots_in_flight: HashMap::new(),
+            readies: 0,
+        };
+        let snapshot = loaded.map(|f| Snapshot {
+            index: f.index,
+            term: f.term,
+            data: f.data,
+        });
+        Ok((driver, snapshot))
+    }
+
+    /// One raft tick (heartbeats, election timeouts), then paddock's own timers.
+    pub fn tick(&mut self) {
+        self.raw.tick();
+        self.expire_lost_snapshots();
+        if let Some(left) = self.campaign_in.take() {
+            if left > 1 {
+                self.campaign_in = Some(left - 1);
+            } else if self.raw.raft.leader_id == INVALID_ID
+                && self.raw.raft.state == StateRole::Follower
+                && self.raw.raft.promotable()
+            {
+                // Still no leader heard since the link closed: pre-vote now. A majority that
+                // still hears a live leader refuses (its lease holds), so this cannot depose it.
+                tracing::info!(term = self.raw.raft.term, "leader link lost; campaigning");
+                if let Err(e) = self.raw.campaign() {
+                    tracing::warn!("campaign after a lost leader failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// Starts an election now (pre-vote first). For tests and for a sole voter; raft-rs
+    /// randomises election timeouts, so tests elect explicitly.
+    /// A learner (or a removed node) never campaigns: raft-rs 0.7 itself would start an election
+    /// for one and could even win it.
+    pub fn campaign(&mut self) -> Result<(), ConsensusError> {
+        if !self.raw.raft.promotable() {
+            tracing::warn!("not a voter: no campaign");
+            return Ok(());
+        }
+        Ok(self.raw.campaign()?)
+    }
+
+    /// Applies one input. Only errors that must stop the node are returned.
+    pub fn command(&mut self, cmd: Command, out: &mut impl Output) -> Result<(), ConsensusError> {
+        match cmd {
+            Command::Propose(data) => {
+                // Only a leader appends. A follower's raft-rs would forward the proposal to the
+                // leader, where it may commit or vanish without a trace; the caller was told "not
+                // leader" semantics at the handle, so keep them here too (a proposal racing with
+                // a leadership loss is dropped, and RoleChanged tells the applier).
+                if self.raw.raft.state != StateRole::Leader {
+                    tracing::debug!("proposal dropped: no longer leader");
+                    self.dropped_proposals += 1;
+                } else if let Err(e) = self.raw.propose(Vec::new(), data) {
+                    tracing::warn!("proposal dropped: {e}");
+                    self.dropped_proposals += 1;
+                }
+            }
+            Command::ConfChange(cc) => {
+                if self.raw.raft.state != StateRole::Leader {
+                    tracing::debug!("membership change dropped: no longer leader");
+                } else if let Err(e) = self.raw.propose_conf_change(Vec::new(), cc) {
+                    tracing::warn!("membership change refused: {e}");
+                }
+            }
+            Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
+            Command::Step(msg) => {
+                if let Err(e) = self.raw.step(msg) {
+                    tracing::debug!("peer message ignored: {e}");
+                }
+            }
+            Command::Unreachable(peer) => self.raw.report_unreachable(peer),
+            Command::SnapshotReport { peer, ok } => {
+                let status = if ok {
+                    SnapshotStatus::Finish
+                } else {
+                    SnapshotStatus::Failure
+                };
+                self.raw.report_snapshot(peer, status);
+            }
+            Command::SaveSnapshot { index, term, data } => {
+                if let Some(job) = self.snapshot_job(index, term, data) {
+                    out.write_snapshot(job);
+                }
+            }
+            Command::TransferLeader(to) => self.transfer_leader(to),
+            Command::PeerLost(peer) => self.peer_lost(peer),
+        }
+        Ok(())
+    }
+
+    /// Starts handing leadership to `to`, or to the most up-to-date voter. raft-rs sends it
+    /// `MsgTimeoutNow` once its log matches (at once if it already does), and gives up after an
+    /// election timeout; proposals are dropped meanwhile.
+    fn transfer_leader(&mut self, to: Option<u64>) {
+        if self.raw.raft.state != StateRole::Leader {
+            tracing::debug!("leader transfer ignored: not leader");
+            return;
+        }
+        let Some(to) = to.or_else(|| self.best_successor()) else {
+            tracing::info!("leader transfer ignored: no other voter");
+            return;
+        };
+        if to == self.id || !self.current_conf().voters.contains(&to) {
+            tracing::warn!(to, "leader transfer ignored: not another voter");
+            return;
+        }
+        tracing::info!(to, "transferring leadership");
+        self.raw.transfer_leader(to);
+    }
+
+    /// The voter (other than this leader) with the highest matched index among those heard from
+    /// recently; the lowest id on a tie.
+    fn best_successor(&self) -> Option<u64> {
+        let voters = &self.current_conf().voters;
+        self.raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(id, pr)| **id != self.id && voters.contains(id) && pr.recent_active)
+            .map(|(&id, pr)| (pr.matched, std::cmp::Reverse(id)))
+            .max()
+            .map(|(_, std::cmp::Reverse(id))| id)
+    }
+
+    /// The transport lost its link to `peer`. On a follower whose leader that is, forget the
+    /// leader at once (`leader_id` 0): check-quorum's lease then no longer makes this node ignore
+    /// pre-votes, and the applier hears `RoleChanged { leader_id: 0 }`. Campaign after `1 + rank`
+    /// ticks, where rank orders the other voters by id: survivors of a dead leader start one tick
+    /// apart instead of splitting the vote. A leader only stops pipelining to the peer.
+    fn peer_lost(&mut self, peer: u64) {
+        let raft = &self.raw.raft;
+        if raft.state == StateRole::Leader {
+            self.raw.report_unreachable(peer);
+            return;
+        }
+        if peer == INVALID_ID || peer != raft.leader_id || peer == self.id {
+            return;
+        }
+        let term = raft.term;
+        tracing::info!(peer, term, "link to the leader lost; forgetting it");
+        self.raw.raft.become_follower(term, INVALID_ID);
+        if self.raw.raft.promotable() {
+            let rank = self
+                .current_conf()
+                .voters
+                .iter()
+                .filter(|&&v| v != peer && v < self.id)
+                .count();
+            self.campaign_in = Some((1 + rank).min(self.election_tick / 2).max(1));
+        }
+    }
+
+    /// Handles every pending Ready, then publishes the state.
+    pub fn ready(&mut self, out: &mut impl Output) -> Result<(), ConsensusError> {
+        self.want_snapshot(out);
+        while self.raw.has_ready() {
+            self.on_ready(out)?;
+            self.want_snapshot(out);
+        }
+        out.publish(self);
+        Ok(())
+    }
+
+    /// raft wanted to send a peer a snapshot the store cannot give (the newest one predates the
+    /// peer's membership, or is older than the peer asked for, or its file is unreadable): ask the
+    /// applier for a fresh one, once per stored snapshot.
+    fn want_snapshot(&mut self, out: &mut impl Output) {
+        let Some(peer) = self.raw.store().take_snapshot_wanted() else {
+            return;
+        };
+        let have = self.raw.store().snapshot_meta().index;
+        if self.wanted_at == Some(have) {
+            return;
+        }
+        self.wanted_at = Some(have);
+        tracing::info!(
+            peer,
+            snapshot = have,
+            "asking the applier for a fresh snapshot"
+        );
+        out.event(Event::SnapshotWanted { peer });
+    }
+
+    /// One Ready, in the order of consensus-notes §4 (numbered as in the crate docs).
+    fn on_ready(&mut self, out: &mut impl Output) -> Result<(), ConsensusError> {
+        let mut rd = self.raw.ready();
+        self.readies += 1;
+
+        // 1. Leader messages go out before our own fsync (raft thesis 10.2.1).
+        if !rd.messages().is_empty() {
+            out.send(rd.take_messages());
+        }
+        // 1b. Role: told to the applier before anything committed in the new role.
+        self.report_role(out);
+
+        // 2. A snapshot from the leader replaces everything before it. The file is written (and
+        // fsynced) here, before step 4 records it in the log store: a crash in between leaves an
+        // unrecorded file, which start-up ignores or uses, both consistent.
+        let installed = if rd.snapshot().is_empty() {
+            None
+        } else {
+            let snap = rd.snapshot();
+            let meta = snap.get_metadata().clone();
+            let previous = snapshot_file::previous(&self.snapshot_dir, meta.index)?;
+            snapshot_file::write(
+                &self.snapshot_dir,
+                meta.index,
+                meta.term,
+                meta.get_conf_state(),
+                &snap.data,
+            )?;
+            snapshot_file::prune_before(&self.snapshot_dir, previous)?;
+            tracing::info!(
+                index = meta.index,
+                term = meta.term,
+                "installing snapshot from leader"
+            );
+            self.delivered = meta.index;
+            self.conf_history = vec![(meta.index, meta.get_conf_state().clone())];
+            out.publish(self);
+            out.event(Event::InstallSnapshot(Snapshot {
+                index: meta.index,
+                term: meta.term,
+                data: snap.data.to_vec(),
+            }));
+            let cs = meta.get_conf_state();
+            out.event(Event::MembershipChanged {
+                index: meta.index,
+                voters: cs.voters.clone(),
+                learners: cs.learners.clone(),
+                context: Vec::new(),
+            });
+            Some(meta)
+        };
+
+        // 3. Entries committed by earlier Readys (already durable).
+        self.deliver(rd.take_committed_entries(), out)?;
+
+        // 4. Group commit: everything this Ready must persist, in one synced batch.
+        self.raw
+            .mut_store()
+            .write_ready(installed.as_ref(), rd.entries(), rd.hs())?;
+
+        // 5. Read barriers.
+        for rs in rd.take_read_states() {
+            emit_read_state(rs, out);
+        }
+
+        // 6. Votes and acks only after the fsync.
+        if !rd.persisted_messages().is_empty() {
+            out.send(rd.take_persisted_messages());
+        }
+
+        // 7. What became possible now that the Ready is durable.
+        let mut light = self.raw.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            self.raw.mut_store().set_commit(commit)?;
+        }
+        if !light.messages().is_empty() {
+            out.send(light.take_messages());
+        }
+        self.deliver(light.take_committed_entries(), out)?;
+        self.raw.advance_apply();
+        Ok(())
+    }
+
+    /// Emits `RoleChanged` when leadership, the known leader or the term changed (a term alone:
+    /// the same leader re-elected, and what the old term held may have been dropped).
+    fn report_role(&mut self, out: &mut impl Output) {
+        let raft = &self.raw.raft;
+        let role = (raft.state == StateRole::Leader, raft.leader_id, raft.term);
+        if role != self.role {
+            self.role = role;
+            let (is_leader, leader_id, term) = role;
+            tracing::info!(is_leader, leader = leader_id, term, "role changed");
+            out.event(Event::RoleChanged {
+                is_leader,
+                leader_id,
+                term,
+            });
+        }
+    }
+
+    /// raft-rs stops replicating to a follower once it sends it a snapshot, until the follower
+    /// acknowledges it or someone calls `report_snapshot`. A snapshot message lost on the way (a
+    /// partition, a follower restarting) would leave that follower behind for good, so a
+    /// snapshot unacknowledged for `SNAPSHOT_ACK_ELECTIONS` election timeouts (counted in ticks)
+    /// is reported as failed: raft-rs probes the follower again at the next heartbeat and
+    /// resends. A late acknowledgement of the first copy is harmless; the follower ignores the
+    /// second.
+    fn expire_lost_snapshots(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            self.snapshots_in_flight.clear();
+            return;
+        }
+        let pending: HashMap<u64, u64> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, pr)| pr.state == ProgressState::Snapshot)
+            .map(|(&id, pr)| (id, pr.pending_snapshot))
+            .collect();
+        self.snapshots_in_flight
+            .retain(|id, (index, _)| pending.get(id) == Some(index));
+        let limit = self.election_tick * SNAPSHOT_ACK_ELECTIONS;
+        let mut lost = Vec::new();
+        for (id, index) in pending {
+            let waited = &mut self.snapshots_in_flight.entry(id).or_insert((index, 0)).1;
+            *waited += 1;
+            if *waited >= limit {
+                lost.push((id, index));
+            }
+        }
+        for (id, index) in lost {
+            tracing::warn!(
+                peer = id,
+                index,
+                "snapshot not acknowledged; sending it again"
+            );
+            self.snapshots_in_flight.remove(&id);
+            self.raw.report_snapshot(id, SnapshotStatus::Failure);
+        }
+    }
+
+    /// Hands committed entries to the applier after checking they are durable and contiguous.
+    fn deliver(
+        &mut self,
+        entries: Vec<Entry>,
+        out: &mut impl Output,
+    ) -> Result<(), ConsensusError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Vec::with_capacity(entries.len());
+        for e in entries {
+            if e.index != self.delivered + 1 {
+                panic!(
+                    "raft delivered entry {} after {}: the applier would skip or repeat",
+                    e.index, self.delivered
+                );
+            }
+            let store = self.raw.store();
+            // The term comparison uses the cache only: a restart replays far more entries than it
+            // holds, and reading each one back from RocksDB would double the replay cost.
+            let durable = e.index <= store.last()
+                && !matches!(store.cached_term(e.index), Some(t) if t != e.term);
+            if !durable {
+                panic!(
+                    "entry {} (term {}) committed before it was durable (log ends at {})",
+                    e.index,
+                    e.term,
+                    store.last()
+                );
+            }
+            self.delivered = e.index;
+            let changed = match e.get_entry_type() {
+                EntryType::EntryNormal => None,
+                EntryType::EntryConfChange => {
+                    let cc = ConfChange::parse_from_bytes(&e.data)?;
+                    let context = cc.context.to_vec();
+                    self.apply_conf_change(e.index, &cc)?
+                        .map(|cs| (cs, context))
+                }
+                EntryType::EntryConfChangeV2 => {
+                    let cc = ConfChangeV2::parse_from_bytes(&e.data)?;
+                    let context = cc.context.to_vec();
+                    self.apply_conf_change(e.index, &cc)?
+                        .map(|cs| (cs, context))
+                }
+            };
+            // A membership change reaches the applier as a no-op (empty data).
+            let data = match e.get_entry_type() {
+                EntryType::EntryNormal => e.data.to_vec(),
+                _ => Vec::new(),
+            };
+            batch.push(CommittedEntry {
+                index: e.index,
+                term: e.term,
+                data,
+            });
+            if let Some((cs, context)) = changed {
+                // The batch ends at the change, so the applier has applied exactly up to it
+                // when it hears of the new membership.
+                self.emit_committed(std::mem::take(&mut batch), out);
+                out.event(Event::MembershipChanged {
+                    index: e.index,
+                    voters: cs.voters,
+                    learners: cs.learners,
+                    context,
+                });
+            }
+        }
+        self.emit_committed(batch, out);
+        Ok(())
+    }
+
+    fn emit_committed(&mut self, batch: Vec<CommittedEntry>, out: &mut impl Output) {
+        if batch.is_empty() {
+            return;
+        }
+        // Publish before emitting so an applier that reacts to these entries (save_snapshot at
+        // the last one) sees a status that already covers them.
+        out.publish(self);
+        out.event(Event::Committed(batch));
+    }
+
+    fn apply_conf_change(
+        &mut self,
+        index: u64,
+        cc: &impl raft_proto::ConfChangeI,
+    ) -> Result<Option<ConfState>, ConsensusError> {
+        let cs = match self.raw.apply_conf_change(cc) {
+            Ok(cs) => cs,
+            // A change raft cannot apply (e.g. removing the last voter) was committed anyway:
+            // every replica refuses it the same way, so skipping keeps them in step.
+            Err(raft::Error::ConfChangeError(why)) => {
+                tracing::error!(index, "membership change not applied: {why}");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tracing::info!(index, voters = ?cs.voters, learners = ?cs.learners, "membership changed");
+        self.conf_history.push((index, cs.clone()));
+        self.raw.mut_store().set_conf_state(cs.clone())?;
+        Ok(Some(cs))
+    }
+
+    /// The membership now (as of the last delivered entry).
+    fn current_conf(&self) -> &ConfState {
+        &self
+            .conf_history
+            .last()
+            .expect("conf_history is never empty")
+            .1
+    }
+
+    /// The membership in force after applying entry `index`.
+    fn conf_state_at(&self, index: u64) -> Option<ConfState> {
+        self.conf_history
+            .iter()
+            .rev()
+            .find(|(i, _)| *i <= index)
+            .map(|(_, cs)| cs.clone())
+    }
+
+    /// Validates a snapshot request (here, where the log and membership are known).
+    fn snapshot_job(&self, index: u64, term: u64, data: Vec<u8>) -> Option<SnapshotJob> {
+        let store = self.raw.store();
+        if index <= store.snapshot_meta().index {
+            tracing::debug!(
+                index,
+                "snapshot request not newer than the current snapshot; ignored"
+            );
+            return None;
+        }
+        if index > self.delivered {
+            tracing::error!(
+                index,
+                delivered = self.delivered,
+                "snapshot request past the applied index; ignored"
+            );
+            return None;
+        }
+        match store.term_of(index) {
+            Ok(t) if t == term => {}
+            other => {
+                tracing::error!(index, term, log_term = ?other.ok(), "snapshot request term mismatch; ignored");
+                return None;
+            }
+        }
+        let Some(conf_state) = self.conf_state_at(index) else {
+            tracing::error!(
+                index,
+                "no membership known as of the snapshot index; ignored"
+            );
+            return None;
+        };
+        Some(SnapshotJob {
+            index,
+            term,
+            conf_state,
+            data,
+        })
+    }
+
+    /// The snapshot file is durable: record it, compact the log, drop old files. The log is
+    /// never compacted past the second-newest durable snapshot (so a damaged newest file can fall
+    /// back to it) and keeps `snapshot_keep_entries` behind the newest.
+    pub fn snapshot_saved(&mut self, saved: SnapshotSaved) -> Result<(), ConsensusError> {
+        let store = self.raw.store();
+        if saved.index <= store.snapshot_meta().index {
+            return Ok(());
+        }
+        let previous = snapshot_file::previous(&self.snapshot_dir, saved.index)?;
+        let compact_to = saved
+            .index
+            .saturating_sub(self.snapshot_keep_entries)
+            .min(previous);
+        let meta = SnapshotMetadata {
+            index: saved.index,
+            term: saved.term,
+            conf_state: Some(saved.conf_state).into(),
+            ..Default::default()
+        };
+        match self.raw.mut_store().record_snapshot(&meta, compact_to) {
+            Ok(()) => {}
+            // The log moved under the request (e.g. a leader's snapshot was installed meanwhile):
+            // the file is useless but harmless.
+            Err(ConsensusError::Invalid(why)) => {
+                tracing::warn!(index = saved.index, "snapshot not recorded: {why}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+        snapshot_file::prune_before(&self.snapshot_dir, previous)?;
+        // Later snapshots are newer than this one: older memberships are no longer needed.
+        let keep_from = self
+            .conf_history
+            .iter()
+            .rposition(|(i, _)| *i <= saved.index)
+            .unwrap_or(0);
+        self.conf_history.drain(..keep_from);
+        tracing::info!(
+            index = saved.index,
+            first_index = self.raw.store().first(),
+            "snapshot durable; log compacted"
+        );
+        Ok(())
+    }
+
+    /// The node's state now.
+    pub fn status(&self) -> Status {
+        let raft = &self.raw.raft;
+        let store = self.raw.store();
+        Status {
+            id: self.id,
+            leader_id: raft.leader_id,
+            term: raft.term,
+            is_leader: raft.state == StateRole::Leader,
+            commit: raft.raft_log.committed,
+            last_index: store.last(),
+            first_index: store.first(),
+            snapshot_index: store.snapshot_meta().index,
+            applied: self.delivered,
+            synced_writes: store.synced_writes(),
+            readies: self.readies,
+            is_learner: self.current_conf().learners.contains(&self.id),
+            dropped_proposals: self.dropped_proposals,
+        }
+    }
+
+    /// The current membership: (voters, learners), each ascending. During a joint change the
+    /// voters are the incoming set.
+    pub fn membership(&self) -> (Vec<u64>, Vec<u64>) {
+        let cs = self.current_conf();
+        let mut voters = cs.voters.clone();
+        let mut learners = cs.learners.clone();
+        voters.sort_unstable();
+        learners.sort_unstable();
+        (voters, learners)
+    }
+
+    /// On the leader, its view of every other member, by id; empty elsewhere.
+    pub fn progress(&self) -> Vec<PeerProgress> {
+        let raft = &self.raw.raft;
+        if raft.state != StateRole::Leader {
+            return Vec::new();
+        }
+        let learners = &self.current_conf().learners;
+        let mut out: Vec<PeerProgress> = raft
+            .prs()
+            .iter()
+            .filter(|(&id, _)| id != self.id)
+            .map(|(&id, pr)| PeerProgress {
+                id,
+                matched: pr.matched,
+                is_learner: learners.contains(&id),
+                recent_active: pr.recent_active,
+            })
+            .collect();
+        out.sort_unstable_by_key(|p| p.id);
+        out
+    }
+
+    /// Uncommitted payload bytes as raft counts them for back-pressure (0 when not leading).
+    pub fn uncommitted_bytes(&self) -> u64 {
+        if self.raw.raft.state == StateRole::Leader {
+            self.raw.raft.uncommitted_size() as u64
+        } else {
+            0
+        }
+    }
+
+    /// The raft node itself, for inspection (tests, metrics).
+    pub fn raw(&self) -> &RawNode<LogStore> {
+        &self.raw
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Where this node's snapshot files live.
+    pub fn snapshot_dir(&self) -> &Path {
+        &self.snapshot_dir
+    }
+}
+
+fn emit_read_state(rs: raft::ReadState, out: &mut impl Output) {
+    match <[u8; 8]>::try_from(rs.request_ctx.as_slice()) {
+        Ok(ctx) => out.event(Event::ReadIndexReady {
+            ctx: u64::from_be_bytes(ctx),
+            index: rs.index,
+        }),
+        Err(_) => tracing::warn!(
+            len = rs.request_ctx.len(),
+            "read state with a foreign context ignored"
+        ),
+    }
+}
+
+/// Finds the newest intact snapshot and checks the log can continue from it.
+fn load_snapshot(
+    store: &mut LogStore,
+    dir: &Path,
+) -> Result<Option<snapshot_file::SnapshotFile>, ConsensusError> {
+    let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
+        // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
+        if store.first() > BOOTSTRAP_INDEX + 1 {
+            return Err(ConsensusError::Corrupt(format!(
+                "the log starts at {} but no intact snapshot covers the entries before it",
+                store.first()
+            )));
+        }
+        return Ok(None);
+    };
+    if file.index + 1 < store.first() {
+        return Err(ConsensusError::Corrupt(format!(
+            "newest intact snapshot is at {} but the log starts at {}",
+            file.index,
+            store.first()
+        )));
+    }
+    let log_term = store.term_of(file.index)?;
+    if log_term != file.term {
+        return Err(ConsensusError::Corrupt(format!(
+            "snapshot at {} has term {} but the log says {log_term}",
+            file.index, file.term
+        )));
+    }
+    // A snapshot is only ever taken of applied, hence committed, state; a commit index behind it
+    // was lost with an unsynced write and can be restored from it.
+    if file.index > store.hard_state().commit {
+        store.set_commit(file.index)?;
+    }
+    tracing::info!(
+        index = file.index,
+        term = file.term,
+        bytes = file.data.len(),
+        "loaded snapshot"
+    );
+    Ok(Some(file))
+}

@@ -1,0 +1,229 @@
+//! The raft thread: pumps commands, saved snapshots and the tick clock into a [`Driver`], and the
+//! snapshot writer thread it hands files to. Everything raft-specific lives in the driver; this
+//! file owns only threads, channels and time.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver, Sender};
+use raft::eraftpb::Message;
+
+use crate::driver::{Command, Driver, Output, SnapshotJob, SnapshotSaved};
+use crate::status::{Detail, Shared};
+use crate::transport::Transport;
+use crate::{ConsensusError, Event};
+
+/// Commands taken from the channel before handling a Ready: enough to amortise an fsync over a
+/// large burst, small enough to keep one iteration's latency and memory bounded.
+const MAX_COMMANDS_PER_READY: usize = 4096;
+
+/// What handles send to the raft thread.
+pub(crate) enum Request {
+    Command(Command),
+    Shutdown,
+}
+
+/// The driver's output on the raft thread: the transport, the applier's channel, the writer
+/// thread and the status handles read.
+struct ThreadOutput {
+    transport: Box<dyn Transport>,
+    events: Sender<Event>,
+    writer: Option<Sender<SnapshotJob>>,
+    shared: Arc<Shared>,
+}
+
+impl Output for ThreadOutput {
+    fn send(&mut self, msgs: Vec<Message>) {
+        self.transport.send(msgs);
+    }
+
+    fn event(&mut self, event: Event) {
+        if self.events.send(event).is_err() {
+            tracing::debug!("event dropped: the applier is gone");
+        }
+    }
+
+    fn write_snapshot(&mut self, job: SnapshotJob) {
+        if let Some(w) = &self.writer {
+            if w.send(job).is_err() {
+                tracing::error!("snapshot writer is gone");
+                self.writer = None;
+            }
+        }
+    }
+
+    fn publish(&mut self, driver: &Driver) {
+        self.shared.set_status(driver.status());
+        let (voters, learners) = driver.membership();
+        self.shared.set_detail(Detail {
+            voters,
+            learners,
+            progress: driver.progress(),
+        });
+        self.shared
+            .uncommitted
+            .store(driver.uncommitted_bytes(), Ordering::SeqCst);
+    }
+}
+
+pub(crate) fn spawn(
+    driver: Driver,
+    tick: Duration,
+    requests: Receiver<Request>,
+    events: Sender<Event>,
+    transport: Box<dyn Transport>,
+    shared: Arc<Shared>,
+) -> Result<Vec<JoinHandle<()>>, ConsensusError> {
+    let (job_tx, job_rx) = crossbeam_channel::unbounded();
+    let (saved_tx, saved_rx) = crossbeam_channel::unbounded();
+    let writer_dir = driver.snapshot_dir().to_path_buf();
+    let id = driver.id();
+    let writer = std::thread::Builder::new()
+        .name(format!("snapshot-writer-{id}"))
+        .spawn(move || write_snapshots(writer_dir, job_rx, saved_tx))?;
+
+    let mut out = ThreadOutput {
+        transport,
+        events,
+        writer: Some(job_tx),
+        shared,
+    };
+    out.publish(&driver);
+    let mut raft_loop = RaftLoop {
+        driver,
+        out,
+        requests,
+        saved: saved_rx,
+        tick,
+        shutting_down: false,
+    };
+    let raft = std::thread::Builder::new()
+        .name(format!("raft-{id}"))
+        .spawn(move || {
+            let span = tracing::info_span!("raft", node = id);
+            let _enter = span.enter();
+            // Marks the node stopped however the loop ends, panics (broken invariants) included,
+            // so handles answer Stopped instead of queueing into a dead channel.
+            let _stopped = StopOnExit(raft_loop.out.shared.clone());
+            if let Err(e) = raft_loop.run() {
+                tracing::error!("raft loop stopped: {e}");
+            }
+        })?;
+    Ok(vec![raft, writer])
+}
+
+struct StopOnExit(Arc<Shared>);
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        self.0.stopped.store(true, Ordering::Release);
+        let mut status = self.0.status();
+        status.is_leader = false;
+        self.0.set_status(status);
+    }
+}
+
+struct RaftLoop {
+    driver: Driver,
+    out: ThreadOutput,
+    requests: Receiver<Request>,
+    saved: Receiver<SnapshotSaved>,
+    tick: Duration,
+    shutting_down: bool,
+}
+
+impl RaftLoop {
+    fn run(&mut self) -> Result<(), ConsensusError> {
+        let mut next_tick = Instant::now() + self.tick;
+        loop {
+            // Ready first: work queued before the loop started (the campaign at start) or by the
+            // previous iteration must not wait for the next tick.
+            self.driver.ready(&mut self.out)?;
+            if self.shutting_down {
+                break;
+            }
+            let timeout = next_tick.saturating_duration_since(Instant::now());
+            select! {
+                recv(self.requests) -> req => match req {
+                    Ok(req) => self.request(req)?,
+                    // Every handle is gone: nobody can use what we would produce.
+                    Err(_) => self.shutting_down = true,
+                },
+                recv(self.saved) -> saved => match saved {
+                    Ok(saved) => self.driver.snapshot_saved(saved)?,
+                    Err(_) => self.saved = crossbeam_channel::never(),
+                },
+                default(timeout) => {}
+            }
+            // Drain what is queued so one Ready (one fsync) carries the whole burst; bounded, so
+            // producers faster than us cannot hold the Ready (and every commit) back forever.
+            for _ in 0..MAX_COMMANDS_PER_READY {
+                match self.requests.try_recv() {
+                    Ok(req) => self.request(req)?,
+                    Err(_) => break,
+                }
+            }
+            while let Ok(saved) = self.saved.try_recv() {
+                self.driver.snapshot_saved(saved)?;
+            }
+            if Instant::now() >= next_tick {
+                self.driver.tick();
+                next_tick = Instant::now() + self.tick;
+            }
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, req: Request) -> Result<(), ConsensusError> {
+        match req {
+            Request::Command(Command::Propose(data)) => {
+                let len = data.len() as u64;
+                let done = self.driver.command(Command::Propose(data), &mut self.out);
+                // Publish what raft now holds before releasing the handle's reservation, so the
+                // handle's sum of the two never under-counts (see `Handle::propose`).
+                let shared = &self.out.shared;
+                shared
+                    .uncommitted
+                    .store(self.driver.uncommitted_bytes(), Ordering::SeqCst);
+                shared.queued.fetch_sub(len, Ordering::SeqCst);
+                done
+            }
+            Request::Command(cmd) => self.driver.command(cmd, &mut self.out),
+            Request::Shutdown => {
+                self.shutting_down = true;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The snapshot writer thread: file IO and fsyncs stay off the raft thread.
+fn write_snapshots(dir: PathBuf, jobs: Receiver<SnapshotJob>, saved: Sender<SnapshotSaved>) {
+    while let Ok(mut job) = jobs.recv() {
+        // If the applier got ahead of the disk, only the newest state is worth writing.
+        while let Ok(newer) = jobs.try_recv() {
+            tracing::debug!(
+                skipped = job.index,
+                newer = newer.index,
+                "snapshot superseded before it was written"
+            );
+            job = newer;
+        }
+        let started = Instant::now();
+        match job.write(&dir) {
+            Ok(done) => {
+                tracing::info!(
+                    index = job.index,
+                    bytes = job.data.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "snapshot written"
+                );
+                let _ = saved.send(done);
+            }
+            Err(e) => tracing::error!(index = job.index, "snapshot write failed: {e}"),
+        }
+    }
+}

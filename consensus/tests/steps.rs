@@ -1,0 +1,645 @@
+//! Deterministic tests of paddock's rules on top of raft-rs: several real `Driver`s (real RocksDB
+//! log, real snapshot files) stepped by hand. Messages move only when the test says so, time moves
+//! only by counted ticks, nothing sleeps. raft-rs randomises election timeouts, so elections are
+//! started with an explicit `campaign()`.
+
+use std::collections::{BTreeMap, HashSet};
+
+use consensus::driver::{Command, Driver, Output, SnapshotJob, SNAPSHOT_ACK_ELECTIONS};
+use consensus::{
+    snapshot_file, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config, Event, Message,
+    MessageType,
+};
+use raft::ProgressState;
+
+const ELECTION_TICK: usize = 10;
+const HEARTBEAT_TICK: usize = 3;
+
+/// Everything one driver produced, kept until the test moves it.
+#[derive(Default)]
+struct Collect {
+    msgs: Vec<Message>,
+    events: Vec<Event>,
+    jobs: Vec<SnapshotJob>,
+}
+
+impl Output for Collect {
+    fn send(&mut self, msgs: Vec<Message>) {
+        self.msgs.extend(msgs);
+    }
+    fn event(&mut self, event: Event) {
+        self.events.push(event);
+    }
+    fn write_snapshot(&mut self, job: SnapshotJob) {
+        self.jobs.push(job);
+    }
+}
+
+struct Node {
+    driver: Driver,
+    out: Collect,
+    _dir: tempfile::TempDir,
+}
+
+/// A group of drivers and the messages between them.
+struct Net {
+    nodes: BTreeMap<u64, Node>,
+    /// Nodes that neither send nor receive (stopped or cut off).
+    down: HashSet<u64>,
+    /// Messages matching this are held back instead of delivered.
+    hold: Box<dyn Fn(&Message) -> bool>,
+    held: Vec<Message>,
+    /// Every message delivered or held so far, for assertions.
+    log: Vec<Message>,
+}
+
+fn config(id: u64, dir: &std::path::Path, voters: &[u64], keep: u64) -> Config {
+    Config {
+        id,
+        voters: voters.to_vec(),
+        election_tick: ELECTION_TICK,
+        heartbeat_tick: HEARTBEAT_TICK,
+        snapshot_keep_entries: keep,
+        ..Config::standalone(dir)
+    }
+}
+
+impl Net {
+    fn new(voters: &[u64], keep: u64) -> Net {
+        Net::with_learners(voters, &[], keep)
+    }
+
+    /// A group bootstrapped by every initial member, learners included.
+    fn with_learners(voters: &[u64], learners: &[u64], keep: u64) -> Net {
+        let mut net = Net {
+            nodes: BTreeMap::new(),
+            down: HashSet::new(),
+            hold: Box::new(|_| false),
+            held: Vec::new(),
+            log: Vec::new(),
+        };
+        for &id in voters.iter().chain(learners) {
+            net.add(Config {
+                learners: learners.to_vec(),
+                ..config(id, std::path::Path::new(""), voters, keep)
+            });
+        }
+        net
+    }
+
+    /// Opens a node with `cfg` (its dir is replaced by a fresh temporary one).
+    fn add(&mut self, mut cfg: Config) {
+        let dir = tempfile::tempdir().unwrap();
+        cfg.dir = dir.path().to_path_buf();
+        let (driver, snapshot) = Driver::open(&cfg).unwrap();
+        assert!(snapshot.is_none());
+        self.nodes.insert(
+            cfg.id,
+            Node {
+                driver,
+                out: Collect::default(),
+                _dir: dir,
+            },
+        );
+    }
+
+    fn driver(&self, id: u64) -> &Driver {
+        &self.nodes[&id].driver
+    }
+
+    fn command(&mut self, id: u64, cmd: Command) {
+        let n = self.nodes.get_mut(&id).unwrap();
+        n.driver.command(cmd, &mut n.out).unwrap();
+    }
+
+    /// Runs every node's Readys, writes requested snapshot files and delivers messages, until
+    /// nothing moves.
+    fn settle(&mut self) {
+        loop {
+            let mut moved = false;
+            for n in self.nodes.values_mut() {
+                n.driver.ready(&mut n.out).unwrap();
+                for job in std::mem::take(&mut n.out.jobs) {
+                    let saved = job.write(n.driver.snapshot_dir()).unwrap();
+                    n.driver.snapshot_saved(saved).unwrap();
+                    moved = true;
+                }
+            }
+            let msgs: Vec<Message> = self
+                .nodes
+                .values_mut()
+                .flat_map(|n| std::mem::take(&mut n.out.msgs))
+                .collect();
+            for m in msgs {
+                let unknown = !self.nodes.contains_key(&m.to);
+                if unknown || self.down.contains(&m.from) || self.down.contains(&m.to) {
+                    continue;
+                }
+                self.log.push(m.clone());
+                if (self.hold)(&m) {
+                    self.held.push(m);
+                    continue;
+                }
+                moved = true;
+                self.command(m.to, Command::Step(m));
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    /// One tick on every running node, then settle.
+    fn tick(&mut self) {
+        for (id, n) in self.nodes.iter_mut() {
+            if !self.down.contains(id) {
+                n.driver.tick();
+            }
+        }
+        self.settle();
+    }
+
+    fn elect(&mut self, id: u64) {
+        self.nodes.get_mut(&id).unwrap().driver.campaign().unwrap();
+        self.settle();
+        assert!(self.driver(id).status().is_leader, "{id} did not win");
+    }
+
+    /// Proposes `n` payloads on `leader`; returns the last index once committed there.
+    fn propose(&mut self, leader: u64, prefix: &str, n: usize) -> u64 {
+        for i in 0..n {
+            self.command(
+                leader,
+                Command::Propose(format!("{prefix}{i}").into_bytes()),
+            );
+        }
+        self.settle();
+        let s = self.driver(leader).status();
+        assert_eq!(s.commit, s.last_index, "not all committed");
+        s.commit
+    }
+
+    /// The applier saves a snapshot of `id` at its last delivered index.
+    fn save_snapshot(&mut self, id: u64, index: u64) {
+        let term = self.driver(id).raw().store().term_of(index).unwrap();
+        let data = format!("state@{index}").into_bytes();
+        self.command(id, Command::SaveSnapshot { index, term, data });
+        self.settle();
+        assert_eq!(self.driver(id).status().snapshot_index, index);
+    }
+
+    /// Payloads delivered to `id`'s applier, by index.
+    fn payloads(&self, id: u64) -> Vec<(u64, Vec<u8>)> {
+        self.events(id)
+            .iter()
+            .flat_map(|e| match e {
+                Event::Committed(b) => b.clone(),
+                _ => Vec::new(),
+            })
+            .filter(|e| !e.data.is_empty())
+            .map(|e| (e.index, e.data))
+            .collect()
+    }
+
+    fn role_changes(&self, id: u64) -> Vec<(bool, u64, u64)> {
+        self.events(id)
+            .iter()
+            .filter_map(|e| match e {
+                Event::RoleChanged {
+                    is_leader,
+                    leader_id,
+                    term,
+                } => Some((*is_leader, *leader_id, *term)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn leaders(&self) -> Vec<u64> {
+        self.nodes
+            .iter()
+            .filter(|(id, n)| !self.down.contains(id) && n.driver.status().is_leader)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    fn events(&self, id: u64) -> &[Event] {
+        &self.nodes[&id].out.events
+    }
+
+    /// Indexes delivered to `id`'s applier, in order (entries and installed snapshots).
+    fn delivered(&self, id: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        for e in self.events(id) {
+            match e {
+                Event::Committed(b) => out.extend(b.iter().map(|e| e.index)),
+                Event::InstallSnapshot(s) => out.push(s.index),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn installs(&self, id: u64) -> Vec<u64> {
+        self.events(id)
+            .iter()
+            .filter_map(|e| match e {
+                Event::InstallSnapshot(s) => Some(s.index),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn snapshots_sent_to(&self, to: u64) -> Vec<&Message> {
+        self.log
+            .iter()
+            .filter(|m| m.to == to && m.get_msg_type() == MessageType::MsgSnapshot)
+            .collect()
+    }
+
+    fn progress_state(&self, leader: u64, of: u64) -> ProgressState {
+        self.driver(leader).raw().raft.prs().get(of).unwrap().state
+    }
+}
+
+fn is_snapshot(m: &Message) -> bool {
+    m.get_msg_type() == MessageType::MsgSnapshot
+}
+
+/// Node 3 misses everything, the others compact past its log: it can only catch up by snapshot.
+fn lagging_third(keep: u64) -> (Net, u64) {
+    let mut net = Net::new(&[1, 2, 3], keep);
+    net.down.insert(3);
+    net.elect(1);
+    let a = net.propose(1, "a", 10);
+    net.save_snapshot(1, a);
+    let b = net.propose(1, "b", 10);
+    net.save_snapshot(1, b);
+    // The floor is the previous snapshot: the log now starts after `a`.
+    assert_eq!(net.driver(1).status().first_index, a + 1);
+    (net, b)
+}
+
+#[test]
+fn an_unacknowledged_snapshot_is_reported_lost_after_five_election_timeouts_and_sent_again() {
+    let (mut net, last) = lagging_third(0);
+    net.hold = Box::new(is_snapshot);
+    net.down.remove(&3);
+
+    // Heartbeats reach node 3, it answers, the leader probes and must send a snapshot.
+    let mut ticks = 0;
+    while net.held.is_empty() {
+        net.tick();
+        ticks += 1;
+        assert!(ticks <= HEARTBEAT_TICK * 2, "no snapshot sent");
+    }
+    let first = net.held.remove(0);
+    assert_eq!(first.get_snapshot().get_metadata().index, last);
+    assert_eq!(net.progress_state(1, 3), ProgressState::Snapshot);
+
+    // Exactly SNAPSHOT_ACK_ELECTIONS election timeouts later (in ticks) it counts as lost.
+    let limit = ELECTION_TICK * SNAPSHOT_ACK_ELECTIONS;
+    for _ in 1..limit {
+        net.tick();
+    }
+    assert_eq!(net.progress_state(1, 3), ProgressState::Snapshot);
+    assert!(net.held.is_empty(), "resent early");
+    net.tick();
+    assert_eq!(net.progress_state(1, 3), ProgressState::Probe);
+
+    // The next heartbeat round sends it again; this copy arrives.
+    let mut ticks = 0;
+    while net.held.is_empty() {
+        net.tick();
+        ticks += 1;
+        assert!(ticks <= HEARTBEAT_TICK, "snapshot not resent");
+    }
+    assert_eq!(net.snapshots_sent_to(3).len(), 2);
+    net.hold = Box::new(|_| false);
+    let second = net.held.remove(0);
+    net.command(3, Command::Step(second));
+    net.settle();
+    assert_eq!(net.installs(3), vec![last]);
+
+    // The first copy turns up late: harmless, nothing installed twice, replication goes on.
+    net.command(3, Command::Step(first));
+    net.settle();
+    let more = net.propose(1, "c", 3);
+    assert_eq!(net.installs(3), vec![last]);
+    assert_eq!(
+        net.delivered(3),
+        (last..=more).collect::<Vec<_>>(),
+        "node 3 continues from the snapshot"
+    );
+    assert_eq!(net.driver(1).status().leader_id, 1);
+    assert_eq!(net.progress_state(1, 3), ProgressState::Replicate);
+}
+
+#[test]
+fn the_log_keeps_the_previous_snapshot_and_snapshot_keep_entries() {
+    let mut net = Net::new(&[1], 5);
+    net.settle();
+    assert!(
+        net.driver(1).status().is_leader,
+        "a sole voter elects itself"
+    );
+    let dir = net.driver(1).snapshot_dir().to_path_buf();
+    let mut first = Vec::new();
+    let mut last = net.propose(1, "a", 20);
+    assert_eq!(last, 22, "the leader no-op at 2, then 3..=22");
+    for index in [10, 20] {
+        net.save_snapshot(1, index);
+        first.push(net.driver(1).status().first_index);
+    }
+    last = net.propose(1, "b", 5);
+    net.save_snapshot(1, 22);
+    first.push(net.driver(1).status().first_index);
+    // 10: the only snapshot, nothing to fall back to, no compaction. 20: min(20 - 5, previous
+    // 10) = 10. 22: min(22 - 5, previous 20) = 17.
+    assert_eq!(first, vec![2, 11, 18]);
+    assert_eq!(snapshot_file::list(&dir).unwrap(), vec![20, 22]);
+    assert_eq!(net.driver(1).status().last_index, last);
+}
+
+const CONTEXT: &[u8] = b"server.4=10.0.0.4:2888:3888:observer;2181";
+
+fn add_learner(id: u64) -> ConfChangeV2 {
+    ConfChangeV2 {
+        context: CONTEXT.to_vec().into(),
+        changes: vec![ConfChangeSingle {
+            change_type: ConfChangeType::AddLearnerNode,
+            node_id: id,
+            ..Default::default()
+        }]
+        .into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_learner_is_sent_only_a_snapshot_that_includes_it() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 5);
+    net.command(1, Command::ConfChange(add_learner(4)));
+    net.settle();
+    let change = net.driver(1).status().commit;
+    let last = net.propose(1, "b", 2);
+    net.add(config(4, std::path::Path::new(""), &[1, 2, 3], 1000));
+    assert_eq!(net.driver(4).status().last_index, 0, "4 does not bootstrap");
+
+    // A snapshot as of just before the change records the old membership, and is never sent.
+    net.save_snapshot(1, change - 1);
+    let dir = net.driver(1).snapshot_dir().to_path_buf();
+    let file = snapshot_file::read(&dir, change - 1).unwrap().unwrap();
+    assert_eq!(
+        (file.conf_state.voters.clone(), file.conf_state.learners),
+        (vec![1, 2, 3], vec![])
+    );
+    for _ in 0..3 * ELECTION_TICK {
+        net.tick();
+    }
+    assert!(net.snapshots_sent_to(4).is_empty());
+    assert_eq!(net.driver(4).status().last_index, 0);
+
+    // One as of after the change includes node 4, is sent, and node 4 catches up from it.
+    net.save_snapshot(1, change + 1);
+    let file = snapshot_file::read(&dir, change + 1).unwrap().unwrap();
+    assert_eq!(
+        (file.conf_state.voters, file.conf_state.learners),
+        (vec![1, 2, 3], vec![4])
+    );
+    for _ in 0..HEARTBEAT_TICK {
+        net.tick();
+    }
+    let sent = net.snapshots_sent_to(4);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].get_snapshot().get_metadata().index, change + 1);
+    assert_eq!(net.installs(4), vec![change + 1]);
+    assert_eq!(net.delivered(4), (change + 1..=last).collect::<Vec<_>>());
+
+    // The leader asked its applier once for a fresh snapshot, however many heartbeats it took.
+    let wanted: Vec<&Event> = net
+        .events(1)
+        .iter()
+        .filter(|e| matches!(e, Event::SnapshotWanted { .. }))
+        .collect();
+    assert_eq!(wanted, vec![&Event::SnapshotWanted { peer: 4 }]);
+    assert!(net
+        .events(2)
+        .iter()
+        .all(|e| !matches!(e, Event::SnapshotWanted { .. })));
+    // Every member heard of the change right after the batch ending with it, context included;
+    // node 4 heard of the membership with its snapshot.
+    for id in [1, 2, 3] {
+        let events = net.events(id);
+        let at = events
+            .iter()
+            .position(|e| matches!(e, Event::MembershipChanged { .. }))
+            .unwrap();
+        assert_eq!(
+            events[at],
+            Event::MembershipChanged {
+                index: change,
+                voters: vec![1, 2, 3],
+                learners: vec![4],
+                context: CONTEXT.to_vec(),
+            }
+        );
+        match &events[at - 1] {
+            Event::Committed(b) => {
+                let e = b.last().unwrap();
+                assert_eq!((e.index, e.data.is_empty()), (change, true));
+            }
+            other => panic!("before the change: {other:?}"),
+        }
+        assert_eq!(net.driver(id).membership(), (vec![1, 2, 3], vec![4]));
+    }
+    assert!(net.events(4).contains(&Event::MembershipChanged {
+        index: change + 1,
+        voters: vec![1, 2, 3],
+        learners: vec![4],
+        context: Vec::new(),
+    }));
+    assert!(net.driver(4).status().is_learner);
+}
+
+#[test]
+fn learners_listed_at_bootstrap_replicate_without_voting() {
+    let mut net = Net::with_learners(&[1, 2, 3], &[4], 1000);
+    for id in [1, 2, 3, 4] {
+        assert_eq!(net.driver(id).membership(), (vec![1, 2, 3], vec![4]));
+        assert_eq!(net.driver(id).status().is_learner, id == 4);
+    }
+    // A learner does not campaign.
+    net.nodes.get_mut(&4).unwrap().driver.campaign().unwrap();
+    net.settle();
+    assert!(net.leaders().is_empty());
+    assert_eq!(net.driver(4).status().term, 1);
+
+    net.elect(1);
+    let last = net.propose(1, "a", 5);
+    assert_eq!(net.payloads(4), net.payloads(1));
+    assert_eq!(net.payloads(4).len(), 5);
+    assert_eq!(net.driver(4).status().leader_id, 1);
+    let progress = net.driver(1).progress();
+    assert_eq!(
+        progress
+            .iter()
+            .map(|p| (p.id, p.matched, p.is_learner))
+            .collect::<Vec<_>>(),
+        vec![(2, last, false), (3, last, false), (4, last, true)]
+    );
+    assert!(net.driver(2).progress().is_empty(), "followers report none");
+
+    // Without node 4 the voters still have their quorum; without 2 and 3 they do not, whatever
+    // the learner says.
+    net.down.insert(4);
+    net.propose(1, "b", 1);
+    net.down.remove(&4);
+    net.down.extend([2, 3]);
+    net.command(1, Command::Propose(b"stuck".to_vec()));
+    net.settle();
+    let s = net.driver(1).status();
+    assert_eq!(
+        s.commit + 1,
+        s.last_index,
+        "a learner's ack does not commit"
+    );
+}
+
+#[test]
+fn a_term_change_alone_is_reported_as_a_role_change() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let term = net.driver(2).status().term;
+    assert_eq!(net.role_changes(2).last(), Some(&(false, 1, term)));
+    // Node 1 was re-elected at a later term while node 2 was cut off: the first it hears is a
+    // heartbeat of the new term, from the same leader.
+    let heartbeat = Message {
+        msg_type: MessageType::MsgHeartbeat,
+        from: 1,
+        to: 2,
+        term: term + 1,
+        commit: net.driver(2).status().commit,
+        ..Default::default()
+    };
+    let before = net.role_changes(2).len();
+    net.command(2, Command::Step(heartbeat));
+    net.settle();
+    assert_eq!(net.role_changes(2)[before..], [(false, 1, term + 1)]);
+}
+
+#[test]
+fn a_lost_leader_link_elects_a_new_leader_within_a_few_ticks() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let before = net.propose(1, "a", 5);
+    let term = net.driver(1).status().term;
+    net.down.insert(1); // kill -9: its links close.
+    net.command(2, Command::PeerLost(1));
+    net.command(3, Command::PeerLost(1));
+    net.settle();
+    for id in [2, 3] {
+        assert_eq!(
+            net.driver(id).status().leader_id,
+            0,
+            "{id} forgot the leader"
+        );
+        assert_eq!(net.role_changes(id).last(), Some(&(false, 0, term)));
+    }
+    // Node 2 ranks first among the survivors: it campaigns after one tick and wins.
+    net.tick();
+    assert_eq!(net.leaders(), vec![2]);
+    assert_eq!(net.driver(2).status().term, term + 1);
+    assert_eq!(net.driver(3).status().leader_id, 2);
+    // Nothing committed before is lost.
+    let after = net.propose(2, "b", 3);
+    assert_eq!(net.payloads(3), net.payloads(2));
+    assert_eq!(
+        net.payloads(3).iter().filter(|(i, _)| *i <= before).count(),
+        5
+    );
+    assert!(after > before);
+}
+
+#[test]
+fn without_peer_lost_followers_wait_for_an_election_timeout() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.down.insert(1);
+    for _ in 0..ELECTION_TICK - 1 {
+        net.tick();
+    }
+    assert!(net.leaders().is_empty());
+    assert_eq!(net.driver(2).status().leader_id, 1);
+    assert_eq!(net.driver(3).status().leader_id, 1);
+}
+
+#[test]
+fn a_lost_link_on_one_follower_cannot_depose_a_leader_the_others_hear() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 3);
+    let term = net.driver(1).status().term;
+    let roles_before = net.role_changes(1);
+    // Only node 2's link flapped; node 3 still hears the leader.
+    net.command(2, Command::PeerLost(1));
+    net.settle();
+    assert_eq!(net.driver(2).status().leader_id, 0);
+    net.tick();
+    // Node 2 asked for pre-votes; the leader and node 3 (within its lease) ignored them.
+    assert_eq!(
+        net.driver(2).raw().raft.state,
+        raft::StateRole::PreCandidate
+    );
+    assert!(net
+        .log
+        .iter()
+        .any(|m| m.from == 2 && m.get_msg_type() == MessageType::MsgRequestPreVote));
+    for _ in 0..HEARTBEAT_TICK {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), vec![1]);
+    for id in [1, 2, 3] {
+        let s = net.driver(id).status();
+        assert_eq!((s.leader_id, s.term), (1, term), "node {id}");
+    }
+    assert_eq!(
+        net.role_changes(1),
+        roles_before,
+        "the leader never wavered"
+    );
+    net.propose(1, "b", 1);
+}
+
+#[test]
+fn leadership_goes_to_the_most_up_to_date_voter_without_losing_an_entry() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 5);
+    net.down.insert(3);
+    let last = net.propose(1, "b", 5);
+    net.down.remove(&3); // back, but not caught up until the next heartbeat
+    assert!(net.driver(3).status().last_index < last);
+    let term = net.driver(1).status().term;
+
+    net.command(1, Command::TransferLeader(None));
+    net.settle();
+    assert_eq!(
+        net.leaders(),
+        vec![2],
+        "node 2 has the whole log, node 3 not"
+    );
+    assert_eq!(net.driver(2).status().term, term + 1);
+    assert_eq!(net.driver(1).status().leader_id, 2);
+    let more = net.propose(2, "c", 2);
+    for _ in 0..HEARTBEAT_TICK {
+        net.tick();
+    }
+    for id in [1, 3] {
+        assert_eq!(net.payloads(id), net.payloads(2), "node {id}");
+    }
+    assert_eq!(net.payloads(2).len(), 12);
+    assert_eq!(net.driver(3).status().commit, more);
+}
