@@ -41,6 +41,7 @@ mod config;
 mod error;
 mod handle;
 mod logger;
+pub mod net;
 mod node;
 pub mod snapshot_file;
 pub mod storage;
@@ -49,6 +50,7 @@ mod transport;
 pub use config::Config;
 pub use error::ConsensusError;
 pub use handle::{start, start_with_transport, Handle, Started, Status};
+pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
     MessageType,
