@@ -9,12 +9,11 @@ use bytes::{Bytes, BytesMut};
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 use super::frame::{FrameReader, FramedStream};
 use super::handshake::{self, Expect, Hello, HANDSHAKE_MAX, REPLY_ACCEPT, REPLY_REFUSE};
 use super::peer::{TAG_MSG, TAG_SNAP_CHUNK, TAG_SNAP_END, TAG_SNAP_START};
-use super::{bump, lock, stopped, Counters, LinkKind, Shared};
+use super::{bump, stopped, Counters, LinkKind, Shared};
 
 /// Reserved up front for an incoming snapshot at most; the rest grows as chunks arrive.
 const SNAPSHOT_RESERVE: u64 = 64 * 1024 * 1024;
@@ -179,24 +178,12 @@ async fn read_link(
     if kind != LinkKind::Raft {
         return read_frames(shared, peer, &c, &mut reader).await;
     }
-    // One inbound Raft link per peer: a newer one (the peer reconnected) replaces this one.
-    let link = shared.next_link.fetch_add(1, Ordering::Relaxed);
-    let (stop_tx, mut stop) = watch::channel(false);
-    if let Some((_, old)) = lock(&shared.inbound_links).insert(peer, (link, stop_tx)) {
-        old.send_replace(true);
-    }
+    // Several inbound Raft links from one peer may coexist for a moment (it reconnected before
+    // we saw the old one close); each is read to its end. A stranger who passed the handshake
+    // cannot push out a peer's link this way.
     bump(&c.inbound_links, 1);
-    let r = tokio::select! {
-        r = read_frames(shared, peer, &c, &mut reader) => r,
-        _ = stopped(&mut stop) => Ok(()),
-    };
+    let r = read_frames(shared, peer, &c, &mut reader).await;
     c.inbound_links.fetch_sub(1, Ordering::Relaxed);
-    {
-        let mut links = lock(&shared.inbound_links);
-        if links.get(&peer).is_some_and(|(l, _)| *l == link) {
-            links.remove(&peer);
-        }
-    }
     tracing::info!(
         node = shared.cfg.my_id,
         peer,

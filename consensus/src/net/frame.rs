@@ -18,6 +18,14 @@ pub struct FramedStream {
     peer: u64,
 }
 
+impl std::fmt::Debug for FramedStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FramedStream")
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
 impl FramedStream {
     pub(crate) fn new(stream: TcpStream, max_frame: usize, peer: u64) -> FramedStream {
         let (r, w) = stream.into_split();

@@ -104,53 +104,57 @@ impl Hello {
         }
     }
 
-    /// What the receiver of `self` expected and did not get, naming both values; `None` = all
-    /// good. `from_ok` tells whether the sender's id is acceptable (in the address book, or the
-    /// one dialled).
+    /// What the receiver of `self` expected and did not get, naming both nodes and both values
+    /// ("cluster_id differs: node 1 has 7, node 3 has 8"); `None` = all good.
     pub(crate) fn mismatch(&self, want: &Expect) -> Option<String> {
+        let (me, them) = (want.my_id, self.from);
+        let differs = |field: &str, ours: String, theirs: String| {
+            Some(format!(
+                "{field} differs: node {me} has {ours}, node {them} has {theirs}"
+            ))
+        };
         if self.magic != MAGIC {
             return Some(format!(
-                "magic differs: expected {:?}, got {:?}",
-                MAGIC, self.magic
+                "not a paddock peer: magic {:?}, expected {:?}",
+                self.magic, MAGIC
             ));
         }
         if self.version != VERSION {
-            return Some(format!(
-                "protocol version differs: ours {VERSION}, theirs {}",
-                self.version
-            ));
+            return differs(
+                "protocol version",
+                VERSION.to_string(),
+                self.version.to_string(),
+            );
         }
         if self.cluster_id != want.cluster_id {
+            return differs(
+                "cluster_id",
+                want.cluster_id.to_string(),
+                self.cluster_id.to_string(),
+            );
+        }
+        if self.to != me {
             return Some(format!(
-                "cluster_id differs: ours {}, theirs {}",
-                want.cluster_id, self.cluster_id
+                "node id differs: this is node {me}, node {them} dialled node {}",
+                self.to
             ));
         }
-        if self.to != want.my_id {
-            return Some(format!(
-                "expected node id differs: this is node {}, the peer dialled node {}",
-                want.my_id, self.to
-            ));
-        }
-        if let Some(from) = want.from {
-            if self.from != from {
+        if let Some(dialled) = want.from {
+            if them != dialled {
                 return Some(format!(
-                    "peer id differs: dialled node {from}, answered by node {}",
-                    self.from
+                    "node id differs: node {me} dialled node {dialled}, node {them} answered"
                 ));
             }
         }
         if !want.from_known {
-            return Some(format!(
-                "node {} is not among node {}'s peers",
-                self.from, want.my_id
-            ));
+            return Some(format!("node {them} is not among node {me}'s peers"));
         }
         if self.fingerprint != want.fingerprint {
-            return Some(format!(
-                "fingerprint differs: ours {:#018x}, theirs {:#018x}",
-                want.fingerprint, self.fingerprint
-            ));
+            return differs(
+                "fingerprint",
+                format!("{:#018x}", want.fingerprint),
+                format!("{:#018x}", self.fingerprint),
+            );
         }
         if LinkKind::from_u8(self.kind).is_none() {
             return Some(format!("unknown link kind {}", self.kind));
@@ -158,7 +162,7 @@ impl Hello {
         if let Some(kind) = want.kind {
             if self.kind != kind as u8 {
                 return Some(format!(
-                    "link kind differs: asked for {kind:?}, answered {}",
+                    "link kind differs: node {me} asked for {kind:?}, node {them} answered {}",
                     self.kind
                 ));
             }

@@ -62,8 +62,8 @@
 //!
 //! All on the tokio runtime that called [`PeerNet::bind`]:
 //! - one accept task; one task per accepted connection (handshake, then for Raft/Snapshot links
-//!   the reader, which steps messages in arrival order). A new Raft link from a peer replaces an
-//!   older one from the same peer.
+//!   the reader, which steps messages in arrival order). Inbound links end on EOF, a bad frame
+//!   or shutdown; two from one peer may briefly coexist when it reconnects.
 //! - per peer in the address book, one writer task owning the only outbound Raft link: it
 //!   connects (backoff 10 ms doubling to 1 s, jittered), writes every queued message then
 //!   flushes, and watches the link for EOF. A failed connect or write calls
@@ -245,7 +245,7 @@ pub struct PeerStats {
     pub addr: String,
     /// The outbound Raft link is established.
     pub connected: bool,
-    /// Inbound Raft links from this peer currently open (0 or 1, briefly 2 on reconnect).
+    /// Inbound Raft links from this peer currently open (usually 1; briefly 2 on reconnect).
     pub inbound_links: u64,
     pub msgs_sent: u64,
     /// Messages dropped: queue full, discarded after a failed connect or write, or too big.
@@ -317,9 +317,6 @@ struct Shared {
     stopped: AtomicBool,
     app_tx: mpsc::Sender<(u64, FramedStream)>,
     app_rx: Mutex<Option<mpsc::Receiver<(u64, FramedStream)>>>,
-    /// The current inbound Raft link per peer: (link number, its stop signal).
-    inbound_links: Mutex<HashMap<u64, (u64, watch::Sender<bool>)>>,
-    next_link: AtomicU64,
     refused: AtomicU64,
     bad_frames: AtomicU64,
     dropped_unknown: AtomicU64,
@@ -417,8 +414,6 @@ impl PeerNet {
             stopped: AtomicBool::new(false),
             app_tx,
             app_rx: Mutex::new(Some(app_rx)),
-            inbound_links: Mutex::default(),
-            next_link: AtomicU64::new(1),
             refused: AtomicU64::new(0),
             bad_frames: AtomicU64::new(0),
             dropped_unknown: AtomicU64::new(0),
@@ -537,9 +532,6 @@ impl PeerNet {
         let peers: Vec<Arc<Peer>> = lock(&self.shared.peers).drain().map(|(_, p)| p).collect();
         for p in peers {
             p.stop.send_replace(true);
-        }
-        for (_, (_, stop)) in lock(&self.shared.inbound_links).drain() {
-            stop.send_replace(true);
         }
         *self
             .shared
