@@ -732,3 +732,190 @@ fn probe_reports_the_peers_identity_and_log_position() {
     wait_until("the listener to close", || rt.block_on(b.probe(1)).is_err());
     b.shutdown();
 }
+
+/// What a transport told its owner, in order.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Step(consensus::Message),
+    Unreachable(u64),
+    SnapshotReport(u64, bool),
+    PeerLost(u64),
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Seen>>);
+
+impl consensus::Inbound for Recorder {
+    fn step(&self, msg: consensus::Message) {
+        self.0.lock().unwrap().push(Seen::Step(msg));
+    }
+    fn unreachable(&self, peer: u64) {
+        self.0.lock().unwrap().push(Seen::Unreachable(peer));
+    }
+    fn snapshot_report(&self, peer: u64, ok: bool) {
+        self.0.lock().unwrap().push(Seen::SnapshotReport(peer, ok));
+    }
+    fn peer_lost(&self, peer: u64) {
+        self.0.lock().unwrap().push(Seen::PeerLost(peer));
+    }
+}
+
+impl Recorder {
+    fn seen(&self) -> Vec<Seen> {
+        self.0.lock().unwrap().clone()
+    }
+    fn steps(&self) -> Vec<consensus::Message> {
+        self.seen()
+            .into_iter()
+            .filter_map(|s| match s {
+                Seen::Step(m) => Some(m),
+                _ => None,
+            })
+            .collect()
+    }
+    fn count(&self, want: &Seen) -> usize {
+        self.seen().iter().filter(|s| *s == want).count()
+    }
+}
+
+fn append(from: u64, to: u64, index: u64) -> consensus::Message {
+    let mut m = consensus::Message::default();
+    m.set_msg_type(consensus::MessageType::MsgAppend);
+    m.from = from;
+    m.to = to;
+    m.term = 3;
+    m.index = index;
+    m
+}
+
+fn connected(n: &PeerNet, peer: u64) -> bool {
+    n.stats()
+        .iter()
+        .any(|s| s.id == peer && s.connected && s.inbound_links == 1)
+}
+
+#[test]
+fn messages_arrive_in_order_and_a_dead_peer_is_lost_once_per_link_then_unreachable() {
+    let rt = runtime();
+    let (a, b) = pair(&rt, CLUSTER);
+    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+    a.attach(ra.clone());
+    b.attach(rb.clone());
+    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+
+    let mut t = a.transport();
+    let sent: Vec<_> = (1..=300).map(|i| append(1, 2, i)).collect();
+    for chunk in sent.chunks(7) {
+        consensus::Transport::send(&mut t, chunk.to_vec());
+    }
+    // A message for a node with no address is dropped and counted.
+    consensus::Transport::send(&mut t, vec![append(1, 9, 1)]);
+    wait_until("300 messages", || rb.steps().len() >= 300);
+    assert_eq!(rb.steps(), sent);
+    assert_eq!(a.net_stats().dropped_unknown_peer, 1);
+    let s = &a.stats()[0];
+    assert_eq!((s.msgs_sent, s.msgs_dropped), (300, 0), "{s:?}");
+    assert_eq!(b.stats()[0].msgs_received, 300);
+
+    b.shutdown();
+    wait_until("a failed reconnect", || {
+        ra.count(&Seen::Unreachable(2)) >= 2
+    });
+    // Both links to b closed: a's outbound one and b's inbound one, each reported once.
+    assert_eq!(ra.count(&Seen::PeerLost(2)), 2, "{:?}", ra.seen());
+    assert!(!a.stats()[0].connected);
+    // While b is down, messages are dropped and counted.
+    consensus::Transport::send(&mut t, (1..=10).map(|i| append(1, 2, i)).collect());
+    wait_until("drops counted", || a.stats()[0].msgs_dropped == 10);
+    assert_eq!(a.stats()[0].msgs_sent, 300);
+    a.shutdown();
+}
+
+#[test]
+fn a_snapshot_crosses_in_chunks_and_arrives_whole_after_later_heartbeats() {
+    let rt = runtime();
+    let mut cfg = NetConfig::new(1, CLUSTER, localhost());
+    cfg.snapshot_chunk = 64 * 1024;
+    let a = bind(&rt, cfg);
+    let b = bind(&rt, NetConfig::new(2, CLUSTER, localhost()));
+    a.set_peers(vec![(2, b.local_addr().to_string())]);
+    b.set_peers(vec![(1, a.local_addr().to_string())]);
+    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+    a.attach(ra.clone());
+    b.attach(rb.clone());
+    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+
+    let data: Vec<u8> = (0..3_500_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut snap = consensus::Message::default();
+    snap.set_msg_type(consensus::MessageType::MsgSnapshot);
+    snap.from = 1;
+    snap.to = 2;
+    snap.term = 4;
+    snap.mut_snapshot().mut_metadata().index = 77;
+    snap.mut_snapshot().mut_metadata().term = 4;
+    snap.mut_snapshot()
+        .set_data(bytes::Bytes::from(data.clone()));
+    let mut heartbeat = consensus::Message::default();
+    heartbeat.set_msg_type(consensus::MessageType::MsgHeartbeat);
+    heartbeat.from = 1;
+    heartbeat.to = 2;
+    let mut t = a.transport();
+    consensus::Transport::send(&mut t, vec![snap.clone(), heartbeat.clone()]);
+    wait_until("the snapshot", || rb.steps().len() == 2);
+    let steps = rb.steps();
+    assert!(steps.contains(&heartbeat));
+    let got = steps
+        .iter()
+        .find(|m| m.get_msg_type() == consensus::MessageType::MsgSnapshot)
+        .unwrap();
+    assert_eq!(got, &snap, "the snapshot arrived changed");
+    wait_until("the report", || {
+        ra.count(&Seen::SnapshotReport(2, true)) == 1
+    });
+    let chunks = 3_500_000u64.div_ceil(64 * 1024);
+    let s = &a.stats()[0];
+    assert_eq!(
+        (s.snapshots_sent, s.snapshot_chunks_sent),
+        (1, chunks),
+        "{s:?}"
+    );
+    let r = &b.stats()[0];
+    assert_eq!(
+        (r.snapshots_received, r.snapshot_chunks_received),
+        (1, chunks),
+        "{r:?}"
+    );
+    a.shutdown();
+    b.shutdown();
+}
+
+#[test]
+fn a_snapshot_over_the_receivers_cap_is_refused_and_raft_traffic_goes_on() {
+    let rt = runtime();
+    let a = bind(&rt, NetConfig::new(1, CLUSTER, localhost()));
+    let mut cfg = NetConfig::new(2, CLUSTER, localhost());
+    cfg.max_snapshot = 1024 * 1024;
+    let b = bind(&rt, cfg);
+    a.set_peers(vec![(2, b.local_addr().to_string())]);
+    b.set_peers(vec![(1, a.local_addr().to_string())]);
+    let rb = Arc::new(Recorder::default());
+    a.attach(Arc::new(Recorder::default()));
+    b.attach(rb.clone());
+    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+
+    let mut snap = consensus::Message::default();
+    snap.set_msg_type(consensus::MessageType::MsgSnapshot);
+    snap.from = 1;
+    snap.to = 2;
+    snap.mut_snapshot()
+        .set_data(bytes::Bytes::from(vec![5u8; 2 * 1024 * 1024]));
+    let mut t = a.transport();
+    consensus::Transport::send(&mut t, vec![snap]);
+    wait_until("the refusal", || b.net_stats().bad_frames == 1);
+    consensus::Transport::send(&mut t, vec![append(1, 2, 1)]);
+    wait_until("the next message", || rb.steps().len() == 1);
+    assert_eq!(rb.steps(), vec![append(1, 2, 1)]);
+    assert_eq!(b.stats()[0].snapshots_received, 0);
+    a.shutdown();
+    b.shutdown();
+}

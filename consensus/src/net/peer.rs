@@ -24,6 +24,8 @@ pub(crate) const TAG_SNAP_END: u8 = 4;
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A flush of queued raft messages that takes longer ends the link.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A snapshot chunk that cannot be written within this is a failed transfer.
 const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
 /// Messages written per flush at most, so one flush does not wait for a huge batch.
@@ -238,6 +240,7 @@ async fn run_link(
                 }
             }
         }
+        let mut frames = Vec::with_capacity(batch.len());
         for m in batch.drain(..) {
             if m.get_msg_type() == MessageType::MsgSnapshot {
                 if snap_tx.try_send(m).is_err() {
@@ -246,34 +249,51 @@ async fn run_link(
                 }
                 continue;
             }
-            let bytes = match m.write_to_bytes() {
-                Ok(b) => b,
+            match m.write_to_bytes() {
+                Ok(b) if b.len() < shared.cfg.max_frame => frames.push(b),
+                Ok(b) => {
+                    tracing::error!(
+                        peer,
+                        bytes = b.len(),
+                        max_frame = shared.cfg.max_frame,
+                        msg_type = ?m.get_msg_type(),
+                        "raft message exceeds max_frame; dropped"
+                    );
+                    bump(&c.msgs_dropped, 1);
+                }
                 Err(e) => {
                     tracing::error!(peer, error = %e, "cannot encode a raft message; dropped");
                     bump(&c.msgs_dropped, 1);
-                    continue;
                 }
-            };
-            if bytes.len() + 1 > shared.cfg.max_frame {
-                tracing::error!(
-                    peer,
-                    bytes = bytes.len(),
-                    max_frame = shared.cfg.max_frame,
-                    msg_type = ?m.get_msg_type(),
-                    "raft message exceeds max_frame; dropped"
-                );
-                bump(&c.msgs_dropped, 1);
-                continue;
             }
-            if let Err(e) = writer.feed(&[&[TAG_MSG], &bytes]).await {
-                return LinkEnd::WriteFailed(e);
+        }
+        if frames.is_empty() {
+            continue;
+        }
+        // Every frame, then one flush. A peer that stops reading (frozen, or its host gone without
+        // a reset) fills the socket buffers: give up on the link rather than wait for TCP's
+        // retransmission timeout.
+        let write = async {
+            for f in &frames {
+                writer.feed(&[&[TAG_MSG], f]).await?;
             }
-            bump(&c.msgs_sent, 1);
-            bump(&c.bytes_sent, bytes.len() as u64 + 5);
+            writer.flush().await
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return LinkEnd::WriteFailed(e),
+            Err(_) => {
+                return LinkEnd::WriteFailed(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("writing to the peer took over {WRITE_TIMEOUT:?}"),
+                ))
+            }
         }
-        if let Err(e) = writer.flush().await {
-            return LinkEnd::WriteFailed(e);
-        }
+        bump(&c.msgs_sent, frames.len() as u64);
+        bump(
+            &c.bytes_sent,
+            frames.iter().map(|f| f.len() as u64 + 5).sum::<u64>(),
+        );
     }
 }
 
@@ -414,7 +434,15 @@ pub(crate) async fn connect(
         format!("{addr} resolved to nothing"),
     );
     let mut tcp = None;
-    for a in tokio::net::lookup_host(&addr).await? {
+    let resolved = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host(&addr))
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("resolving {addr} timed out"),
+            )
+        })??;
+    for a in resolved {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(a)).await {
             Ok(Ok(s)) => {
                 tcp = Some(s);
