@@ -22,8 +22,9 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let r = tokio::select! {
-            r = listener.accept() => r,
+            biased;
             _ = stopped(&mut shutdown) => return,
+            r = listener.accept() => r,
         };
         match r {
             Ok((stream, addr)) => {
@@ -41,12 +42,13 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
 async fn serve(shared: Arc<Shared>, tcp: TcpStream, addr: std::net::SocketAddr) {
     let mut shutdown = shared.shutdown.subscribe();
     tokio::select! {
+        biased;
+        _ = stopped(&mut shutdown) => {}
         r = handshake_and_read(&shared, tcp, addr) => {
             if let Err(e) = r {
                 tracing::warn!(node = shared.cfg.my_id, %addr, error = %e, "peer connection closed");
             }
         }
-        _ = stopped(&mut shutdown) => {}
     }
 }
 
@@ -104,6 +106,9 @@ async fn handshake_and_read(
     }
     let peer = theirs.from;
     let kind = LinkKind::from_u8(theirs.kind).unwrap_or(LinkKind::Probe);
+    if shared.is_stopped() {
+        return Ok(()); // shutting down: accept nothing new
+    }
     handshake::write(&mut writer, REPLY_ACCEPT, Some(&reply), "").await?;
     if kind == LinkKind::Probe {
         let _ = writer.close().await;

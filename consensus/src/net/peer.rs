@@ -151,8 +151,9 @@ async fn writer(
     let mut logged_failure = false;
     loop {
         let conn = tokio::select! {
-            r = connect(&shared, peer, LinkKind::Raft) => r,
+            biased;
             _ = stopped(&mut stop) => return,
+            r = connect(&shared, peer, LinkKind::Raft) => r,
         };
         let stream = match conn {
             Ok((s, _)) => s,
@@ -167,8 +168,9 @@ async fn writer(
                 shared.unreachable(peer);
                 discard(&shared, peer, &c, &mut rx);
                 tokio::select! {
-                    _ = tokio::time::sleep(jittered(backoff)) => {}
+                    biased;
                     _ = stopped(&mut stop) => return,
+                    _ = tokio::time::sleep(jittered(backoff)) => {}
                 }
                 backoff = (backoff * 2).min(BACKOFF_MAX);
                 continue;
@@ -226,6 +228,7 @@ async fn run_link(
     let mut batch = Vec::with_capacity(BATCH);
     loop {
         tokio::select! {
+            biased;
             _ = stopped(stop) => return LinkEnd::Stopped,
             r = reader.read_some(&mut probe) => {
                 return LinkEnd::Closed(match r {
@@ -318,14 +321,16 @@ async fn snapshot_sender(
 ) {
     loop {
         let m = tokio::select! {
-            m = rx.recv() => match m { Some(m) => m, None => return },
+            biased;
             _ = stopped(&mut stop) => return,
+            m = rx.recv() => match m { Some(m) => m, None => return },
         };
         let index = m.get_snapshot().get_metadata().index;
         let size = m.get_snapshot().get_data().len();
         let r = tokio::select! {
-            r = send_snapshot(&shared, peer, &c, m) => r,
+            biased;
             _ = stopped(&mut stop) => return,
+            r = send_snapshot(&shared, peer, &c, m) => r,
         };
         match r {
             Ok(chunks) => {
