@@ -289,14 +289,44 @@ impl Cluster {
         }
     }
 
+    /// Waits until every node in `ids` has applied what `reference` has, then compares their
+    /// states up to that index exactly (a long diff is summarised: the entries are large).
     fn assert_identical(&self, ids: &[u64], reference: u64) {
-        let want = self.state(reference);
+        let upto = self.applied_index(reference);
         for &id in ids {
-            assert_eq!(
-                self.state(id),
-                want,
-                "node {id} applied a different history"
-            );
+            self.wait_applied(id, upto);
+        }
+        let cut = |id: u64| -> Vec<(u64, Vec<u8>)> {
+            self.state(id)
+                .into_iter()
+                .filter(|(i, _)| *i <= upto)
+                .collect()
+        };
+        let want = cut(reference);
+        for &id in ids {
+            let got = cut(id);
+            if got != want {
+                let first = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(g, w)| g != w)
+                    .unwrap_or(got.len().min(want.len()));
+                let brief = |v: &[(u64, Vec<u8>)]| -> Vec<(u64, usize)> {
+                    v.iter()
+                        .skip(first)
+                        .take(5)
+                        .map(|(i, d)| (*i, d.len()))
+                        .collect()
+                };
+                panic!(
+                    "node {id} applied a different history than node {reference} up to {upto}: \
+                     {} vs {} entries, first difference at position {first}: {:?} vs {:?}",
+                    got.len(),
+                    want.len(),
+                    brief(&got),
+                    brief(&want)
+                );
+            }
         }
     }
 }
