@@ -376,6 +376,23 @@ fn three_nodes_replicate_a_thousand_proposals_in_one_order() {
         "{:?}",
         c.net(leader).net_stats()
     );
+
+    // A probe reports what the node was last told about its log.
+    let status = c.handle(leader).status();
+    c.net(leader)
+        .set_local_info(LocalInfo::from_status(&status));
+    let follower = [1, 2, 3].into_iter().find(|&i| i != leader).unwrap();
+    let info = c.rt.block_on(c.net(follower).probe(leader)).unwrap();
+    assert_eq!(
+        info,
+        PeerInfo {
+            id: leader,
+            cluster_id: CLUSTER,
+            initialized: true,
+            last_index: status.last_index
+        }
+    );
+    assert!(status.last_index >= last);
 }
 
 #[test]

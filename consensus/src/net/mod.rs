@@ -65,8 +65,9 @@
 //!   the reader, which steps messages in arrival order). Inbound links end on EOF, a bad frame
 //!   or shutdown; two from one peer may briefly coexist when it reconnects.
 //! - per peer in the address book, one writer task owning the only outbound Raft link: it
-//!   connects (backoff 10 ms doubling to 1 s, jittered), writes every queued message then
-//!   flushes, and watches the link for EOF. A failed connect or write calls
+//!   connects (backoff 10 ms doubling to 1 s, jittered; name lookup and connect bounded by 2 s,
+//!   the handshake by 5 s), writes every queued message then flushes (a batch not written
+//!   within 10 s ends the link: the peer stopped reading), and watches the link for EOF. A failed connect or write calls
 //!   [`Inbound::unreachable`] and discards what is queued; a link that closes after it was
 //!   established calls [`Inbound::peer_lost`] once (so does an inbound Raft link that closes).
 //! - per peer, one snapshot task: the writer hands it each `MsgSnapshot`; it opens a Snapshot
@@ -75,6 +76,14 @@
 //!
 //! [`TcpTransport::send`] runs on the raft thread: it only `try_send`s into the peer's bounded
 //! queue ([`QUEUE_LEN`] messages) and counts a drop when the queue is full.
+//!
+//! [`PeerNet::shutdown`] stops every task and closes every socket (peers see EOF, as if the
+//! process died); it does not wait, so a restart on the same port retries `bind` briefly.
+//! Dropping the last `PeerNet` clone does not stop the tasks: call `shutdown`.
+//!
+//! Not covered: authentication or encryption of peers (the handshake identifies, it does not
+//! authenticate: run the peer port on a trusted network), and TCP keepalive on inbound links (a
+//! peer whose host vanishes without a reset leaves a silent inbound link until it reconnects).
 
 mod accept;
 mod frame;
@@ -168,6 +177,17 @@ pub struct LocalInfo {
     /// The node has a raft log (bootstrapped or joined).
     pub initialized: bool,
     pub last_index: u64,
+}
+
+impl LocalInfo {
+    /// From the node's status: a node with any log (the bootstrap snapshot is index 1) is
+    /// initialized; a member added later has none until its first snapshot arrives.
+    pub fn from_status(s: &crate::Status) -> LocalInfo {
+        LocalInfo {
+            initialized: s.last_index > 0,
+            last_index: s.last_index,
+        }
+    }
 }
 
 /// What a probe learned about a peer.
