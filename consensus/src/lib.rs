@@ -42,6 +42,7 @@ pub mod driver;
 mod error;
 mod handle;
 mod logger;
+pub mod net;
 mod raft_loop;
 pub mod snapshot_file;
 mod status;
@@ -51,6 +52,7 @@ mod transport;
 pub use config::Config;
 pub use error::ConsensusError;
 pub use handle::{start, start_with_transport, Handle, Started};
+pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
     MessageType,
