@@ -37,7 +37,7 @@ pub struct Config {
     /// the log instead of needing a snapshot.
     pub snapshot_keep_entries: u64,
     /// Back-pressure bound on uncommitted payload bytes on the leader (see
-    /// [`MAX_UNCOMMITTED_BYTES`]), enforced by `Handle::propose`. One entry is always admitted,
+    /// `MAX_UNCOMMITTED_BYTES`: 32 MiB in `standalone`), enforced by `Handle::propose`. One entry is always admitted,
     /// however large. raft-rs's own backstop is set to this, or 1 MiB if smaller.
     pub max_uncommitted_bytes: u64,
 }

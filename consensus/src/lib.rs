@@ -2,20 +2,30 @@
 //! nothing of znodes: the caller (the applier) owns the state machine, applies `Event::Committed`
 //! entries in order, and hands back serialized snapshots with `Handle::save_snapshot`.
 //!
-//! One OS thread owns the `RawNode` and the log store; callers talk to it through a cloneable
-//! [`Handle`] (commands in) and a channel of [`Event`]s (results out). Each loop iteration drains
-//! the pending commands (up to 4096) before asking raft for a `Ready`, so a burst of proposals
-//! shares one fsync (group commit):
+//! ## Threads
+//!
+//! Two OS threads per node. The raft thread (`raft_loop.rs`) owns a [`driver::Driver`] (the
+//! `RawNode` and the log store) and only pumps into it: commands from the cloneable [`Handle`],
+//! durable snapshot files from the writer thread, and a tick every `Config::tick`. The driver is
+//! the whole of the raft logic, with no clock, sleep or channel inside, so tests step it by hand
+//! (`tests/steps.rs`). The snapshot writer thread writes and fsyncs snapshot files. Results go
+//! out through a [`Transport`] (messages for peers, called on the raft thread: it must not block)
+//! and a channel of [`Event`]s (for the applier). Each loop iteration drains the pending commands
+//! (up to 4096) before asking raft for a `Ready`, so a burst of proposals shares one fsync (group
+//! commit):
 //!
 //! ```text
-//!  Handle ──commands──▶ raft thread: step/propose/read_index/tick ─▶ Ready
+//!  Handle ──commands──▶ raft thread: Driver::command / tick ─▶ Driver::ready:
 //!                        1 messages ─▶ Transport      (leader sends before its fsync)
-//!                        2 snapshot install ─▶ Event::InstallSnapshot
+//!                        1b role/term change ─▶ Event::RoleChanged
+//!                        2 snapshot install ─▶ Event::InstallSnapshot, MembershipChanged
 //!                        3 committed entries ─▶ Event::Committed  (only entries already durable)
+//!                          (a membership change ends its batch ─▶ Event::MembershipChanged)
 //!                        4 entries + hard state ─▶ one synced RocksDB WriteBatch
 //!                        5 read states ─▶ Event::ReadIndexReady
 //!                        6 persisted messages ─▶ Transport  (votes/acks after the fsync)
 //!                        7 advance ─▶ light ready: commit index, messages, committed entries
+//!                        (raft wanted a snapshot the store cannot serve ─▶ Event::SnapshotWanted)
 //!  save_snapshot ─▶ raft thread (validate) ─▶ writer thread (file, fsync, rename) ─▶ raft thread
 //!                    (record snapshot_meta, compact the log, prune old files)
 //! ```
@@ -25,17 +35,40 @@
 //! second-newest durable snapshot, so a damaged newest snapshot can fall back to the previous one.
 //! A standalone node is a group of one voter that elects itself at start.
 //!
-//! The applier's side of the contract:
+//! ## The applier's side of the contract
+//!
 //! - Load `Started::snapshot` (if any) first; the first `Committed` entry is the one after it.
-//! - Apply `Committed` entries in order; skip entries with empty `data` (raft no-ops).
-//!   Index 1 is the bootstrap snapshot, so the first entry ever delivered is index 2.
+//!   `Started::membership` is the membership as of that state.
+//! - Apply `Committed` entries in order; skip entries with empty `data` (raft no-ops and
+//!   membership changes). Index 1 is the bootstrap snapshot, so the first entry ever delivered is
+//!   index 2.
 //! - On `InstallSnapshot`, replace the whole state; entries continue from its `index + 1`.
-//! - On `RoleChanged`, fail proposals and read barriers still waiting: raft may have dropped them.
+//! - On `MembershipChanged`, record the members (`voters`, `learners`, and the `context` the
+//!   proposer put in the `ConfChangeV2`); it follows the batch that ends with its entry.
+//! - On `SnapshotWanted`, call `save_snapshot` at the current applied index now: a new member
+//!   waits for it, and a quiet group takes no periodic snapshot.
+//! - **Proposals and read barriers can vanish.** raft-rs drops a proposal that reaches a node no
+//!   longer leading, or a leader transferring leadership, without telling anyone; and it drops a
+//!   `read_index` that reaches a leader which has not yet committed an entry in its term, or a
+//!   follower that knows no leader, or a leader that dies on the way (ensemble-readiness §1.5).
+//!   So the applier must fail what it still waits for on `RoleChanged` (emitted when leadership,
+//!   the known leader or only the term changes: a re-elected leader may have lost what the old
+//!   term held), and bound every wait with a timeout, retrying a read with a fresh ctx.
+//! - `propose` answers `Busy` past `Config::max_uncommitted_bytes` (back-pressure): fail or
+//!   delay the request; nothing was queued.
 //! - Call `save_snapshot(index, term, bytes)` with the state exactly as of a delivered `index`;
 //!   only then can the log shrink.
-//! - A node whose id is in `Config::voters` bootstraps a new group on first start; every initial
-//!   member must list the same voters. Later members join through `propose_conf_change` and catch
-//!   up from the first snapshot saved after the change.
+//! - A node whose id is in `Config::voters` or `Config::learners` bootstraps a new group on first
+//!   start; every initial member must list the same voters and learners. Later members join
+//!   through `propose_conf_change` and catch up from a snapshot saved after the change.
+//!
+//! ## What the transport calls
+//!
+//! `Handle::step` for each message received; `report_unreachable` when a send fails;
+//! `report_snapshot` when it ships snapshots out of band; and `peer_lost` when its link to a peer
+//! closes (EOF or reset), so a follower whose leader died campaigns within a few ticks instead of
+//! a full election timeout. A leader stopping gracefully calls `transfer_leadership_and_wait`
+//! before `shutdown`.
 
 mod config;
 pub mod driver;

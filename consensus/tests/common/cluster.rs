@@ -325,6 +325,30 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Proposes `<name>-<attempt>` until one attempt commits on the leader (a leader change may
+    /// drop a proposal; each attempt has its own payload, so none can commit twice); returns its
+    /// index.
+    pub fn propose_until_committed(&self, name: &str) -> u64 {
+        for attempt in 0.. {
+            let leader = self.leader();
+            let data = format!("{name}-{attempt}").into_bytes();
+            if self.handle(leader).propose(data.clone()).is_err() {
+                continue;
+            }
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            while std::time::Instant::now() < deadline {
+                if let Some((i, _)) = self.payloads(leader).into_iter().find(|(_, d)| *d == data) {
+                    return i;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(attempt < 10, "{name}: no attempt committed");
+        }
+        unreachable!()
+    }
+}
+
 pub fn batch(prefix: &str, n: usize) -> Vec<Vec<u8>> {
     (0..n)
         .map(|i| format!("{prefix}{i}").into_bytes())
