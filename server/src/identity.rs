@@ -69,6 +69,18 @@ pub fn cluster_id_of(cfg: &Config) -> u64 {
     fnv1a(text.as_bytes())
 }
 
+/// A fingerprint of the settings that change what apply computes (`TreeConfig`): members whose
+/// fingerprints differ would build different trees from one log, so the peer handshake refuses
+/// them to each other.
+pub fn fingerprint_of(cfg: &Config) -> u64 {
+    let t = cfg.tree_config();
+    let text = format!(
+        "extended_types={}\nenforce_quota={}\nskip_acl={}\nsuper_digest={:?}\nlet_any_sasl_user_do_x={:?}\n",
+        t.extended_types, t.enforce_quota, t.skip_acl, t.super_digest, t.let_any_sasl_user_do_x
+    );
+    fnv1a(text.as_bytes())
+}
+
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {

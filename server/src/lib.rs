@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod connection;
 pub mod core;
+pub mod forward;
 pub mod forward_codec;
 pub mod fourlw;
 pub mod identity;

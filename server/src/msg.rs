@@ -54,6 +54,10 @@ pub enum CoreMsg {
         index: u64,
         reply: oneshot::Sender<()>,
     },
+    /// The forward link `epoch` to the leader broke or could not connect (see `forward`).
+    ForwardLost { epoch: u64 },
+    /// On the leader: another member's clients were heard from (session, timeout).
+    PeerTouch { sessions: Vec<(i64, i32)> },
     /// Stop: flush nothing more, reply nothing more.
     Shutdown,
 }

@@ -77,6 +77,13 @@ impl SessionTracker {
         self.closing.insert(session);
     }
 
+    /// Forgets every close in flight: their proposals may have been dropped with a change of
+    /// leader, and the sessions are alive until a CloseSession applies (the leader's timers
+    /// expire them again if they are really gone).
+    pub fn clear_closing(&mut self) {
+        self.closing.clear();
+    }
+
     pub fn is_closing(&self, session: i64) -> bool {
         self.closing.contains(&session)
     }

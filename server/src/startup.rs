@@ -21,6 +21,7 @@ use znode_tree::Tree;
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
 use crate::core::Core;
+use crate::identity::{self, Decision, Fresh, Identity, PeerAnswer};
 use crate::msg::CoreMsg;
 use crate::throttle::Throttle;
 
@@ -37,18 +38,11 @@ impl Server {
     /// Recovers state from the data directory, then starts serving on the configured address
     /// (port 0 picks a free port; see `local_addr`).
     pub async fn start(cfg: Config) -> anyhow::Result<Server> {
-        // Each server would otherwise bootstrap a Raft group of its own and the "ensemble"
-        // would silently diverge: refuse until paddock replicates between servers.
+        let is_ensemble = cfg.servers.len() > 1 && !cfg.ignore_peers;
         if cfg.servers.len() > 1 && cfg.ignore_peers {
             warn!(
                 servers = cfg.servers.len(),
                 "--ignore-peers: running alone; the other listed servers do NOT share this server's data"
-            );
-        } else if cfg.servers.len() > 1 {
-            anyhow::bail!(
-                "this configuration lists {} servers (server.N lines), but paddock does not run \
-                 ensembles yet; list at most one server (or pass --ignore-peers to run each alone, for tests)",
-                cfg.servers.len()
             );
         }
         let cfg = Arc::new(cfg);
@@ -57,13 +51,75 @@ impl Server {
         let dir = cfg.raft_dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
 
+        // Whose data is this? (identity.rs: refuse a foreign or standalone dir in an ensemble.)
+        let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
+        let initialized = log_initialized(&dir)?;
+        let decision = identity::decide(&cfg, stored, initialized);
+        let my_id = cfg.my_id.unwrap_or(1);
+        let net = if is_ensemble {
+            let cluster_id = match &decision {
+                Decision::Resume(id) => id.cluster_id,
+                _ => identity::cluster_id_of(&cfg),
+            };
+            Some(bind_peer_port(&cfg, cluster_id, initialized).await?)
+        } else {
+            None
+        };
+        let (bootstrap, identity, write_identity) = match decision {
+            Decision::Resume(id) => (false, id, false),
+            Decision::Adopt(id) => (false, id, true),
+            Decision::Bootstrap(id) => (true, id, true),
+            Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),
+            Decision::AskPeers => {
+                let net = net.as_ref().expect("an ensemble binds its peer port");
+                let bootstrap = ask_peers(&cfg, net).await?;
+                (bootstrap, Identity::new_for(&cfg), true)
+            }
+        };
+        info!(
+            member = my_id,
+            cluster = format_args!("{:016x}", identity.cluster_id),
+            incarnation = format_args!("{:016x}", identity.incarnation),
+            mode = %identity.mode,
+            bootstrap,
+            "data directory identity"
+        );
+
         let mut raft_cfg = consensus::Config::standalone(&dir);
-        raft_cfg.id = cfg.my_id.unwrap_or(1);
-        raft_cfg.voters = vec![raft_cfg.id];
-        let started = tokio::task::spawn_blocking(move || consensus::start(raft_cfg))
-            .await?
-            .context("opening the raft log")?;
+        raft_cfg.id = my_id;
+        if is_ensemble {
+            let (tick, election, heartbeat) = cfg.raft_timing();
+            raft_cfg.tick = tick;
+            raft_cfg.election_tick = election as usize;
+            raft_cfg.heartbeat_tick = heartbeat as usize;
+            // Only a member of a new ensemble bootstraps; one that joins (or resumes) lists no
+            // one, so it waits for the leader instead of starting a group of its own.
+            raft_cfg.voters = if bootstrap { cfg.voters() } else { Vec::new() };
+            raft_cfg.learners = if bootstrap {
+                cfg.observers()
+            } else {
+                Vec::new()
+            };
+        } else {
+            raft_cfg.voters = vec![my_id];
+        }
+        let transport = net.as_ref().map(|n| n.transport());
+        let started = tokio::task::spawn_blocking(move || match transport {
+            Some(t) => consensus::start_with_transport(raft_cfg, Box::new(t)),
+            None => consensus::start(raft_cfg),
+        })
+        .await?
+        .context("opening the raft log")?;
         let raft = started.handle.clone();
+        if write_identity {
+            identity
+                .write(&dir)
+                .with_context(|| format!("writing {}", Identity::path(&dir).display()))?;
+        }
+        if let Some(net) = &net {
+            net.attach(Arc::new(raft.clone()));
+            tokio::spawn(publish_local_info(net.clone(), raft.clone()));
+        }
 
         let (tree, applied, term) = match started.snapshot {
             Some(snap) => {
@@ -78,10 +134,22 @@ impl Server {
             }
             None => (Tree::new(cfg.tree_config()), 0, 0),
         };
-        let replay_to = raft.status().last_index;
+        // A member replays what is known committed; a group of one all it has (its own votes
+        // commit it).
+        let replay_to = if is_ensemble {
+            raft.status().commit.max(applied)
+        } else {
+            raft.status().last_index
+        };
 
         let (core_tx, core_rx) = mpsc::channel(64 * 1024);
-        let core = Core::new(cfg.clone(), tree, raft.clone(), applied, term);
+        let ensemble = net
+            .as_ref()
+            .map(|n| crate::core::Ensemble::new(n.clone(), core_tx.clone()));
+        let core = Core::new(cfg.clone(), tree, raft.clone(), applied, term, ensemble);
+        if let Some(net) = &net {
+            crate::forward::serve_followers(net.clone(), raft.clone(), core_tx.clone());
+        }
         let params = Arc::new(ConnParams {
             max_frame: cfg.jute_max_buffer,
             stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
@@ -155,6 +223,101 @@ impl Server {
         }
         self.shutdown().await;
         Ok(())
+    }
+}
+
+/// Whether the raft directory already holds a log (opened and closed again before raft starts).
+fn log_initialized(raft_dir: &std::path::Path) -> anyhow::Result<bool> {
+    let db = raft_dir.join("raftdb");
+    if !db.join("CURRENT").exists() {
+        return Ok(false);
+    }
+    let store = consensus::storage::LogStore::open(&db)
+        .with_context(|| format!("opening the raft log in {}", db.display()))?;
+    Ok(store.is_initialized())
+}
+
+/// Binds this member's peer port (its server line's host and peerPort) for the raft and forward
+/// links.
+async fn bind_peer_port(
+    cfg: &Config,
+    cluster_id: u64,
+    initialized: bool,
+) -> anyhow::Result<consensus::PeerNet> {
+    let (host, port) = cfg
+        .peer_listen_host()
+        .context("this server has no server.N line (myid) in the ensemble")?;
+    let listen = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .with_context(|| format!("resolving this server's peer address {host}:{port}"))?
+        .next()
+        .with_context(|| format!("{host} resolves to no address"))?;
+    let mut ncfg = consensus::NetConfig::new(cfg.my_id.unwrap_or(1), cluster_id, listen);
+    ncfg.fingerprint = identity::fingerprint_of(cfg);
+    ncfg.peers = cfg.peer_addresses();
+    let net = consensus::PeerNet::bind(ncfg)
+        .await
+        .with_context(|| format!("binding the peer port {listen}"))?;
+    net.set_local_info(consensus::net::LocalInfo {
+        initialized,
+        last_index: 0,
+    });
+    info!(addr = %net.local_addr(), peers = ?cfg.peer_addresses(), "peer port bound");
+    Ok(net)
+}
+
+/// A member with no data asks its peers whether the ensemble already exists (see
+/// `identity::decide_fresh`); true = bootstrap a new one.
+async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<bool> {
+    let started = std::time::Instant::now();
+    let mut last_log = started;
+    loop {
+        let mut answers = Vec::new();
+        for (id, _) in cfg.peer_addresses() {
+            match tokio::time::timeout(std::time::Duration::from_secs(2), net.probe(id)).await {
+                Ok(Ok(info)) => answers.push(PeerAnswer {
+                    id: info.id,
+                    cluster_id: info.cluster_id,
+                    initialized: info.initialized,
+                }),
+                Ok(Err(e)) => tracing::debug!(peer = id, error = %e, "peer did not answer"),
+                Err(_) => tracing::debug!(peer = id, "peer did not answer in time"),
+            }
+        }
+        match identity::decide_fresh(cfg, &answers) {
+            Fresh::Bootstrap => {
+                info!(
+                    answered = answers.len(),
+                    "no member has a log yet: bootstrapping the ensemble"
+                );
+                return Ok(true);
+            }
+            Fresh::Join => {
+                info!("the ensemble already has a log: joining it as an empty member, to catch up from the leader");
+                return Ok(false);
+            }
+            Fresh::Refuse(why) => anyhow::bail!("{why}"),
+            Fresh::Wait => {
+                if last_log.elapsed() >= std::time::Duration::from_secs(5) {
+                    last_log = std::time::Instant::now();
+                    info!(
+                        answered = answers.len(),
+                        waited_s = started.elapsed().as_secs(),
+                        "waiting for a majority of the voters to answer before bootstrapping"
+                    );
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// Keeps what probes and handshakes report about this member current.
+async fn publish_local_info(net: consensus::PeerNet, raft: consensus::Handle) {
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(500));
+    while !raft.is_stopped() {
+        every.tick().await;
+        net.set_local_info(consensus::net::LocalInfo::from_status(&raft.status()));
     }
 }
 

@@ -794,7 +794,7 @@ async fn a_client_that_stops_reading_is_disconnected_and_nobody_else_notices() {
 }
 
 #[tokio::test]
-async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
+async fn ignore_peers_runs_a_multi_server_config_alone_on_its_own_data() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("myid"), "1").unwrap();
     let cfg_text = format!(
@@ -802,17 +802,9 @@ async fn a_multi_server_config_is_refused_rather_than_run_as_separate_groups() {
          server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\nserver.3=127.0.0.1:2890:3890\n",
         dir.path().display()
     );
-    let cfg = paddock::config::Config::parse_zoo_cfg(&cfg_text, dir.path()).unwrap();
-    let err = paddock::startup::Server::start(cfg.clone())
-        .await
-        .err()
-        .expect("refused");
-    assert!(
-        err.to_string().contains("does not run ensembles yet"),
-        "{err}"
-    );
+    let mut cfg = paddock::config::Config::parse_zoo_cfg(&cfg_text, dir.path()).unwrap();
+    cfg.my_id = Some(1);
     // --ignore-peers (test harnesses) runs it alone, on its own data.
-    let mut cfg = cfg;
     cfg.ignore_peers = true;
     let server = paddock::startup::Server::start(cfg)
         .await

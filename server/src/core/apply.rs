@@ -20,6 +20,8 @@ impl Core {
                 for ce in entries {
                     self.apply(ce);
                 }
+                self.drain_ready_syncs();
+                self.finish_revalidations();
                 self.maybe_snapshot();
             }
             Event::RoleChanged {
@@ -28,6 +30,12 @@ impl Core {
                 term,
             } => {
                 info!(is_leader, leader_id, term, "raft role changed");
+                if self.ensemble.is_some() {
+                    self.ensemble_role_changed(is_leader, leader_id, term);
+                    return;
+                }
+                self.leader_id = leader_id;
+                self.term = term;
                 if !is_leader && leader_id != 0 {
                     self.followed_another = true;
                 }
@@ -45,6 +53,9 @@ impl Core {
                 self.is_leader = is_leader;
             }
             Event::ReadIndexReady { ctx, index } => {
+                if self.revalidation_ready(ctx, index) {
+                    return;
+                }
                 let mut waiting = None;
                 for (id, conn) in self.conns.iter_mut() {
                     for q in conn.queue.iter_mut() {
@@ -61,16 +72,27 @@ impl Core {
                 }
                 if let Some(id) = waiting {
                     self.drain(id);
+                    // A member behind the leader answers once it has applied that far.
+                    if self.head_is_sync(id) {
+                        self.sync_ready.insert(id);
+                    }
                 }
             }
             Event::InstallSnapshot(snap) => {
-                match Tree::restore(&snap.data, self.cfg.tree_config()) {
+                // The bootstrap snapshot (index 1) carries no data: the empty tree.
+                let restored = if snap.data.is_empty() {
+                    Ok(Tree::new(self.cfg.tree_config()))
+                } else {
+                    Tree::restore(&snap.data, self.cfg.tree_config())
+                };
+                match restored {
                     Ok(tree) => {
                         info!(index = snap.index, "installed a snapshot from the leader");
                         self.tree = tree;
                         self.applied_index = snap.index;
                         self.applied_term = snap.term;
                         self.last_snapshot_index = snap.index;
+                        self.reset_after_install();
                     }
                     Err(e) => panic!(
                         "snapshot at index {} from the leader does not restore: {e}",
@@ -85,7 +107,11 @@ impl Core {
                 ..
             } => info!(index, ?voters, ?learners, "raft membership changed"),
             Event::SnapshotWanted { peer } => {
-                info!(peer, "the leader wants a fresh snapshot for a peer")
+                info!(
+                    peer,
+                    "a peer needs a snapshot newer than the last one: taking one now"
+                );
+                self.take_snapshot();
             }
         }
     }
@@ -210,9 +236,64 @@ impl Core {
         }
     }
 
+    /// Everything that hangs off the tree is stale after a snapshot replaced it: watches,
+    /// sessions' connections and timers, writes and syncs in flight. Like a ZooKeeper follower
+    /// syncing by SNAP, the member drops its clients; they reconnect and re-register watches.
+    fn reset_after_install(&mut self) {
+        let all: Vec<crate::msg::ConnId> = self.conns.keys().copied().collect();
+        for id in all {
+            self.close_conn(id);
+        }
+        let connecting: Vec<crate::msg::ConnId> = self.connecting.drain().map(|(_, c)| c).collect();
+        for id in connecting {
+            self.refuse_connection(id);
+        }
+        self.watches = znode_tree::WatchRegistry::new();
+        self.sync_ready.clear();
+        self.tracker = crate::session::SessionTracker::new(Duration::from_millis(
+            self.cfg.tick_time_ms as u64,
+        ));
+        let now = Instant::now();
+        let sessions: Vec<(i64, i32)> =
+            self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
+        for (id, timeout) in sessions {
+            self.tracker.touch(id, timeout, now);
+        }
+    }
+
+    fn head_is_sync(&self, id: crate::msg::ConnId) -> bool {
+        self.conns
+            .get(&id)
+            .and_then(|c| c.queue.front())
+            .is_some_and(|q| matches!(q.pending, Pending::Sync { .. }))
+    }
+
+    /// Syncs answered by the leader but waiting for this member to apply that far.
+    fn drain_ready_syncs(&mut self) {
+        if self.sync_ready.is_empty() {
+            return;
+        }
+        let ids: Vec<crate::msg::ConnId> = self.sync_ready.drain().collect();
+        for id in ids {
+            self.drain(id);
+            if self.head_is_sync(id) {
+                self.sync_ready.insert(id);
+            }
+        }
+    }
+
     fn maybe_snapshot(&mut self) {
         let every = self.cfg.snapshot_every_entries.max(1);
         if self.applied_index >= self.last_snapshot_index + every {
+            self.take_snapshot();
+        }
+    }
+
+    fn take_snapshot(&mut self) {
+        if self.applied_index <= 1 {
+            return; // nothing beyond the bootstrap snapshot to save
+        }
+        {
             // Only the view is taken here, on the core task, where clients wait for it: it copies
             // the node map's pointers (about 0.1 s at 500k znodes). Encoding, the longer part,
             // runs on a blocking thread while writes go on; they copy a node only if the view

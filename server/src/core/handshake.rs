@@ -37,6 +37,13 @@ impl Core {
     ) {
         self.stats.packets_received += 1;
         let sent_read_only = req.read_only.is_some();
+        // A member without a leader does not serve (see `ensemble`): the client tries another.
+        if !self.serving() {
+            debug!(peer = %remote, "not serving (no leader known); closing a new connection");
+            let _ = ready.send(false);
+            let _ = out.try_send(Outbound::Close);
+            return;
+        }
         // A client that has seen a newer state than ours must try another server.
         if req.last_zxid_seen > self.tree.last_zxid() {
             warn!(
@@ -81,23 +88,42 @@ impl Core {
                     password,
                 },
             );
-            if self.propose(&entry).is_err() {
+            if self.submit(&entry).is_err() {
                 self.connecting.remove(&session_id);
                 self.refuse_connection(id);
             }
             return;
         }
+        self.reconnect(id, req.session_id, req.passwd, true);
+    }
 
-        // Reconnect: the password must match a live session that is not closing.
-        let valid = match self.tree.session(req.session_id) {
-            Some(s) => {
-                req.passwd.as_deref() == Some(&s.password[..])
-                    && !self.tracker.is_closing(req.session_id)
+    /// Reconnect: the password must match a live session that is not closing. A member of an
+    /// ensemble that does not know the session first asks for the leader's commit index
+    /// (`revalidate`) and comes back here with `may_revalidate` false.
+    pub(super) fn reconnect(
+        &mut self,
+        id: ConnId,
+        session_id: i64,
+        passwd: Option<Vec<u8>>,
+        may_revalidate: bool,
+    ) {
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let (remote, timeout_ms, sent_read_only) =
+            (conn.remote, conn.timeout_ms, conn.sent_read_only);
+        let known = self.tree.session(session_id).map(|s| s.password);
+        if known.is_none() && may_revalidate && self.revalidate(id, session_id, passwd.clone()) {
+            return;
+        }
+        let valid = match known {
+            Some(password) => {
+                passwd.as_deref() == Some(&password[..]) && !self.tracker.is_closing(session_id)
             }
             None => false,
         };
         if !valid {
-            debug!(peer = %remote, session = format_args!("{:#x}", req.session_id), "session expired or password wrong");
+            debug!(peer = %remote, session = format_args!("{:#x}", session_id), "session expired or password wrong");
             self.send(
                 id,
                 Outbound::Connect(ConnectResponse {
@@ -112,21 +138,20 @@ impl Core {
             return;
         }
         // Only one connection holds a session: the older one goes.
-        if let Some(old) = self.by_session.insert(req.session_id, id) {
+        if let Some(old) = self.by_session.insert(session_id, id) {
             if old != id {
                 self.close_conn(old);
             }
         }
         let password = self
             .tree
-            .session(req.session_id)
+            .session(session_id)
             .map(|s| s.password)
             .unwrap_or_default();
-        self.tracker
-            .touch(req.session_id, timeout_ms, Instant::now());
+        self.touch_session(session_id, timeout_ms, Instant::now());
         let conn = self.conns.get_mut(&id).unwrap();
-        conn.session_id = req.session_id;
-        info!(peer = %remote, session = format_args!("{:#x}", req.session_id), timeout_ms, "session reconnected");
+        conn.session_id = session_id;
+        info!(peer = %remote, session = format_args!("{:#x}", session_id), timeout_ms, "session reconnected");
         self.finish_handshake(id, password);
     }
 
@@ -147,7 +172,7 @@ impl Core {
         self.send(id, Outbound::Connect(resp));
     }
 
-    fn refuse_connection(&mut self, id: ConnId) {
+    pub(super) fn refuse_connection(&mut self, id: ConnId) {
         if let Some(conn) = self.conns.get_mut(&id) {
             if let Some(ready) = conn.ready.take() {
                 let _ = ready.send(false);

@@ -32,6 +32,7 @@
 mod apply;
 mod auth;
 mod conns;
+mod ensemble;
 mod handshake;
 mod reads;
 mod requests;
@@ -56,6 +57,7 @@ use crate::session::{checkpoint, SessionTracker};
 use crate::stats::{ResponseSizes, ServerStats};
 
 use conns::Conn;
+pub(crate) use ensemble::Ensemble;
 use timers::CHECKPOINT_EVERY;
 
 /// The state the core task owns. Every field is touched only on the core task.
@@ -88,6 +90,17 @@ pub struct Core {
     last_snapshot_index: u64,
     /// Whether raft last said this server leads: only a leader expires sessions and nodes.
     is_leader: bool,
+    /// The leader raft last named (0: none known) and its term.
+    leader_id: u64,
+    term: u64,
+    /// When this member became leader (mntr's zk_leader_uptime).
+    leader_since: Option<Instant>,
+    /// The term in which this leader wrote (or found) the membership in /zookeeper/config.
+    membership_published: Option<u64>,
+    /// Membership of an ensemble: the forward link and what goes with it (`None`: standalone).
+    ensemble: Option<Ensemble>,
+    /// Connections whose head sync has its ReadIndex but waits for this member to apply that far.
+    sync_ready: std::collections::HashSet<ConnId>,
     /// Remaining session time read from the checkpoint, for sessions not yet replayed.
     resume_left: HashMap<i64, Duration>,
     /// Whether this process has followed another leader (see the RoleChanged handling).
@@ -105,7 +118,7 @@ pub struct Core {
     applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
 }
 
-pub(super) fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -119,6 +132,7 @@ impl Core {
         raft: consensus::Handle,
         applied_index: u64,
         applied_term: u64,
+        ensemble: Option<Ensemble>,
     ) -> Core {
         let tick = Duration::from_millis(cfg.tick_time_ms as u64);
         let mut tracker = SessionTracker::new(tick);
@@ -151,6 +165,12 @@ impl Core {
             applied_term,
             last_snapshot_index: applied_index,
             is_leader: false,
+            leader_id: 0,
+            term: 0,
+            leader_since: None,
+            membership_published: None,
+            ensemble,
+            sync_ready: Default::default(),
             followed_another: false,
             resume_left,
             stats: ServerStats::default(),
@@ -178,6 +198,9 @@ impl Core {
                 _ = ticker.tick() => {
                     let now = Instant::now();
                     self.expire_sessions(now);
+                    self.send_touches();
+                    self.ensure_membership_published();
+                    self.retry_syncs(now);
                     if now >= next_container_check {
                         next_container_check = now + container_every;
                         self.propose_expired_nodes();
@@ -239,6 +262,8 @@ impl Core {
                 self.applied_waiters.push((index, reply));
                 self.release_applied_waiters();
             }
+            CoreMsg::ForwardLost { epoch } => self.forward_lost(epoch),
+            CoreMsg::PeerTouch { sessions } => self.peer_touch(sessions),
             CoreMsg::Shutdown => {}
         }
     }

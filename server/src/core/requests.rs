@@ -16,8 +16,13 @@ use crate::throttle::Slot;
 /// A request waiting in a connection's FIFO.
 #[derive(Debug)]
 pub(super) enum Pending {
-    /// A write proposed to the log; answered when its entry is applied.
-    Write { xid: i32, received: Instant },
+    /// A write proposed to the log; answered when its entry is applied. `link` is the epoch of
+    /// the forward link it went to the leader on (`None`: proposed here).
+    Write {
+        xid: i32,
+        received: Instant,
+        link: Option<u64>,
+    },
     /// A read (or an op answered like one) that waits behind earlier writes.
     Read {
         header: RequestHeader,
@@ -37,6 +42,8 @@ pub(super) enum Pending {
         ctx: u64,
         index: Option<u64>,
         received: Instant,
+        /// When the ReadIndex for `ctx` was asked for (see `timers::retry_syncs`).
+        asked: Instant,
     },
 }
 
@@ -82,7 +89,7 @@ impl Core {
             self.close_conn(id);
             return;
         }
-        self.tracker.touch(session_id, timeout_ms, received);
+        self.touch_session(session_id, timeout_ms, received);
         let conn = self.conns.get_mut(&id).expect("checked above");
 
         let req = match req {
@@ -133,6 +140,7 @@ impl Core {
                         ctx,
                         index: None,
                         received,
+                        asked: Instant::now(),
                     },
                     _slot: slot,
                 });

@@ -11,6 +11,7 @@ use znode_tree::{Entry, Txn};
 
 use super::requests::{Pending, Queued};
 use super::{now_ms, Core};
+use crate::forward_codec::ToLeader;
 use crate::msg::ConnId;
 use crate::throttle::Slot;
 
@@ -44,16 +45,33 @@ impl Core {
             conn.auth.clone(),
             txn,
         );
-        conn.queue.push_back(Queued {
-            pending: Pending::Write {
-                xid: header.xid,
-                received,
-            },
-            _slot: slot,
-        });
-        if self.propose(&entry).is_err() {
-            // Not leader / stopped: the client reconnects elsewhere (or retries).
-            self.close_conn(id);
+        match self.submit(&entry) {
+            Ok(link) => {
+                let conn = self.conns.get_mut(&id).unwrap();
+                conn.queue.push_back(Queued {
+                    pending: Pending::Write {
+                        xid: header.xid,
+                        received,
+                        link,
+                    },
+                    _slot: slot,
+                });
+            }
+            // No leader, a broken link, or a stopped raft thread: the client reconnects
+            // elsewhere (or retries).
+            Err(()) => self.close_conn(id),
+        }
+    }
+
+    /// Where a client's entry goes: raft here on the leader (and on a standalone server), the
+    /// leader's forward link elsewhere. `Ok(Some(epoch))` names the link it went on.
+    pub(super) fn submit(&mut self, entry: &Entry) -> Result<Option<u64>, ()> {
+        if self.ensemble.is_none() || self.is_leader {
+            return self.propose(entry).map(|_| None).map_err(|_| ());
+        }
+        match self.forward(ToLeader::Propose(entry.encode())) {
+            Some(epoch) => Ok(Some(epoch)),
+            None => Err(()),
         }
     }
 

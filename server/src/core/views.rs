@@ -230,7 +230,16 @@ fn environment() -> Vec<(String, String)> {
 fn server_view(core: &mut Core) -> ServerView {
     let now = Instant::now();
     let now_ms = epoch_ms();
-    let mode = Mode::Standalone;
+    let status = core.raft().status();
+    let mode = if !core.is_ensemble() {
+        Mode::Standalone
+    } else if status.is_leader {
+        Mode::Leader
+    } else if status.is_learner {
+        Mode::Observer
+    } else {
+        Mode::Follower
+    };
     let zxid = core.tree().last_zxid();
     let node_count = core.tree().node_count() as u64;
     let outstanding = core.outstanding() as u64;
@@ -314,10 +323,32 @@ fn server_view(core: &mut Core) -> ServerView {
     let conf_lines = core.config().as_conf_lines();
     let stats = core.stats().clone();
     let response_sizes = core.response_sizes.get();
-    let status = core.raft().status();
+    let (quorum_size, leader) = if core.is_ensemble() {
+        let (voters, _) = core.raft().membership();
+        let leader = (mode == Mode::Leader).then(|| {
+            let me = status.id;
+            let progress = core.raft().progress();
+            let others = progress.iter().filter(|p| p.id != me);
+            let active: Vec<_> = others.filter(|p| p.recent_active).collect();
+            fourlw::LeaderView {
+                learners: active.len() as u64,
+                synced_followers: active.iter().filter(|p| !p.is_learner).count() as u64,
+                synced_non_voting_followers: 0,
+                synced_observers: active.iter().filter(|p| p.is_learner).count() as u64,
+                pending_syncs: core.pending_syncs() as u64,
+                leader_uptime_ms: core.leader_uptime().as_millis() as u64,
+                last_proposal_size: -1,
+                min_proposal_size: -1,
+                max_proposal_size: -1,
+            }
+        });
+        (Some(voters.len() as u64), leader)
+    } else {
+        (None, None)
+    };
 
     ServerView {
-        is_serving: true,
+        is_serving: core.serving(),
         mode,
         latency: stats.latency,
         packets_received: stats.packets_received,
@@ -347,8 +378,8 @@ fn server_view(core: &mut Core) -> ServerView {
         min_client_response_size: response_sizes.1,
         max_client_response_size: response_sizes.2,
         auth_failed_count: stats.auth_failed,
-        quorum_size: None,
-        leader: None,
+        quorum_size,
+        leader,
         extra_metrics: vec![
             ("paddock_raft_term".into(), status.term.to_string()),
             (

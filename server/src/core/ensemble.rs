@@ -1,0 +1,400 @@
+//! The core as a member of an ensemble: who leads, whether this member serves, the link that
+//! forwards writes and session activity to the leader, and what a change of leader does to the
+//! work in flight.
+//!
+//! Rules (ZooKeeper's, made exact):
+//! - A member serves clients only while it knows a leader. When raft reports no leader (the
+//!   leader is gone, or this member is cut off from the quorum and its election timer ran out,
+//!   which `Config::raft_timing` keeps well inside the smallest session timeout), every client
+//!   connection is closed and new ones are refused, so a client cut off in a minority cannot go
+//!   on believing it holds a lock that the majority is about to expire. Four-letter words keep
+//!   answering ("not currently serving").
+//! - Any change of leader or term fails every write, sync and session creation in flight, by
+//!   closing the client's connection: raft may have dropped them, or they may still commit; the
+//!   client learns "connection lost" and decides. No silent retry, and no later reply overtakes a
+//!   lost one, since the connection is gone.
+//! - A new leader restarts every session's timer (as ZooKeeper's does): it never saw the
+//!   sessions' activity on other members.
+//! - Followers report their sessions' activity to the leader every core tick, as ZooKeeper's
+//!   learners do with the PING packet's session table; only the leader expires sessions.
+
+use std::collections::HashMap;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use consensus::PeerNet;
+use wire::ops::data::GetDataRequest;
+use wire::{Request, Response};
+use znode_tree::{ReadCtx, Txn};
+
+use super::requests::Pending;
+use super::submit::stamp;
+use super::{now_ms, Core};
+use crate::forward::LeaderLink;
+use crate::forward_codec::ToLeader;
+use crate::msg::{ConnId, CoreMsg};
+
+/// What the core keeps when it is a member of an ensemble (`None` for a standalone server).
+pub struct Ensemble {
+    pub(super) net: PeerNet,
+    /// The core's own inbox, for the link tasks to report to.
+    pub(super) core_tx: mpsc::Sender<CoreMsg>,
+    /// The link to the current leader, opened at the first write after a leader is known.
+    pub(super) link: Option<LeaderLink>,
+    pub(super) next_epoch: u64,
+    /// Sessions heard from since the last touch sent to the leader, with their timeouts.
+    pub(super) touched: HashMap<i64, i32>,
+    /// Reconnects of sessions this member does not know yet, waiting for a ReadIndex: the
+    /// session may have been created on another member a moment ago (ZooKeeper asks the leader,
+    /// `REVALIDATE`). By ReadIndex context.
+    pub(super) revalidating: HashMap<u64, Revalidation>,
+}
+
+/// A reconnect waiting to learn whether its session exists.
+pub(super) struct Revalidation {
+    pub(super) conn: ConnId,
+    pub(super) session_id: i64,
+    pub(super) passwd: Option<Vec<u8>>,
+    /// Set by the ReadIndex answer: check once applied reaches it.
+    pub(super) index: Option<u64>,
+}
+
+impl Ensemble {
+    pub fn new(net: PeerNet, core_tx: mpsc::Sender<CoreMsg>) -> Ensemble {
+        Ensemble {
+            net,
+            core_tx,
+            link: None,
+            next_epoch: 1,
+            touched: HashMap::new(),
+            revalidating: HashMap::new(),
+        }
+    }
+}
+
+impl Core {
+    /// Whether this member answers clients now: a standalone server always does; a member of an
+    /// ensemble while it knows a leader.
+    pub(crate) fn serving(&self) -> bool {
+        self.ensemble.is_none() || self.leader_id != 0
+    }
+
+    pub(crate) fn is_ensemble(&self) -> bool {
+        self.ensemble.is_some()
+    }
+
+    /// Syncs waiting on this member (for mntr's zk_pending_syncs).
+    pub(crate) fn pending_syncs(&self) -> usize {
+        self.conns
+            .values()
+            .flat_map(|c| c.queue.iter())
+            .filter(|q| matches!(q.pending, Pending::Sync { .. }))
+            .count()
+    }
+
+    /// How long this member has led (zero when it does not).
+    pub(crate) fn leader_uptime(&self) -> std::time::Duration {
+        self.leader_since
+            .map_or(std::time::Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// Sends a frame to the leader, opening the link if needed. `Some(epoch)` names the link it
+    /// went on; `None` when there is no leader or the link cannot take it (then the link is
+    /// treated as lost).
+    pub(super) fn forward(&mut self, frame: ToLeader) -> Option<u64> {
+        let leader = self.leader_id;
+        let me = self.cfg.my_id.unwrap_or(0);
+        let ens = self.ensemble.as_mut()?;
+        if leader == 0 || leader == me {
+            return None;
+        }
+        if ens.link.as_ref().map(|l| l.leader) != Some(leader) {
+            let epoch = ens.next_epoch;
+            ens.next_epoch += 1;
+            ens.link = Some(LeaderLink::open(
+                ens.net.clone(),
+                leader,
+                epoch,
+                ens.core_tx.clone(),
+            ));
+        }
+        let link = ens.link.as_ref().expect("opened above");
+        let epoch = link.epoch;
+        if link.send(&frame) {
+            Some(epoch)
+        } else {
+            self.forward_lost(epoch);
+            None
+        }
+    }
+
+    /// A client's session was heard from: the leader hears of it at the next tick.
+    pub(super) fn touch_session(&mut self, session_id: i64, timeout_ms: i32, now: Instant) {
+        self.tracker.touch(session_id, timeout_ms, now);
+        if let Some(ens) = self.ensemble.as_mut() {
+            if !self.is_leader {
+                ens.touched.insert(session_id, timeout_ms);
+            }
+        }
+    }
+
+    /// On the core's ticker: send the sessions heard from since the last tick to the leader.
+    pub(super) fn send_touches(&mut self) {
+        if self.is_leader {
+            return;
+        }
+        let Some(ens) = self.ensemble.as_mut() else {
+            return;
+        };
+        if ens.touched.is_empty() || self.leader_id == 0 {
+            return;
+        }
+        let mut sessions: Vec<(i64, i32)> = ens.touched.drain().collect();
+        sessions.sort_unstable();
+        self.forward(ToLeader::Touch(sessions));
+    }
+
+    /// The leader hears that another member's clients are alive.
+    pub(super) fn peer_touch(&mut self, sessions: Vec<(i64, i32)>) {
+        if !self.is_leader {
+            return;
+        }
+        let now = Instant::now();
+        for (id, timeout) in sessions {
+            if self.tree.session(id).is_some() && !self.tracker.is_closing(id) {
+                self.tracker.touch(id, timeout, now);
+            }
+        }
+    }
+
+    /// The link `epoch` broke: whatever went on it has an unknown outcome.
+    pub(super) fn forward_lost(&mut self, epoch: u64) {
+        let Some(ens) = self.ensemble.as_mut() else {
+            return;
+        };
+        if ens.link.as_ref().map(|l| l.epoch) == Some(epoch) {
+            ens.link = None;
+        }
+        let doomed: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.queue.iter().any(
+                    |q| matches!(q.pending, Pending::Write { link: Some(e), .. } if e == epoch),
+                )
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        if !doomed.is_empty() {
+            warn!(
+                epoch,
+                connections = doomed.len(),
+                "writes in flight to the leader were lost with the link; closing their connections"
+            );
+        }
+        for id in doomed {
+            self.close_conn(id);
+        }
+        self.refuse_connecting();
+        // A closeSession that went on the link may never commit: the session lives on.
+        self.tracker.clear_closing();
+    }
+
+    /// Sessions being created have an unknown fate: refuse their connections.
+    fn refuse_connecting(&mut self) {
+        let connecting: Vec<ConnId> = self.connecting.drain().map(|(_, id)| id).collect();
+        for id in connecting {
+            self.refuse_connection(id);
+        }
+        if let Some(ens) = self.ensemble.as_mut() {
+            let waiting: Vec<ConnId> = ens.revalidating.drain().map(|(_, r)| r.conn).collect();
+            for id in waiting {
+                self.refuse_connection(id);
+            }
+        }
+    }
+
+    /// Raft's view of the leader changed (ensemble members only; standalone keeps its rules in
+    /// `apply`).
+    pub(super) fn ensemble_role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
+        let changed =
+            leader_id != self.leader_id || term != self.term || is_leader != self.is_leader;
+        let was_leader = self.is_leader;
+        self.leader_id = leader_id;
+        self.term = term;
+        self.is_leader = is_leader;
+        self.leader_since = if is_leader {
+            self.leader_since.or(Some(Instant::now()))
+        } else {
+            None
+        };
+        if !changed {
+            return;
+        }
+        if let Some(ens) = self.ensemble.as_mut() {
+            ens.link = None; // dropping it closes the old link
+            ens.touched.clear();
+        }
+        // Writes and syncs in flight may have been dropped by raft, or may still commit.
+        let doomed: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.queue
+                    .iter()
+                    .any(|q| matches!(q.pending, Pending::Write { .. } | Pending::Sync { .. }))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        if !doomed.is_empty() {
+            info!(
+                connections = doomed.len(),
+                "leader changed with requests in flight; closing their connections"
+            );
+        }
+        for id in doomed {
+            self.close_conn(id);
+        }
+        self.refuse_connecting();
+        self.tracker.clear_closing();
+        if leader_id == 0 {
+            let all: Vec<ConnId> = self.conns.keys().copied().collect();
+            if !all.is_empty() {
+                warn!(
+                    connections = all.len(),
+                    "no leader: this member stops serving and closes its client connections"
+                );
+            }
+            for id in all {
+                self.close_conn(id);
+            }
+            return;
+        }
+        if is_leader && !was_leader {
+            // The sessions' activity was seen by the old leader, not by us: everyone starts
+            // afresh, as in ZooKeeper.
+            let now = Instant::now();
+            let sessions: Vec<(i64, i32)> =
+                self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
+            for (id, timeout) in sessions {
+                self.tracker.touch(id, timeout, now);
+            }
+            self.publish_membership();
+        }
+    }
+
+    /// On the ticker: a leader whose membership write was refused (raft may not have published
+    /// its leadership yet when the core heard of it) tries again.
+    pub(super) fn ensure_membership_published(&mut self) {
+        if self.ensemble.is_some() && self.is_leader && self.membership_published != Some(self.term)
+        {
+            self.publish_membership();
+        }
+    }
+
+    /// The leader writes the membership into `/zookeeper/config` when it differs from what is
+    /// there (a new ensemble, or one whose static config changed).
+    pub(super) fn publish_membership(&mut self) {
+        let members: String = self
+            .cfg
+            .servers
+            .iter()
+            .map(|s| format!("server.{}={}\n", s.id, s))
+            .collect();
+        let current = match self.tree.read(
+            &ReadCtx {
+                session_id: 0,
+                auth: &[],
+            },
+            &Request::GetData(GetDataRequest {
+                path: "/zookeeper/config".into(),
+                watch: false,
+            }),
+        ) {
+            Ok(Response::GetData(r)) => r.data.unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let current = String::from_utf8_lossy(&current);
+        let listed = current
+            .rfind("version=")
+            .map_or(&current[..], |at| &current[..at]);
+        if listed == members {
+            self.membership_published = Some(self.term);
+            return;
+        }
+        let entry = stamp(0, 0, now_ms(), Vec::new(), Txn::SetConfig { members });
+        if self.propose(&entry).is_ok() {
+            self.membership_published = Some(self.term);
+        }
+    }
+
+    /// A reconnect of a session this member does not know: learn the leader's commit index
+    /// first, then look again (the session may have been created elsewhere a moment ago).
+    pub(super) fn revalidate(
+        &mut self,
+        conn: ConnId,
+        session_id: i64,
+        passwd: Option<Vec<u8>>,
+    ) -> bool {
+        if self.ensemble.is_none() || self.is_leader {
+            return false;
+        }
+        let ctx = self.next_read_ctx;
+        self.next_read_ctx += 1;
+        if self.raft.read_index(ctx).is_err() {
+            return false;
+        }
+        if let Some(ens) = self.ensemble.as_mut() {
+            ens.revalidating.insert(
+                ctx,
+                Revalidation {
+                    conn,
+                    session_id,
+                    passwd,
+                    index: None,
+                },
+            );
+        }
+        true
+    }
+
+    /// A ReadIndex answer for a revalidation (false: not one of ours).
+    pub(super) fn revalidation_ready(&mut self, ctx: u64, index: u64) -> bool {
+        let Some(r) = self
+            .ensemble
+            .as_mut()
+            .and_then(|e| e.revalidating.get_mut(&ctx))
+        else {
+            return false;
+        };
+        r.index = Some(index);
+        self.finish_revalidations();
+        true
+    }
+
+    /// Completes the revalidations whose index this member has applied.
+    pub(super) fn finish_revalidations(&mut self) {
+        let applied = self.applied_index;
+        let Some(ens) = self.ensemble.as_mut() else {
+            return;
+        };
+        if ens.revalidating.is_empty() {
+            return;
+        }
+        let ready: Vec<u64> = ens
+            .revalidating
+            .iter()
+            .filter(|(_, r)| r.index.is_some_and(|i| i <= applied))
+            .map(|(ctx, _)| *ctx)
+            .collect();
+        let ready: Vec<Revalidation> = ready
+            .into_iter()
+            .filter_map(|ctx| ens.revalidating.remove(&ctx))
+            .collect();
+        for r in ready {
+            self.reconnect(r.conn, r.session_id, r.passwd, false);
+        }
+    }
+}
