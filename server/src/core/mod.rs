@@ -40,6 +40,7 @@ mod timers;
 mod views;
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -105,6 +106,8 @@ pub struct Core {
     applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
 }
 
+/// The wall clock in milliseconds since the epoch: the time stamped into entries, session ids,
+/// and the dates the four-letter words print. The one place the core reads it.
 pub(super) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -172,8 +175,12 @@ impl Core {
         loop {
             tokio::select! {
                 msg = rx.recv() => match msg {
-                    None | Some(CoreMsg::Shutdown) => break,
-                    Some(msg) => self.handle(msg),
+                    None => break,
+                    Some(msg) => {
+                        if self.handle(msg).is_break() {
+                            break;
+                        }
+                    }
                 },
                 _ = ticker.tick() => {
                     let now = Instant::now();
@@ -201,7 +208,8 @@ impl Core {
         info!("core stopped");
     }
 
-    fn handle(&mut self, msg: CoreMsg) {
+    /// Dispatches one message; `Break` means stop (`Shutdown`).
+    fn handle(&mut self, msg: CoreMsg) -> ControlFlow<()> {
         match msg {
             CoreMsg::Connect {
                 conn,
@@ -239,8 +247,9 @@ impl Core {
                 self.applied_waiters.push((index, reply));
                 self.release_applied_waiters();
             }
-            CoreMsg::Shutdown => {}
+            CoreMsg::Shutdown => return ControlFlow::Break(()),
         }
+        ControlFlow::Continue(())
     }
 
     /// Handed to every connection's writer.
