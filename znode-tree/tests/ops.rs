@@ -10,7 +10,7 @@ use wire::ops::get_acl::GetAclRequest;
 use wire::ops::set_acl::SetAclRequest;
 use wire::ops::sync::SyncRequest;
 use wire::{perms, Acl, ErrorCode, Id, Request, Response};
-use znode_tree::{Change, Tree, TreeConfig, Txn};
+use znode_tree::{Change, TreeConfig, Txn};
 
 fn open() -> Vec<Acl> {
     Acl::open_unsafe()
