@@ -32,7 +32,7 @@ pub const ZK_DEFAULT_TICK_TIME_MS: u32 = 3000;
 /// The tick of `conf/zoo_sample.cfg`, used by paddock's embedded default.
 pub const SAMPLE_TICK_TIME_MS: u32 = 2000;
 /// `jute.maxbuffer` default: the largest frame a client may send, 1 MiB - 1.
-pub const DEFAULT_JUTE_MAX_BUFFER: usize = 0xfffff;
+pub const DEFAULT_JUTE_MAX_BUFFER: usize = wire::frame::DEFAULT_MAX_FRAME;
 
 /// Which four-letter words the client port answers (`4lw.commands.whitelist`).
 #[derive(Debug, Clone, PartialEq, Eq)]

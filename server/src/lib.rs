@@ -4,12 +4,19 @@
 //!  listener ─▶ connection tasks ─▶ core task (tree, watches, sessions) ◀─▶ raft thread (RocksDB)
 //! ```
 //!
-//! `startup` starts and stops a server; `connection` frames and decodes one client and talks
-//! to the core only through `msg`; `core` owns all state and orders replies and events;
-//! `session` decides expiry; `core::views` and `fourlw` answer the four-letter words; `config` and
-//! `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5 exchange with the
-//! users `jaas` reads from a JAAS file; `throttle` bounds the requests held at once
-//! (`globalOutstandingLimit`).
+//! - `startup` starts and stops a server: recovery and log replay before the listener opens,
+//!   the raft-events bridge thread, the accept loop;
+//! - `connection` runs one client's reader and writer tasks and talks to the core only through
+//!   `msg` (`CoreMsg`, `ConnId`);
+//! - `core` is the one task that owns all state and orders replies and events; `core/` has a
+//!   room per role (handshake, requests, auth, reads, submit, apply, timers, conns, views);
+//! - `session` decides expiry; `fourlw` renders the four-letter words that `core::views` gathers;
+//! - `config` and `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5
+//!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
+//!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts.
+//!
+//! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
+//! invariants.
 
 pub mod cli;
 pub mod config;

@@ -116,14 +116,6 @@ impl SessionTracker {
     pub fn resume(&mut self, session: i64, left: Duration, now: Instant) {
         self.touch(session, left.as_millis().min(i32::MAX as u128) as i32, now);
     }
-
-    pub fn len(&self) -> usize {
-        self.deadlines.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.deadlines.is_empty()
-    }
 }
 
 /// The sessions' remaining time, kept beside the raft log so that a restart resumes each

@@ -8,23 +8,12 @@ use wire::OpCode;
 
 use crate::fourlw::LatencyStats;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ServerStats {
     pub packets_received: u64,
     pub packets_sent: u64,
     pub latency: LatencyStats,
     pub auth_failed: u64,
-}
-
-impl Default for ServerStats {
-    fn default() -> Self {
-        ServerStats {
-            packets_received: 0,
-            packets_sent: 0,
-            latency: LatencyStats::default(),
-            auth_failed: 0,
-        }
-    }
 }
 
 /// Sizes of the replies and notifications sent to clients (the frame without its length

@@ -4,47 +4,17 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zookeeper_client::{Acls, CreateMode};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::process::{free_port, paddock_command, wait_ready, ChildGuard};
 
-fn spawn(dir: &std::path::Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_paddock"))
-        .args(["serve", "--port", &port.to_string(), "--data-dir"])
-        .arg(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("paddock starts")
-}
-
-async fn wait_ready(addr: SocketAddr) {
-    for _ in 0..200 {
-        if let Ok(s) = tokio::time::timeout(
-            Duration::from_millis(500),
-            common::four_letter_try(addr, "ruok"),
-        )
-        .await
-        {
-            if s.as_deref() == Some("imok") {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("paddock did not answer ruok on {addr}");
+fn spawn(dir: &std::path::Path, port: u16) -> ChildGuard {
+    ChildGuard::spawn(paddock_command(dir, port, &[]).stderr(Stdio::inherit()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,7 +22,7 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut child = spawn(dir.path(), port);
+    let child = spawn(dir.path(), port);
     wait_ready(addr).await;
 
     let setup = common::client(addr).await;
@@ -86,8 +56,7 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.kill_9();
     for w in writers {
         let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
     }
@@ -98,7 +67,7 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
         acked.len()
     );
 
-    let mut child = spawn(dir.path(), port);
+    let child = spawn(dir.path(), port);
     wait_ready(addr).await;
     let zk = common::client(addr).await;
     let children = zk.list_children("/load").await.unwrap();
@@ -115,6 +84,5 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
             .unwrap_or_else(|e| panic!("acknowledged {path} lost: {e}"));
         assert_eq!(&got, data, "{path}");
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill_9();
 }

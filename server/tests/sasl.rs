@@ -8,13 +8,13 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
 
 use md5::{Digest, Md5};
 
+use common::process::{free_port, paddock_command, wait_ready, ChildGuard};
 use common::RawClient;
 use wire::ops::auth::{AuthPacket, GetSaslRequest, SetSaslResponse};
 use wire::ops::create::{CreateRequest, CreateResponse};
@@ -33,35 +33,9 @@ Server {
 "#;
 
 struct Paddock {
-    child: Child,
+    _child: ChildGuard,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Paddock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn command(data_dir: &Path, port: u16, props: &[String]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_paddock"));
-    cmd.args(["serve", "--port", &port.to_string(), "--data-dir"])
-        .arg(data_dir);
-    for p in props {
-        cmd.args(["-D", p]);
-    }
-    cmd.env("RUST_LOG", "warn").stdout(Stdio::null());
-    cmd
 }
 
 /// Writes `jaas` (if any) into a fresh directory and starts paddock with it plus `props`.
@@ -77,27 +51,18 @@ async fn start(jaas: Option<&str>, props: &[&str]) -> Paddock {
         ));
     }
     let port = free_port();
-    let child = command(&dir.path().join("data"), port, &all)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("paddock starts");
+    let child = ChildGuard::spawn(
+        paddock_command(&dir.path().join("data"), port, &all).stderr(Stdio::inherit()),
+    );
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // Owned from here, so a failed start is killed and reaped too.
     let server = Paddock {
-        child,
+        _child: child,
         addr,
         _dir: dir,
     };
-    for _ in 0..200 {
-        let ruok = common::four_letter_try(addr, "ruok");
-        if let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(500), ruok).await {
-            if s == "imok" {
-                return server;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("paddock did not answer ruok on {addr}");
+    wait_ready(addr).await;
+    server
 }
 
 /// Runs paddock with a JAAS file that must stop it; returns (exit code, stderr).
@@ -112,7 +77,7 @@ fn start_refused(jaas: Option<&str>, props: &[&str]) -> (Option<i32>, String) {
         "java.security.auth.login.config={}",
         path.display()
     ));
-    let out = command(&dir.path().join("data"), free_port(), &all)
+    let out = paddock_command(&dir.path().join("data"), free_port(), &all)
         .stderr(Stdio::piped())
         .output()
         .unwrap();
@@ -495,7 +460,7 @@ fn sasl_serverconfig_picks_the_section_and_needs_a_jaas_file() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let out = command(
+    let out = paddock_command(
         dir.path(),
         free_port(),
         &["zookeeper.sasl.serverconfig=Server".into()],

@@ -267,7 +267,7 @@ async fn replies_come_back_in_request_order_under_pipelining() {
     // Interleave writes and reads without waiting: a read must see the write before it.
     for i in 0..50 {
         let path = format!("/p{i}");
-        raw.send(2 * i + 1, &create_req(&path, Some(&vec![i as u8]), 0))
+        raw.send(2 * i + 1, &create_req(&path, Some(&[i as u8]), 0))
             .await;
         raw.send(
             2 * i + 2,
@@ -628,7 +628,7 @@ async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_g
         let mut w = wire::Writer::new();
         for xid in 1..=N {
             let at = w.begin_frame();
-            let req = create_req(&format!("/flood-{xid}"), Some(&vec![7; 100]), 0);
+            let req = create_req(&format!("/flood-{xid}"), Some(&[7; 100]), 0);
             wire::RequestHeader {
                 xid,
                 op_type: req.opcode().code(),

@@ -32,10 +32,6 @@ impl<'a> Reader<'a> {
         self.remaining() == 0
     }
 
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
     /// The unread tail, without consuming it.
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]

@@ -51,6 +51,24 @@ pub struct StoredStat {
     pub aversion: i32,
 }
 
+impl StoredStat {
+    /// The stored fields in the one order the snapshot encoder and the digest both use:
+    /// the six i64s, then the three i32s. Changing it changes the snapshot format.
+    pub fn fields(&self) -> ([i64; 6], [i32; 3]) {
+        (
+            [
+                self.czxid,
+                self.mzxid,
+                self.pzxid,
+                self.ctime,
+                self.mtime,
+                self.ephemeral_owner,
+            ],
+            [self.version, self.cversion, self.aversion],
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
     pub stat: StoredStat,

@@ -36,15 +36,6 @@ pub fn split(path: &str) -> Option<(&str, &str)> {
     Some((parent, &path[i + 1..]))
 }
 
-/// Joins a parent path and a child name.
-pub fn join(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
 /// True when `path` is `ancestor` or lies below it.
 pub fn is_at_or_below(path: &str, ancestor: &str) -> bool {
     if ancestor == "/" {

@@ -91,18 +91,11 @@ impl SnapshotView {
             w.write_string(p);
             w.write_buffer(n.data.as_deref());
             w.write_i32(canon[n.acl as usize]);
-            let s = &n.stat;
-            for v in [
-                s.czxid,
-                s.mzxid,
-                s.pzxid,
-                s.ctime,
-                s.mtime,
-                s.ephemeral_owner,
-            ] {
+            let (longs, ints) = n.stat.fields();
+            for v in longs {
                 w.write_i64(v);
             }
-            for v in [s.version, s.cversion, s.aversion] {
+            for v in ints {
                 w.write_i32(v);
             }
         }

@@ -601,18 +601,11 @@ pub(crate) fn node_hash(p: &str, n: &Node, acl: &[Acl]) -> u64 {
             h.put(d);
         }
     }
-    let s = &n.stat;
-    for v in [
-        s.czxid,
-        s.mzxid,
-        s.pzxid,
-        s.ctime,
-        s.mtime,
-        s.ephemeral_owner,
-    ] {
+    let (longs, ints) = n.stat.fields();
+    for v in longs {
         h.put(&v.to_be_bytes());
     }
-    for v in [s.version, s.cversion, s.aversion] {
+    for v in ints {
         h.put(&v.to_be_bytes());
     }
     for a in acl {

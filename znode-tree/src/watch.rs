@@ -199,12 +199,11 @@ impl WatchRegistry {
     /// Turns applied changes into events, in change order; within one change each watcher
     /// gets at most one event, and only if `can_read(watcher, acl)` allows it (the node's
     /// ACL, or the parent's for NodeChildrenChanged). Filtered watchers still lose their
-    /// one-shot registrations, as in ZooKeeper. `_zxid` is the zxid the server stamps on
-    /// the notification headers.
+    /// one-shot registrations, as in ZooKeeper. The server stamps the notification headers'
+    /// zxid itself.
     pub fn trigger(
         &mut self,
         changes: &[Change],
-        _zxid: i64,
         can_read: impl Fn(WatcherId, &[Acl]) -> bool,
     ) -> Vec<(WatcherId, WatcherEvent)> {
         let mut out = Vec::new();

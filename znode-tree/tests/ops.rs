@@ -10,7 +10,7 @@ use wire::ops::get_acl::GetAclRequest;
 use wire::ops::set_acl::SetAclRequest;
 use wire::ops::sync::SyncRequest;
 use wire::{perms, Acl, ErrorCode, Id, Request, Response};
-use znode_tree::{Change, Tree, TreeConfig, Txn};
+use znode_tree::{Change, TreeConfig, Txn};
 
 fn open() -> Vec<Acl> {
     Acl::open_unsafe()
@@ -546,16 +546,20 @@ fn children_are_sorted() {
 }
 
 #[test]
-fn exists_request_round_trip_helper_is_sane() {
-    // Guards the harness itself: a created node is visible through exists with watch=true too.
+fn exists_with_watch_answers_the_same_stat_as_without() {
+    // The watch flag changes nothing in the reply: czxid/mzxid/pzxid are the create's zxid,
+    // ctime/mtime its entry time, and an empty node has dataLength 0.
     let mut h = H::new();
     h.create("/a", b"", 0).unwrap();
-    let r = h.read(Request::Exists(ExistsRequest {
+    let expected = stat(1, 1, 1010, 1010, 0, 0, 0, 0, 0, 0, 1);
+    match h.read(Request::Exists(ExistsRequest {
         path: "/a".into(),
         watch: true,
-    }));
-    assert!(matches!(r, Ok(Response::Exists(_))));
-    let _ = Tree::new(TreeConfig::default());
+    })) {
+        Ok(Response::Exists(r)) => assert_eq!(r.stat, expected),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(h.stat("/a"), Ok(expected));
 }
 
 #[test]

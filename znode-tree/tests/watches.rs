@@ -85,7 +85,7 @@ impl W {
     }
 
     fn fire(&mut self, a: Applied) -> Vec<(WatcherId, WatcherEvent)> {
-        self.reg.trigger(&a.changes, self.h.zxid, |_, _| true)
+        self.reg.trigger(&a.changes, |_, _| true)
     }
 
     fn create(&mut self, p: &str) -> Vec<(WatcherId, WatcherEvent)> {
@@ -270,7 +270,7 @@ fn acl_filter_drops_events_but_still_consumes_one_shot_watches() {
             version: -1,
         },
     )));
-    let evs = w.reg.trigger(&a.changes, 3, |wid, acl| {
+    let evs = w.reg.trigger(&a.changes, |wid, acl| {
         assert_eq!(acl, Acl::open_unsafe().as_slice());
         wid == 2
     });
@@ -288,7 +288,7 @@ fn children_changed_is_filtered_with_the_parents_acl() {
     let a =
         w.h.apply(Txn::Write(Request::Create(H::create_req("/p/c", b"", 0))));
     let seen = std::cell::RefCell::new(vec![]);
-    let evs = w.reg.trigger(&a.changes, 0, |_, acl| {
+    let evs = w.reg.trigger(&a.changes, |_, acl| {
         seen.borrow_mut().push(acl.to_vec());
         false
     });

@@ -149,7 +149,7 @@ impl Core {
         let conns = &self.conns;
         let tree_cfg = self.tree.config();
         // ZooKeeper 3.9 delivers an event only to watchers that may READ the node.
-        let events = self.watches.trigger(&applied.changes, zxid, |w, node_acl| {
+        let events = self.watches.trigger(&applied.changes, |w, node_acl| {
             conns
                 .get(&w)
                 .is_some_and(|c| acl::allowed(tree_cfg, node_acl, wire::perms::READ, &c.auth))

@@ -41,6 +41,7 @@ mod timers;
 mod views;
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -118,6 +119,9 @@ pub struct Core {
     applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
 }
 
+/// The wall clock in milliseconds since the epoch: the time stamped into entries, session ids,
+/// and the dates the four-letter words print. The one place the server reads it (the leader's
+/// forward-link task stamps forwarded entries with it too).
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -192,8 +196,12 @@ impl Core {
         loop {
             tokio::select! {
                 msg = rx.recv() => match msg {
-                    None | Some(CoreMsg::Shutdown) => break,
-                    Some(msg) => self.handle(msg),
+                    None => break,
+                    Some(msg) => {
+                        if self.handle(msg).is_break() {
+                            break;
+                        }
+                    }
                 },
                 _ = ticker.tick() => {
                     let now = Instant::now();
@@ -224,7 +232,8 @@ impl Core {
         info!("core stopped");
     }
 
-    fn handle(&mut self, msg: CoreMsg) {
+    /// Dispatches one message; `Break` means stop (`Shutdown`).
+    fn handle(&mut self, msg: CoreMsg) -> ControlFlow<()> {
         match msg {
             CoreMsg::Connect {
                 conn,
@@ -264,8 +273,9 @@ impl Core {
             }
             CoreMsg::ForwardLost { epoch } => self.forward_lost(epoch),
             CoreMsg::PeerTouch { sessions } => self.peer_touch(sessions),
-            CoreMsg::Shutdown => {}
+            CoreMsg::Shutdown => return ControlFlow::Break(()),
         }
+        ControlFlow::Continue(())
     }
 
     /// Handed to every connection's writer.

@@ -6,13 +6,12 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::time::{Duration, Instant};
 use wire::{FourLetterWord, OpCode};
 use znode_tree::{Tree, WatchRegistry};
 
-use super::Core;
+use super::{now_ms, Core};
 use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
 use crate::msg::ConnId;
@@ -98,7 +97,7 @@ pub(super) fn four_letter(
         sent: 0,
         session_id: 0,
         last_op: op_name(OpCode::Notification).to_string(),
-        established_ms: epoch_ms(),
+        established_ms: now_ms(),
         timeout_ms: 0,
         last_cxid: 0,
         last_zxid: 0,
@@ -113,13 +112,6 @@ pub(super) fn four_letter(
         view,
         dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
     }
-}
-
-fn epoch_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Converts a monotonic instant into wall-clock milliseconds, for the dates ZooKeeper prints.
@@ -229,7 +221,7 @@ fn environment() -> Vec<(String, String)> {
 
 fn server_view(core: &mut Core) -> ServerView {
     let now = Instant::now();
-    let now_ms = epoch_ms();
+    let now_ms = now_ms();
     let status = core.raft().status();
     let mode = if !core.is_ensemble() {
         Mode::Standalone
