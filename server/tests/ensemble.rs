@@ -212,8 +212,17 @@ async fn three_members_elect_one_leader_and_serve_writes_through_every_member() 
     let mntr = four_letter(follower.addr(), "mntr").await;
     assert!(mntr.contains("zk_server_state\tfollower\n"), "{mntr}");
     assert!(mntr.contains("zk_quorum_size\t3\n"), "{mntr}");
-    let lmntr = four_letter(members[(leader - 1) as usize].addr(), "mntr").await;
-    assert!(lmntr.contains("zk_synced_followers\t2\n"), "{lmntr}");
+    let leader_addr = members[(leader - 1) as usize].addr();
+    wait_until(
+        "the leader counts two synced followers",
+        Duration::from_secs(10),
+        || async {
+            four_letter(leader_addr, "mntr")
+                .await
+                .contains("zk_synced_followers\t2\n")
+        },
+    )
+    .await;
     // /zookeeper/config holds the membership, written through the log.
     let (config, cstat) = clients[1].get_data("/zookeeper/config").await.unwrap();
     let config = String::from_utf8(config).unwrap();
