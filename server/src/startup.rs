@@ -32,6 +32,9 @@ pub struct Server {
     raft: consensus::Handle,
     accept: JoinHandle<()>,
     core: JoinHandle<()>,
+    /// The peer transport of an ensemble member.
+    net: Option<consensus::PeerNet>,
+    election_timeout: std::time::Duration,
 }
 
 impl Server {
@@ -191,12 +194,15 @@ impl Server {
         info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
 
         let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone(), params));
+        let (tick, election, _) = cfg.raft_timing();
         Ok(Server {
             addr,
             core_tx,
             raft,
             accept,
             core,
+            net,
+            election_timeout: tick * election,
         })
     }
 
@@ -204,13 +210,27 @@ impl Server {
         self.addr
     }
 
-    /// Stops accepting, stops the core, then flushes and stops the raft thread.
+    /// Stops accepting; a leader of an ensemble hands its leadership to the most up-to-date
+    /// voter first (so the others need not wait for an election timeout); then stops the core,
+    /// flushes and stops the raft thread, and closes the peer links.
     pub async fn shutdown(self) {
         self.accept.abort();
+        if self.net.is_some() && self.raft.status().is_leader {
+            let raft = self.raft.clone();
+            let wait = self.election_timeout * 3;
+            match tokio::task::spawn_blocking(move || raft.transfer_leadership_and_wait(wait)).await {
+                Ok(Ok(to)) => info!(to, "leadership handed over"),
+                Ok(Err(e)) => warn!(error = %e, "leadership not handed over; stopping anyway"),
+                Err(e) => warn!(error = %e, "leadership hand-over did not finish"),
+            }
+        }
         let _ = self.core_tx.send(CoreMsg::Shutdown).await;
         let _ = self.core.await;
         let raft = self.raft.clone();
         let _ = tokio::task::spawn_blocking(move || raft.shutdown()).await;
+        if let Some(net) = &self.net {
+            net.shutdown();
+        }
         info!("server stopped");
     }
 

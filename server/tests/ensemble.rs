@@ -13,6 +13,7 @@ use paddock::startup::Server;
 use zookeeper_client as zk;
 
 use common::{four_letter, four_letter_try};
+use wire::Record;
 
 /// Ports for a member: client and peer, picked free now (the test binds them a moment later).
 fn free_port() -> u16 {
@@ -259,4 +260,281 @@ async fn a_standalone_data_dir_or_another_members_is_refused_by_an_ensemble_memb
             .ends_with("this data directory belongs to member 1 (myid is 2); each member needs its own dataDir"),
         "{err:#}"
     );
+}
+
+fn member(members: &[Member], id: u64) -> &Member {
+    members.iter().find(|m| m.id == id).unwrap()
+}
+
+async fn exists_after_sync(c: &zk::Client, path: &str) -> bool {
+    c.sync("/").await.unwrap();
+    c.check_stat(path).await.unwrap().is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_on_a_follower_lives_on_touches_and_survives_the_leader_stopping() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let f = members.iter().find(|m| m.id != leader).unwrap().id;
+    let other = members
+        .iter()
+        .find(|m| m.id != leader && m.id != f)
+        .unwrap()
+        .id;
+
+    // A 1 s session whose only member is a follower: the leader hears of it through touches.
+    let c = connect(member(&members, f).addr(), Duration::from_millis(1000)).await;
+    c.create("/lock", b"", &ephemeral()).await.unwrap();
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let watcher = connect(member(&members, other).addr(), Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        exists_after_sync(&watcher, "/lock").await,
+        "the leader expired a live session held on a follower"
+    );
+
+    // The leader stops (SIGTERM's path: it hands leadership over first).
+    let old = members.iter_mut().find(|m| m.id == leader).unwrap();
+    old.server.take().unwrap().shutdown().await;
+    let new_leader = wait_for_leader(&members).await;
+    assert_ne!(new_leader, leader);
+    // The client's session goes on: it reconnects if it was dropped, and writes again.
+    let mut wrote = false;
+    for _ in 0..100 {
+        if c.create("/after", b"", &persistent()).await.is_ok() {
+            wrote = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        wrote,
+        "the session could not write after the leader changed"
+    );
+    assert!(
+        exists_after_sync(&watcher, "/lock").await,
+        "the ephemeral went with the old leader"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        exists_after_sync(&watcher, "/lock").await,
+        "the new leader expired a live session"
+    );
+    drop(c);
+    drop(watcher);
+    shutdown(&mut members).await;
+}
+
+fn create_ephemeral(path: &str) -> wire::Request {
+    wire::Request::Create(wire::ops::create::CreateRequest {
+        path: path.into(),
+        data: Some(vec![]),
+        acl: wire::Acl::open_unsafe(),
+        flags: 1,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_leader_expires_a_silent_session_of_a_follower_and_its_ephemerals_go_everywhere() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let f = members.iter().find(|m| m.id != leader).unwrap().id;
+    let mut raw = common::RawClient::connect(member(&members, f).addr(), 500).await;
+    raw.send(1, &create_ephemeral("/gone")).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, 0));
+    let session = raw.session_id;
+    // The client vanishes without closing its session.
+    drop(raw);
+    let clients: Vec<zk::Client> = {
+        let mut v = Vec::new();
+        for m in &members {
+            v.push(connect(m.addr(), Duration::from_secs(10)).await);
+        }
+        v
+    };
+    let started = std::time::Instant::now();
+    for c in &clients {
+        wait_until(
+            "the ephemeral of the silent session is deleted",
+            Duration::from_secs(10),
+            || async { !exists_after_sync(c, "/gone").await },
+        )
+        .await;
+    }
+    // Expired by the leader's timer: a 500 ms timeout plus a tick bucket and the touch delay.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let dump = four_letter(member(&members, leader).addr(), "dump").await;
+    assert!(!dump.contains(&format!("{session:#x}")), "{dump}");
+    drop(clients);
+    shutdown(&mut members).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let ids: Vec<u64> = members
+        .iter()
+        .map(|m| m.id)
+        .filter(|id| *id != leader)
+        .collect();
+    let (a, b) = (ids[0], ids[1]);
+    let writer = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    writer.create("/w", b"v0", &persistent()).await.unwrap();
+
+    let mut raw = common::RawClient::connect(member(&members, a).addr(), 10_000).await;
+    raw.send(1, &create_ephemeral("/mine")).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let last_zxid = h.zxid;
+    let (session, passwd) = (raw.session_id, raw.passwd.clone());
+    drop(raw);
+
+    // Reconnect to member b with the session; re-register the data watch the client had.
+    let (resp, moved) = common::RawClient::connect_with(
+        member(&members, b).addr(),
+        wire::ConnectRequest {
+            last_zxid_seen: last_zxid,
+            timeout: 10_000,
+            session_id: session,
+            passwd: Some(passwd),
+            read_only: Some(false),
+            ..Default::default()
+        },
+    )
+    .await;
+    let resp = resp.expect("a reply");
+    assert_eq!((resp.session_id, resp.timeout), (session, 10_000));
+    let mut moved = moved.expect("the session moved");
+    moved
+        .send(
+            2,
+            &wire::Request::SetWatches(wire::ops::watches::SetWatches {
+                relative_zxid: last_zxid,
+                data_watches: vec!["/w".into()],
+                exist_watches: vec![],
+                child_watches: vec![],
+            }),
+        )
+        .await;
+    let (h, _) = moved.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (2, 0));
+    writer.set_data("/w", b"v1", None).await.unwrap();
+    let (h, body) = moved.recv().await.unwrap();
+    assert_eq!(h.xid, wire::xid::NOTIFICATION);
+    let event = wire::WatcherEvent::from_bytes(&body).unwrap();
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (wire::event_type::NODE_DATA_CHANGED, "/w")
+    );
+    assert!(exists_after_sync(&writer, "/mine").await);
+
+    // A client that has seen more than a member has applied is refused there.
+    let (resp, client) = common::RawClient::connect_with(
+        member(&members, a).addr(),
+        wire::ConnectRequest {
+            last_zxid_seen: last_zxid + 1_000_000,
+            timeout: 10_000,
+            session_id: session,
+            passwd: Some(moved.passwd.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(resp.is_none() && client.is_none(), "{resp:?}");
+    drop(moved);
+    drop(writer);
+    shutdown(&mut members).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_cut_off_from_its_quorum_closes_its_clients_and_stops_serving() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let last = members.iter().find(|m| m.id != leader).unwrap().id;
+    let mut raw = common::RawClient::connect(member(&members, last).addr(), 10_000).await;
+    for m in members.iter_mut().filter(|m| m.id != last) {
+        m.server.take().unwrap().shutdown().await;
+    }
+    let started = std::time::Instant::now();
+    assert!(
+        raw.closed_by_server().await,
+        "the cut-off member kept its client"
+    );
+    // Raft's election timeout here is 200-400 ms: well inside the 10 s session timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let addr = member(&members, last).addr();
+    assert_eq!(four_letter(addr, "ruok").await, "imok");
+    assert_eq!(
+        four_letter(addr, "srvr").await,
+        "This ZooKeeper instance is not currently serving requests\n"
+    );
+    // New connections are refused while it has no leader.
+    let (resp, client) = common::RawClient::connect_with(
+        addr,
+        wire::ConnectRequest {
+            timeout: 10_000,
+            passwd: Some(vec![0; 16]),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(resp.is_none() && client.is_none());
+    shutdown(&mut members).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_observer_serves_reads_and_forwards_writes_without_voting() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 1)).await;
+    wait_for_leader(&members).await;
+    let obs = member(&members, 4).addr();
+    wait_until("the observer serves", Duration::from_secs(10), || async {
+        mode(obs).await.as_deref() == Some("observer")
+    })
+    .await;
+    let c = connect(obs, Duration::from_secs(10)).await;
+    c.create("/from-observer", b"x", &persistent())
+        .await
+        .unwrap();
+    c.sync("/").await.unwrap();
+    assert_eq!(c.get_data("/from-observer").await.unwrap().0, b"x".to_vec());
+    let leader_mntr = {
+        let mut out = String::new();
+        for m in members.iter().filter(|m| m.id <= 3) {
+            let t = four_letter(m.addr(), "mntr").await;
+            if t.contains("zk_server_state\tleader") {
+                out = t;
+            }
+        }
+        out
+    };
+    // Three voters; the observer is counted among the leader's learners, not its voters.
+    assert!(leader_mntr.contains("zk_quorum_size\t3\n"), "{leader_mntr}");
+    wait_until("the leader counts the observer", Duration::from_secs(10), || async {
+        let mut found = false;
+        for m in members.iter().filter(|m| m.id <= 3) {
+            let t = four_letter(m.addr(), "mntr").await;
+            found |= t.contains("zk_server_state\tleader")
+                && t.contains("zk_synced_observers\t1\n")
+                && t.contains("zk_synced_followers\t2\n");
+        }
+        found
+    })
+    .await;
+    drop(c);
+    shutdown(&mut members).await;
 }
