@@ -7,6 +7,7 @@
 //! `node` starts and stops a server; `connection` frames and decodes one client; `core` owns
 //! all state and orders replies and events; `session` decides expiry; `admin` and `fourlw`
 //! answer the four-letter words; `config` and `cli` turn zoo.cfg and flags into one `Config`;
+//! `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`;
 //! `sasl` runs the DIGEST-MD5 exchange with the users `jaas` reads from a JAAS file; `throttle`
 //! bounds the requests held at once (`globalOutstandingLimit`).
 
@@ -22,4 +23,5 @@ pub mod outbound;
 pub mod sasl;
 pub mod session;
 pub mod stats;
+pub mod status_cmd;
 pub mod throttle;
