@@ -51,6 +51,7 @@ PROJECT=paddock-compat
 PADDOCK_IMAGE=paddock:compat-test
 ZK_IMAGE=paddock-compat-zookeeper:test
 SERVER_IMAGE=$PADDOCK_IMAGE
+CLIENT_IMAGE=$PADDOCK_IMAGE
 [[ "$TARGET" == paddock ]] || SERVER_IMAGE=$ZK_IMAGE
 PY="$ROOT/.venv/bin/python"
 passed=0 failed=0 skipped=0
@@ -64,7 +65,7 @@ skip() { skipped=$((skipped + 1)); report_skip 1 "$1"; }
 step() { echo "docker: -- $1 ($((SECONDS - T0)) s)"; }
 
 compose() {
-    PADDOCK_IMAGE=$SERVER_IMAGE CLIENT_IMAGE=$PADDOCK_IMAGE ZOO1_PORT=${PORTS[1]} ZOO2_PORT=${PORTS[2]} \
+    CLIENT_IMAGE=$CLIENT_IMAGE PADDOCK_IMAGE=$SERVER_IMAGE ZOO1_PORT=${PORTS[1]} ZOO2_PORT=${PORTS[2]} \
         ZOO3_PORT=${PORTS[3]} docker-compose -p "$PROJECT" -f "$ROOT/docker/compose.yaml" "$@"
 }
 
