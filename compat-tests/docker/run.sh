@@ -15,6 +15,7 @@
 #   image        the image runs as a non-root user
 #   entrypoint   ZOO_* variables become the expected zoo.cfg and myid; a mounted /conf/zoo.cfg is kept
 #   healthy      every member's HEALTHCHECK (ruok) reports healthy
+#   logs         (paddock) `docker logs` has the startup line: member id, port, data dirs, no colour codes
 #   status       `paddock status` from the client container, over the network's DNS names: all serve,
 #                one leader (or standalone)
 #   zkcli        zkCli (ZooKeeperMain, on the host) writes on one member, reads the value on each
@@ -218,6 +219,19 @@ else
     bad "healthy: not every member became healthy"
     logs_tail
 fi
+# paddock's startup line in `docker logs`: plain text (no colour codes), naming the member and dirs.
+if [[ "$TARGET" == paddock ]]; then
+    logs_ok=1
+    for i in $(seq 1 "$MEMBERS"); do
+        first="$(docker logs "${CONTAINERS[$i]}" 2>&1 | grep -m1 'paddock starting' || true)"
+        [[ "$first" == *" INFO paddock: paddock starting "*"my_id=$i "*"client_port=2181 "*"data_dir=/data data_log_dir=/datalog"* \
+            && "$first" != *$'\e'* ]] || { logs_ok=0; echo "docker: member $i startup line: '$first'" >&2; }
+    done
+    if ((logs_ok)); then ok "logs: each member's startup line names its id, port and dirs, uncoloured"; else bad "logs"; fi
+else
+    skip "logs: paddock's startup line (ZooKeeper logs its own way)"
+fi
+
 # ZooKeeper answers ruok before it serves; wait for srvr on every member.
 for i in $(seq 1 "$MEMBERS"); do
     for _ in $(seq 1 60); do [[ "$(four "${PORTS[$i]}" srvr)" == "Zookeeper version:"* ]] && break; sleep 1; done
