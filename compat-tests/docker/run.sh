@@ -59,6 +59,7 @@ passed=0 failed=0 skipped=0
 T0=$SECONDS
 OWN_DOCKERD_PID=""
 OWN_DOCKERD_DIR=""
+declare -A PORTS=([1]="$(free_port)" [2]="$(free_port)" [3]="$(free_port)")
 
 ok() { passed=$((passed + 1)); echo "docker: ok   $1 ($((SECONDS - T0)) s)"; }
 bad() { failed=$((failed + 1)); echo "docker: FAIL $1 ($((SECONDS - T0)) s)" >&2; }
@@ -72,7 +73,7 @@ compose() {
 
 # Everything this run made, also on failure and Ctrl-C: containers, networks, volumes, then our dockerd.
 cleanup() {
-    set +e
+    set +eu
     if docker info >/dev/null 2>&1; then
         if [[ "$MEMBERS" == 3 ]]; then
             compose --profile client down -v --remove-orphans >/dev/null 2>&1
@@ -183,7 +184,6 @@ else
 fi
 
 # --- the ensemble -------------------------------------------------------------------------------------
-declare -A PORTS=([1]="$(free_port)" [2]="$(free_port)" [3]="$(free_port)")
 CONTAINERS=()
 if [[ "$MEMBERS" == 3 ]]; then
     step "compose up (3 members, $SERVER_IMAGE)"
