@@ -205,7 +205,11 @@ wait_healthy() { # seconds container...
     shift
     while ((SECONDS < deadline)); do
         all=1
-        for c in "$@"; do [[ "$(health "$c")" == healthy ]] || all=0; done
+        for c in "$@"; do
+            [[ "$(health "$c")" == healthy ]] || all=0
+            # A member that exited will not become healthy: no point waiting.
+            [[ "$(docker inspect -f '{{.State.Running}}' "$c" 2>/dev/null)" == true ]] || return 1
+        done
         ((all)) && return 0
         sleep 1
     done
@@ -234,7 +238,11 @@ fi
 
 # ZooKeeper answers ruok before it serves; wait for srvr on every member.
 for i in $(seq 1 "$MEMBERS"); do
-    for _ in $(seq 1 60); do [[ "$(four "${PORTS[$i]}" srvr)" == "Zookeeper version:"* ]] && break; sleep 1; done
+    for _ in $(seq 1 60); do
+        [[ "$(four "${PORTS[$i]}" srvr)" == "Zookeeper version:"* ]] && break
+        [[ "$(docker inspect -f '{{.State.Running}}' "${CONTAINERS[$i]}")" == true ]] || break
+        sleep 1
+    done
 done
 
 # `paddock status` from the client container, by DNS name.
@@ -259,7 +267,7 @@ fi
 
 # zkCli on the host: write through member 1, read on every member.
 zkcli() { bash "$ROOT/scripts/zookeeper.sh" cli -- -server "$1" "${@:2}" 2>/dev/null; }
-zkcli "127.0.0.1:${PORTS[1]}" create /docker-zkcli hello-from-zkcli >"$COMPAT_WORK/zkcli.log"
+zkcli "127.0.0.1:${PORTS[1]}" create /docker-zkcli hello-from-zkcli >"$COMPAT_WORK/zkcli.log" || true
 zk_ok=1
 for i in $(seq 1 "$MEMBERS"); do
     got="$(zkcli "127.0.0.1:${PORTS[$i]}" get /docker-zkcli | grep -x hello-from-zkcli || true)"
@@ -294,7 +302,7 @@ if [[ "$MEMBERS" == 3 ]]; then
         bad "rejoin: no leader to kill"
     else
         step "killing the leader, zoo$leader"
-        docker kill "${CONTAINERS[$leader]}" >/dev/null
+        docker kill "${CONTAINERS[$leader]}" >/dev/null || true
         others=()
         for i in 1 2 3; do [[ $i == "$leader" ]] || others+=("127.0.0.1:${PORTS[$i]}"); done
         hosts="$(IFS=,; echo "${others[*]}")"
@@ -320,7 +328,7 @@ if [[ "$MEMBERS" == 3 ]]; then
             bad "status after the kill: exit $st_rc, zoo$leader '$dead_row', $live serving, leader '$lead'"
         fi
         step "docker start zoo$leader"
-        docker start "${CONTAINERS[$leader]}" >/dev/null
+        docker start "${CONTAINERS[$leader]}" >/dev/null || true
         rejoined=0
         if wait_healthy 90 "${CONTAINERS[$leader]}"; then
             for _ in $(seq 1 60); do
@@ -344,7 +352,7 @@ fi
 # --- stop and teardown --------------------------------------------------------------------------------
 if [[ "$TARGET" == paddock ]]; then
     t=$SECONDS
-    docker stop -t 15 "${CONTAINERS[@]}" >/dev/null
+    docker stop -t 15 "${CONTAINERS[@]}" >/dev/null || true
     codes="$(for c in "${CONTAINERS[@]}"; do docker inspect -f '{{.State.ExitCode}}' "$c"; done | sort -u | paste -sd,)"
     if [[ "$codes" == 0 ]] && ((SECONDS - t < 15)); then
         ok "sigterm: docker stop: every member exited 0 in $((SECONDS - t)) s"
