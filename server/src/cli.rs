@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Config, ConfigError, Entry, Origin};
 
@@ -40,6 +40,18 @@ Example: paddock serve --config conf/zoo.cfg --port 2182";
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// Log format on stderr: `text` (human-readable) or `json` (one JSON object per line, for log
+    /// shippers). Levels per module come from RUST_LOG (default `info`, e.g.
+    /// RUST_LOG=info,paddock::connection=debug).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -47,6 +59,10 @@ pub enum Command {
     /// Run the server in the foreground.
     #[command(after_help = AFTER_HELP)]
     Serve(ServeArgs),
+    /// Print one table for an ensemble: each server's role, zxid, lag behind the leader,
+    /// connections and whether it serves, from the `srvr` and `mntr` four-letter words.
+    /// Exits 0 only if every server serves.
+    Status(crate::status_cmd::StatusArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -116,9 +132,13 @@ pub fn parse_args() -> Cli {
 }
 
 impl Cli {
+    /// The server configuration `paddock serve` runs with (an error for other subcommands).
     pub fn into_config(self) -> Result<Config, ConfigError> {
         match self.command {
             Command::Serve(args) => args.into_config(),
+            Command::Status(_) => Err(ConfigError::Invalid(
+                "`paddock status` runs no server".into(),
+            )),
         }
     }
 }

@@ -13,7 +13,10 @@
 //! - `session` decides expiry; `fourlw` renders the four-letter words that `core::views` gathers;
 //! - `config` and `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5
 //!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
-//!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts.
+//!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts;
+//! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
+//!   member's writes and session touches to the leader;
+//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
 //! invariants.
@@ -33,4 +36,5 @@ pub mod sasl;
 pub mod session;
 pub mod startup;
 pub mod stats;
+pub mod status_cmd;
 pub mod throttle;
