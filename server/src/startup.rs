@@ -218,7 +218,8 @@ impl Server {
         if self.net.is_some() && self.raft.status().is_leader {
             let raft = self.raft.clone();
             let wait = self.election_timeout * 3;
-            match tokio::task::spawn_blocking(move || raft.transfer_leadership_and_wait(wait)).await {
+            match tokio::task::spawn_blocking(move || raft.transfer_leadership_and_wait(wait)).await
+            {
                 Ok(Ok(to)) => info!(to, "leadership handed over"),
                 Ok(Err(e)) => warn!(error = %e, "leadership not handed over; stopping anyway"),
                 Err(e) => warn!(error = %e, "leadership hand-over did not finish"),
@@ -275,9 +276,20 @@ async fn bind_peer_port(
     let mut ncfg = consensus::NetConfig::new(cfg.my_id.unwrap_or(1), cluster_id, listen);
     ncfg.fingerprint = identity::fingerprint_of(cfg);
     ncfg.peers = cfg.peer_addresses();
-    let net = consensus::PeerNet::bind(ncfg)
-        .await
-        .with_context(|| format!("binding the peer port {listen}"))?;
+    // A member restarted at once may find its old links still closing: retry a little.
+    let mut tries = 0;
+    let net = loop {
+        match consensus::PeerNet::bind(ncfg.clone()).await {
+            Ok(net) => break net,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("binding the peer port {listen}"));
+            }
+        }
+    };
     net.set_local_info(consensus::net::LocalInfo {
         initialized,
         last_index: 0,

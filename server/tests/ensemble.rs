@@ -479,12 +479,20 @@ async fn a_member_cut_off_from_its_quorum_closes_its_clients_and_stops_serving()
     let addr = member(&members, last).addr();
     // It may have been handed the leadership on the way: a leader alone steps down at its next
     // check-quorum, within two election timeouts.
-    wait_until("the cut-off member stops serving", Duration::from_secs(3), || async {
-        four_letter(addr, "srvr").await
-            == "This ZooKeeper instance is not currently serving requests\n"
-    })
+    wait_until(
+        "the cut-off member stops serving",
+        Duration::from_secs(3),
+        || async {
+            four_letter(addr, "srvr").await
+                == "This ZooKeeper instance is not currently serving requests\n"
+        },
+    )
     .await;
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(four_letter(addr, "ruok").await, "imok");
     // New connections are refused while it has no leader.
     let (resp, client) = common::RawClient::connect_with(
@@ -528,17 +536,140 @@ async fn an_observer_serves_reads_and_forwards_writes_without_voting() {
     };
     // Three voters; the observer is counted among the leader's learners, not its voters.
     assert!(leader_mntr.contains("zk_quorum_size\t3\n"), "{leader_mntr}");
-    wait_until("the leader counts the observer", Duration::from_secs(10), || async {
-        let mut found = false;
-        for m in members.iter().filter(|m| m.id <= 3) {
-            let t = four_letter(m.addr(), "mntr").await;
-            found |= t.contains("zk_server_state\tleader")
-                && t.contains("zk_synced_observers\t1\n")
-                && t.contains("zk_synced_followers\t2\n");
-        }
-        found
-    })
+    wait_until(
+        "the leader counts the observer",
+        Duration::from_secs(10),
+        || async {
+            let mut found = false;
+            for m in members.iter().filter(|m| m.id <= 3) {
+                let t = four_letter(m.addr(), "mntr").await;
+                found |= t.contains("zk_server_state\tleader")
+                    && t.contains("zk_synced_observers\t1\n")
+                    && t.contains("zk_synced_followers\t2\n");
+            }
+            found
+        },
+    )
     .await;
+    drop(c);
+    shutdown(&mut members).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn read_only_mode_serves_reads_without_a_quorum_and_ends_when_it_is_back() {
+    let root = tempfile::tempdir().unwrap();
+    let cfgs: Vec<Config> = ensemble_configs(root.path(), 3, 0)
+        .into_iter()
+        .map(|mut c| {
+            c.read_only_mode = true;
+            c.four_letter_words = paddock::config::FourLetterWhitelist::All;
+            c
+        })
+        .collect();
+    let mut members = start_all(cfgs).await;
+    let leader = wait_for_leader(&members).await;
+    let writer = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    writer
+        .create("/kept", b"before", &persistent())
+        .await
+        .unwrap();
+    let last = members.iter().find(|m| m.id != leader).unwrap().id;
+    // The write is on `last` before the others stop.
+    let c = connect(member(&members, last).addr(), Duration::from_secs(10)).await;
+    c.sync("/").await.unwrap();
+    drop(c);
+    drop(writer);
+    for m in members.iter_mut().filter(|m| m.id != last) {
+        m.server.take().unwrap().shutdown().await;
+    }
+    let addr = member(&members, last).addr();
+    wait_until(
+        "the member is read-only",
+        Duration::from_secs(5),
+        || async { four_letter(addr, "isro").await == "ro" },
+    )
+    .await;
+    assert!(four_letter(addr, "srvr")
+        .await
+        .contains("Mode: read-only\n"));
+    // A client that does not accept read-only servers is still refused.
+    let (resp, _) = common::RawClient::connect_with(
+        addr,
+        wire::ConnectRequest {
+            timeout: 10_000,
+            passwd: Some(vec![0; 16]),
+            read_only: Some(false),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(resp.is_none());
+    let (resp, ro) = common::RawClient::connect_with(
+        addr,
+        wire::ConnectRequest {
+            timeout: 10_000,
+            passwd: Some(vec![0; 16]),
+            read_only: Some(true),
+            ..Default::default()
+        },
+    )
+    .await;
+    let resp = resp.expect("a read-only session");
+    assert_eq!(resp.read_only, Some(true));
+    assert_ne!(resp.session_id, 0);
+    let mut ro = ro.unwrap();
+    ro.send(
+        1,
+        &wire::Request::GetData(wire::ops::data::GetDataRequest {
+            path: "/kept".into(),
+            watch: false,
+        }),
+    )
+    .await;
+    let (h, body) = ro.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, 0));
+    let data = wire::ops::data::GetDataResponse::from_bytes(&body).unwrap();
+    assert_eq!(data.data.as_deref(), Some(&b"before"[..]));
+    ro.send(2, &create_ephemeral("/nope")).await;
+    let (h, _) = ro.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (2, wire::ErrorCode::NotReadOnly.code()));
+    ro.send(
+        3,
+        &wire::Request::Sync(wire::ops::sync::SyncRequest { path: "/".into() }),
+    )
+    .await;
+    let (h, _) = ro.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (3, wire::ErrorCode::NotReadOnly.code()));
+
+    // The quorum comes back: the read-only session ends, read-write service resumes.
+    let restart: Vec<Config> = members
+        .iter()
+        .filter(|m| m.server.is_none())
+        .map(|m| m.cfg.clone())
+        .collect();
+    let handles: Vec<_> = restart
+        .into_iter()
+        .map(|c| tokio::spawn(Server::start(c)))
+        .collect();
+    let mut servers = Vec::new();
+    for h in handles {
+        servers.push(h.await.unwrap().expect("member restarts"));
+    }
+    for s in servers {
+        let m = members
+            .iter_mut()
+            .find(|m| m.server.is_none() && m.cfg.client_port == s.local_addr().port())
+            .unwrap();
+        m.server = Some(s);
+    }
+    assert!(
+        ro.closed_by_server().await,
+        "the read-only session outlived the quorum's return"
+    );
+    wait_for_leader(&members).await;
+    assert_eq!(four_letter(addr, "isro").await, "rw");
+    let c = connect(addr, Duration::from_secs(10)).await;
+    c.create("/after", b"", &persistent()).await.unwrap();
     drop(c);
     shutdown(&mut members).await;
 }

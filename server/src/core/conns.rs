@@ -30,6 +30,9 @@ pub(super) struct Conn {
     pub(super) queue: VecDeque<Queued>,
     /// Whether the client sent the optional readOnly byte: the server mirrors it.
     pub(super) sent_read_only: bool,
+    /// A read-only session on a member cut off from its quorum (`readonlymode.enabled`): reads are
+    /// served, writes answered NotReadOnly; closed when a leader is known again.
+    pub(super) read_only: bool,
     pub(super) ready: Option<oneshot::Sender<bool>>,
     pub(super) stats: ConnStats,
     pub(super) closed: bool,

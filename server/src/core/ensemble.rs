@@ -272,6 +272,23 @@ impl Core {
             }
             return;
         }
+        // Read-only sessions end when the quorum is back, as ZooKeeper's read-only server shuts
+        // down: their clients reconnect and find a read-write server.
+        let read_only: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.read_only)
+            .map(|(id, _)| *id)
+            .collect();
+        if !read_only.is_empty() {
+            info!(
+                connections = read_only.len(),
+                "a leader is known again: closing read-only sessions"
+            );
+        }
+        for id in read_only {
+            self.close_conn(id);
+        }
         if is_leader && !was_leader {
             // The sessions' activity was seen by the old leader, not by us: everyone starts
             // afresh, as in ZooKeeper.

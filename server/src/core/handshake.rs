@@ -37,8 +37,12 @@ impl Core {
     ) {
         self.stats.packets_received += 1;
         let sent_read_only = req.read_only.is_some();
-        // A member without a leader does not serve (see `ensemble`): the client tries another.
-        if !self.serving() {
+        // A member cut off from its quorum serves clients that accept a read-only server
+        // (canBeReadOnly), when readonlymode.enabled is on, as ZooKeeper's ReadOnlyZooKeeperServer.
+        let read_only = !self.serving() && self.cfg.read_only_mode && req.read_only == Some(true);
+        // Otherwise a member without a leader does not serve (see `ensemble`): the client tries
+        // another.
+        if !self.serving() && !read_only {
             debug!(peer = %remote, "not serving (no leader known); closing a new connection");
             let _ = ready.send(false);
             let _ = out.try_send(Outbound::Close);
@@ -66,11 +70,17 @@ impl Core {
             sasl: None,
             queue: VecDeque::new(),
             sent_read_only,
+            read_only,
             ready: Some(ready),
             stats: ConnStats::new(Instant::now()),
             closed: false,
         };
         self.conns.insert(id, conn);
+
+        if read_only {
+            self.read_only_connect(id, req.session_id, req.passwd);
+            return;
+        }
 
         if req.session_id == 0 {
             let session_id = self.allocate_session_id();
@@ -164,12 +174,47 @@ impl Core {
             timeout: conn.timeout_ms,
             session_id: conn.session_id,
             passwd: Some(password.to_vec()),
-            read_only: conn.sent_read_only.then_some(false),
+            read_only: conn.sent_read_only.then_some(conn.read_only),
         };
         if let Some(ready) = conn.ready.take() {
             let _ = ready.send(true);
         }
         self.send(id, Outbound::Connect(resp));
+    }
+
+    /// A read-only session: a new one gets a session id and password of this member's own, known
+    /// to no log (ZooKeeper's read-only server also makes local sessions); an existing session
+    /// this member knows reconnects read-only. Nothing is proposed: there is no leader.
+    fn read_only_connect(&mut self, id: ConnId, session_id: i64, passwd: Option<Vec<u8>>) {
+        let password = if session_id == 0 {
+            let session_id = self.allocate_session_id();
+            let mut password = [0u8; 16];
+            rand::Rng::fill(&mut rand::thread_rng(), &mut password[..]);
+            self.conns.get_mut(&id).unwrap().session_id = session_id;
+            password
+        } else {
+            match self.tree.session(session_id) {
+                Some(s) if passwd.as_deref() == Some(&s.password[..]) => {
+                    self.conns.get_mut(&id).unwrap().session_id = session_id;
+                    s.password
+                }
+                _ => {
+                    self.refuse_connection(id);
+                    return;
+                }
+            }
+        };
+        let session_id = self.conns[&id].session_id;
+        if let Some(old) = self.by_session.insert(session_id, id) {
+            if old != id {
+                self.close_conn(old);
+            }
+        }
+        info!(
+            session = format_args!("{session_id:#x}"),
+            "read-only session (no quorum)"
+        );
+        self.finish_handshake(id, password);
     }
 
     pub(super) fn refuse_connection(&mut self, id: ConnId) {

@@ -121,7 +121,27 @@ impl Core {
             conn.stats.last_cxid = header.xid;
         }
 
+        let read_only = conn.read_only;
         match req {
+            // A read-only session: closing it forgets it here (it is in no log); every write and
+            // sync is answered NotReadOnly in its turn (ReadOnlyRequestProcessor).
+            Request::CloseSession if read_only => {
+                self.send_header(id, header.xid, self.tree.last_zxid(), 0);
+                self.close_conn(id);
+            }
+            req if read_only
+                && (req.is_write() || matches!(req, Request::Sync(_) | Request::Reconfig(_))) =>
+            {
+                self.conns.get_mut(&id).unwrap().queue.push_back(Queued {
+                    pending: Pending::Error {
+                        xid: header.xid,
+                        code: ErrorCode::NotReadOnly,
+                        received,
+                    },
+                    _slot: slot,
+                });
+                self.drain(id);
+            }
             // Auth is answered at once, outside the ordered pipeline, as ZooKeeper does.
             Request::Auth(packet) => self.auth(id, header.xid, packet),
             Request::Sasl(req) => self.sasl(id, header.xid, req.token.unwrap_or_default()),

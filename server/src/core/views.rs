@@ -223,8 +223,11 @@ fn server_view(core: &mut Core) -> ServerView {
     let now = Instant::now();
     let now_ms = now_ms();
     let status = core.raft().status();
+    let read_only = !core.serving() && core.config().read_only_mode;
     let mode = if !core.is_ensemble() {
         Mode::Standalone
+    } else if read_only {
+        Mode::ReadOnly
     } else if status.is_leader {
         Mode::Leader
     } else if status.is_learner {
@@ -340,7 +343,7 @@ fn server_view(core: &mut Core) -> ServerView {
     };
 
     ServerView {
-        is_serving: core.serving(),
+        is_serving: core.serving() || read_only,
         mode,
         latency: stats.latency,
         packets_received: stats.packets_received,
