@@ -41,11 +41,15 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         tokio::spawn(exit_if_stop_hangs());
         let server = paddock::startup::Server::start(config).await?;
         server.run_until_signal().await
-    })
+    });
+    // Everything that must be durable is by now (the raft thread has flushed and stopped): do
+    // not wait for idle or straggling blocking threads before exiting.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    result
 }
 
 /// Text (the default; colours only on a terminal) or one JSON object per line; levels per

@@ -217,7 +217,7 @@ impl Server {
         self.accept.abort();
         if self.net.is_some() && self.raft.status().is_leader {
             let raft = self.raft.clone();
-            let wait = self.election_timeout * 3;
+            let wait = self.election_timeout * 2;
             match tokio::task::spawn_blocking(move || raft.transfer_leadership_and_wait(wait)).await
             {
                 Ok(Ok(to)) => info!(to, "leadership handed over"),
