@@ -44,12 +44,11 @@ cmd_setup() {
     local i
     for i in $(seq 1 "$NODES"); do
         ip netns add "$(ns "$i")"
-        ip netns exec "$(ns "$i")" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+        # IPv4 only: no router solicitations or other IPv6 chatter to count as egress.
+        nsx "$i" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
         ip link add "$PREFIX-v$i" type veth peer name eth0 netns "$(ns "$i")"
         ip link set "$PREFIX-v$i" master "$BR" up
         nsx "$i" ip link set lo up
-        # IPv4 only: no router solicitations or other IPv6 chatter to count as egress.
-        nsx "$i" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
         nsx "$i" ip addr add "$NET.$i/24" dev eth0
         nsx "$i" ip link set eth0 up
         # The partition chains are flushed and refilled by block/lossy/heal; the egress guard stays: a
@@ -109,8 +108,10 @@ cmd_start() {
     local pre=()
     if [[ "${FAULTS_FAKETIME:-0}" == 1 ]]; then
         [[ -f "$d/faketime" ]] || echo "+0" >"$d/faketime"
+        # Only the wall clock moves (CLOCK_REALTIME: what a clock step or a skewed NTP does); the offset file
+        # is re-read every second. FAKETIME_FORCE_MONOTONIC_FIX=0: without it a JVM hangs in start-up.
         pre=(env LD_PRELOAD="$(faketime_lib)" FAKETIME_TIMESTAMP_FILE="$d/faketime" FAKETIME_CACHE_DURATION=1
-            FAKETIME_DONT_FAKE_MONOTONIC=1)
+            FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0)
     fi
     echo "=== $(stamp) start" >>"$d/member.log"
     case "$TARGET" in
