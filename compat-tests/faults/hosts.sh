@@ -8,6 +8,7 @@
 #   hosts.sh teardown              stops every member and removes all of it, also leftovers of a crashed run
 #                                  (anything named pdkf-*)
 #   hosts.sh start N | stop N | kill N | pause N | resume N
+#   hosts.sh alive N               prints yes if member N's process runs
 #   hosts.sh role N                prints the member's `Mode:` from `srvr` (leader/follower/standalone/...)
 #   hosts.sh block N M...          member N drops every packet from the members M (one-way: M -> N)
 #   hosts.sh lossy N PCT M...      member N drops PCT% of the packets from members M (nftables numgen)
@@ -263,6 +264,7 @@ main() {
         pause) kill -STOP "$(member_pid "$1")"; echo "=== $(stamp) SIGSTOP" >>"$(mdir "$1")/member.log" ;;
         resume) kill -CONT "$(member_pid "$1")"; echo "=== $(stamp) SIGCONT" >>"$(mdir "$1")/member.log" ;;
         role) cmd_role "$1" ;;
+        alive) pid=$(member_pid "$1") && kill -0 "$pid" 2>/dev/null && echo yes || echo no ;;
         block) cmd_block "$@" ;;
         lossy) cmd_lossy "$@" ;;
         heal) cmd_heal "$@" ;;

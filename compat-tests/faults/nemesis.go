@@ -341,7 +341,7 @@ func (n *Nemesis) Run(kind string, hold time.Duration) {
 		n.sh("start", strconv.Itoa(v))
 		if !n.waitMember(v, 30*time.Second) {
 			n.Refused[kind]++
-			n.log(kind, "note", "member %d did not rejoin within 30 s after %s: an operator wipes its data and restarts it", v, fault)
+			n.log(kind, "note", "member %d exited or did not rejoin within 30 s after %s: an operator wipes its data and restarts it", v, fault)
 			n.sh("kill", strconv.Itoa(v))
 			n.sh("disk", strconv.Itoa(v), "wipe")
 			n.sh("start", strconv.Itoa(v))
@@ -377,6 +377,9 @@ func (n *Nemesis) waitMember(i int, d time.Duration) bool {
 		switch srvrMode(i) {
 		case "leader", "follower", "observer":
 			return true
+		}
+		if out, _ := n.sh("alive", strconv.Itoa(i)); out == "no" {
+			return false // it exited: refused to start
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
