@@ -148,7 +148,9 @@ func TestTreesAndUniqueAndWatches(t *testing.T) {
 		t.Fatalf("a duplicate sequential name was not caught: %+v", v)
 	}
 	reg := func(p string) Op { return Op{W: "watch", F: "register", Type: "ok", Session: 1, Key: p} }
-	ev := func(p string, at int64) Op { return Op{W: "watch", F: "event", Type: "ok", Session: 1, Key: p, Ret: at} }
+	ev := func(p string, at int64) Op {
+		return Op{W: "watch", F: "event", Type: "ok", Session: 1, Key: p, Ret: at}
+	}
 	end := Op{W: "watch", F: "round-end", Type: "ok", Session: 1}
 	good := []Op{reg("/w/k0"), reg("/w/k1"), ev("/w/k0", 1), ev("/w/k1", 2), end}
 	if v := checkWatches(good, a); len(v.Violations) != 0 {

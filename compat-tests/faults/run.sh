@@ -28,7 +28,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/faults"
 
-TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT=""
+TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT="" HOLD=4s QUIET=3s
 [[ $# -eq 0 ]] && CI=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -55,8 +55,9 @@ case "$TARGET" in paddock | zookeeper) ;; *) compat_fail "--target must be paddo
 [[ "$TIME" =~ ^[0-9]+$ ]] || compat_fail "--time must be a number of seconds, not '$TIME'"
 [[ "$SEED" =~ ^-?[0-9]+$ ]] || compat_fail "--seed must be a number, not '$SEED'"
 if [[ $CI == 1 ]]; then
-    # Every nemesis kind in turn, some twice: 17 kinds x ~9 s plus restarts fits in about 4 minutes.
-    NODES=3 TIME=${FAULTS_CI_TIME:-200} NEMESIS=all WORKLOAD=all EACH=1
+    # Every nemesis kind in turn (17 kinds, most 7-12 s a cycle with the shorter holds): 240 s gives every
+    # kind at least once and most twice; with start-up and the final checks about 5 minutes.
+    NODES=3 TIME=${FAULTS_CI_TIME:-240} NEMESIS=all WORKLOAD=all EACH=1 HOLD=3s QUIET=2s
 fi
 
 # Root, or at least CAP_NET_ADMIN (bit 12 of the effective set), for namespaces and nftables.
@@ -143,7 +144,7 @@ bash "$HERE/hosts.sh" setup || compat_fail "could not set up the network namespa
 for i in $(seq 1 "$NODES"); do bash "$HERE/hosts.sh" start "$i"; done
 
 args=(--nodes "$NODES" --time "${TIME}s" --nemesis "$NEMESIS" --workload "$WORKLOAD" --seed "$SEED"
-    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET")
+    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET")
 [[ $EACH == 1 ]] && args+=(--each)
 set +e
 "$RUN/faults" "${args[@]}" 2> >(tee "$RUN/driver.log" >&2) | tee "$RUN/driver.out"
