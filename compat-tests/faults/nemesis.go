@@ -349,7 +349,7 @@ func (n *Nemesis) Run(kind string, hold time.Duration) {
 	case "client-pause":
 		id, cmd := -1, (*exec.Cmd)(nil)
 		if n.store != nil {
-			for t := 0; t < 40 && id < 0; t++ {
+			for t := 0; t < 100 && id < 0; t++ {
 				id, cmd = n.store.Holder(n.rng)
 				if id < 0 {
 					time.Sleep(100 * time.Millisecond)

@@ -87,8 +87,14 @@ mkdir -p "$RUN"
 RUN="$(cd "$RUN" && pwd)"
 export FAULTS_RUN="$RUN" FAULTS_NODES="$NODES" FAULTS_TARGET="$TARGET" FAULTS_FAKETIME=1
 
+DRIVER=""
 cleanup() {
     set +e
+    if [[ -n "$DRIVER" ]] && kill -0 "$DRIVER" 2>/dev/null; then
+        kill -TERM "$DRIVER" 2>/dev/null
+        for _ in $(seq 1 30); do kill -0 "$DRIVER" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$DRIVER" 2>/dev/null
+    fi
     bash "$HERE/hosts.sh" teardown >/dev/null 2>&1
     compat_cleanup
 }
@@ -146,9 +152,14 @@ for i in $(seq 1 "$NODES"); do bash "$HERE/hosts.sh" start "$i"; done
 args=(--nodes "$NODES" --time "${TIME}s" --nemesis "$NEMESIS" --workload "$WORKLOAD" --seed "$SEED"
     --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET")
 [[ $EACH == 1 ]] && args+=(--each)
+# In the background and waited for, so that Ctrl-C (or a TERM) runs the traps at once.
 set +e
-"$RUN/faults" "${args[@]}" 2> >(tee "$RUN/driver.log" >&2) | tee "$RUN/driver.out"
-rc=${PIPESTATUS[0]}
+"$RUN/faults" "${args[@]}" 2> >(tee "$RUN/driver.log" >&2) > >(tee "$RUN/driver.out") &
+DRIVER=$!
+wait "$DRIVER"
+rc=$?
+DRIVER=""
+sleep 0.2 # let tee finish
 set -e
 read -r _ cpass cfail < <(grep '^CHECKS ' "$RUN/driver.out" || echo "CHECKS 0 1")
 if [[ $rc -ne 0 && $cfail -eq 0 ]]; then

@@ -536,6 +536,8 @@ func (e *Env) Lock(ctx context.Context, wg *sync.WaitGroup, lockers int, self st
 		id := 100000 + i
 		cmd := exec.Command(self, "locker", "--id", strconv.Itoa(id), "--servers", strings.Join(e.Servers, ","),
 			"--store", sock, "--session-timeout", e.SessionTimeout.String(), "--seed", strconv.FormatInt(e.Seed+int64(i), 10))
+		// A locker dies with the driver (even a killed one): none may outlive the run.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, _ := cmd.StdoutPipe()
 		logf, _ := os.Create(fmt.Sprintf("%s/locker-%d.log", e.RunDir, i))
 		cmd.Stderr = logf
