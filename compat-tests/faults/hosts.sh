@@ -18,7 +18,7 @@
 #   hosts.sh egress N              prints the count of packets member N tried to send off 10.77.0.0/24
 #
 # Environment (set by run.sh): FAULTS_RUN (the run folder: members in $FAULTS_RUN/nN), FAULTS_NODES,
-# FAULTS_TARGET (zookeeper|paddock), PADDOCK_BIN, ZK_CP (ZooKeeper's classpath), FAULTS_FAKETIME (1: start
+# FAULTS_TARGET (zookeeper|paddock), PADDOCK_BIN, PADDOCK_SERVE_ARGS (extra `paddock serve` flags), ZK_CP (ZooKeeper's classpath), FAULTS_FAKETIME (1: start
 # members under libfaketime so the clock nemesis can move their clocks).
 set -euo pipefail
 
@@ -124,7 +124,8 @@ cmd_start() {
                 >>"$d/member.log" 2>&1 </dev/null &
             ;;
         paddock)
-            ip netns exec "$(ns "$n")" "${pre[@]}" "$PADDOCK_BIN" serve --config "$d/zoo.cfg" \
+            # shellcheck disable=SC2086 # PADDOCK_SERVE_ARGS: extra flags, split on spaces
+            ip netns exec "$(ns "$n")" "${pre[@]}" "$PADDOCK_BIN" serve --config "$d/zoo.cfg" ${PADDOCK_SERVE_ARGS:-} \
                 >>"$d/member.log" 2>&1 </dev/null &
             ;;
         *) die "unknown target $TARGET" ;;

@@ -160,17 +160,19 @@ func (n *Nemesis) leader() int {
 func (n *Nemesis) WaitHealthy(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		ok, leaders := true, 0
+		ok, leaders, alone := true, 0, 0
 		for _, i := range n.members() {
 			switch srvrMode(i) {
 			case "leader":
 				leaders++
 			case "follower", "observer":
+			case "standalone":
+				alone++ // a one-member "ensemble", or servers that do not replicate (see README)
 			default:
 				ok = false
 			}
 		}
-		if ok && leaders == 1 {
+		if ok && (leaders == 1 || alone == n.Nodes) {
 			return true
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -375,7 +377,7 @@ func (n *Nemesis) waitMember(i int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		switch srvrMode(i) {
-		case "leader", "follower", "observer":
+		case "leader", "follower", "observer", "standalone":
 			return true
 		}
 		if out, _ := n.sh("alive", strconv.Itoa(i)); out == "no" {
