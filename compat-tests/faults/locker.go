@@ -139,18 +139,18 @@ func runLocker(args []string) {
 				}
 			}
 		}
+		t := now()
+		derr := timed(3*time.Second, func() error { return c.Conn.Delete(node, -1) })
 		if acquired {
-			t := now()
-			err := timed(3*time.Second, func() error { return c.Conn.Delete(node, -1) })
 			f := "release"
 			if lost() {
 				f = "lost"
 			}
-			emit(Op{F: f, Type: classify(err), Err: errString(err), Session: sess, Key: node, Seq: mine, Call: t, Ret: now()})
-		} else {
-			_ = timed(3*time.Second, func() error { return c.Conn.Delete(node, -1) })
+			emit(Op{F: f, Type: classify(derr), Err: errString(derr), Session: sess, Key: node, Seq: mine, Call: t, Ret: now()})
 		}
-		if lost() || err != nil {
+		// A node left behind in a live session would block every other client for good: unless it was
+		// deleted for sure, end the session (its ephemerals go with it).
+		if lost() || (derr != nil && derr != zk.ErrNoNode) {
 			c.Retire()
 			c = nil
 		}
