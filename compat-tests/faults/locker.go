@@ -107,21 +107,20 @@ func runLocker(args []string) {
 				}
 				emit(Op{F: "acquire", Type: "ok", Session: sess, Key: node, Seq: mine, Czxid: nst.Czxid, Pzxid: st.Pzxid, Names: names, Call: now(), Ret: now()})
 				acquired = true
-				writes := 1 + rng.Intn(3)
+				writes, late := 1+rng.Intn(3), false
 				for i := 0; i < writes && !stopping(); i++ {
-					t := now()
+					t := time.Now()
 					fmt.Fprintf(sconn, "W %d %d %d\n", *id, mine, nst.Czxid)
 					if !sr.Scan() {
 						return
 					}
-					emit(Op{F: "store", Type: map[bool]string{true: "ok", false: "fail"}[sr.Text() == "OK"], Session: sess, Seq: mine, Czxid: nst.Czxid, Call: t, Ret: now()})
-					slept := time.Now()
+					emit(Op{F: "store", Type: map[bool]string{true: "ok", false: "fail"}[sr.Text() == "OK"], Session: sess, Seq: mine, Czxid: nst.Czxid, Call: t.UnixNano(), Ret: now()})
 					time.Sleep(time.Duration(100+rng.Intn(300)) * time.Millisecond)
-					// Paused past the session timeout (SIGSTOP): a client that does not check its session
-					// would go on writing. This one does, once: the store must refuse it if another holder
-					// wrote meanwhile.
-					if time.Since(slept) > *sessionTimeout && i+1 >= writes {
-						writes = i + 2
+					// Paused past the session timeout (SIGSTOP) since this write began: a client that does
+					// not check its session would go on writing. This one does, once: the store must refuse
+					// it if another holder wrote meanwhile.
+					if !late && time.Since(t) > *sessionTimeout {
+						late, writes = true, i+2
 					}
 				}
 				break

@@ -455,8 +455,9 @@ type Store struct {
 	mu       sync.Mutex
 	maxToken int64
 	h        *History
-	paused   map[int]bool // lockers paused while holding, until their next acquire
-	holder   map[int]bool // lockers that hold the lock now (their own view)
+	paused   map[int]int64 // lockers paused while holding: the lock node (sequence number) they held
+	holder   map[int]bool  // lockers that hold the lock now (their own view)
+	held     map[int]int64 // the sequence number of the node each holder holds
 	procs    map[int]*exec.Cmd
 }
 
@@ -471,7 +472,7 @@ func (s *Store) write(client int, seq, token int64) bool {
 	} else {
 		op.Type = "fail"
 	}
-	if s.paused[client] {
+	if p, ok := s.paused[client]; ok && p == seq {
 		op.Err = "late"
 	}
 	op.Ret = now()
@@ -497,10 +498,10 @@ func (s *Store) Holder(rng *rand.Rand) (int, *exec.Cmd) {
 	return id, s.procs[id]
 }
 
-func (s *Store) MarkPaused(id int) { s.mu.Lock(); s.paused[id] = true; s.mu.Unlock() }
+func (s *Store) MarkPaused(id int) { s.mu.Lock(); s.paused[id] = s.held[id]; s.mu.Unlock() }
 
 func (e *Env) Lock(ctx context.Context, wg *sync.WaitGroup, lockers int, self string) (*Store, error) {
-	st := &Store{h: e.H, paused: map[int]bool{}, holder: map[int]bool{}, procs: map[int]*exec.Cmd{}}
+	st := &Store{h: e.H, paused: map[int]int64{}, holder: map[int]bool{}, held: map[int]int64{}, procs: map[int]*exec.Cmd{}}
 	sock := e.RunDir + "/store.sock"
 	os.Remove(sock)
 	ln, err := net.Listen("unix", sock)
@@ -561,7 +562,7 @@ func (e *Env) Lock(ctx context.Context, wg *sync.WaitGroup, lockers int, self st
 				switch op.F {
 				case "acquire":
 					st.holder[op.Client] = op.Type == "ok"
-					delete(st.paused, op.Client)
+					st.held[op.Client] = op.Seq
 				case "release", "lost":
 					st.holder[op.Client] = false
 				}
