@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -422,5 +421,3 @@ func report(dir, target string, nodes int, seed int64, dur time.Duration, nem *N
 	}
 	return 0
 }
-
-var _ = rand.Int
