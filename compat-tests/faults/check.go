@@ -141,12 +141,16 @@ func checkRegister(ops []Op, timeout time.Duration, vizPath string) Verdict {
 	v := Verdict{Checker: "register-linearizable"}
 	pops := registerOps(ops)
 	v.Checked = len(pops)
-	res, info := porcupine.CheckOperationsVerbose(registerModel, pops, timeout)
+	// The verbose check keeps every partial linearization (gigabytes on a long run): only on a bad
+	// history, to draw it.
+	res := porcupine.CheckOperationsTimeout(registerModel, pops, timeout)
 	switch res {
 	case porcupine.Illegal:
 		v.bad("history is not linearizable (Porcupine); see %s", vizPath)
 		if vizPath != "" {
-			_ = porcupine.VisualizePath(registerModel, info, vizPath)
+			if _, info := porcupine.CheckOperationsVerbose(registerModel, pops, timeout); true {
+				_ = porcupine.VisualizePath(registerModel, info, vizPath)
+			}
 		}
 	case porcupine.Unknown:
 		v.Note = fmt.Sprintf("Porcupine gave up after %s: undecided, not counted as a violation", timeout)

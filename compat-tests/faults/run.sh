@@ -22,8 +22,8 @@
 # violation. Needs root (network namespaces, nftables); installs nftables, libfaketime and iproute2 with
 # apt-get when missing.
 #
-# Env: PADDOCK_BIN (default: a debug build in CARGO_TARGET_DIR), ZK_VERSION (scripts/zookeeper.sh),
-#      FAULTS_OUT (where run folders go), KEEP_WORK.
+# Env: PADDOCK_BIN (default: a debug build in CARGO_TARGET_DIR), PADDOCK_SERVE_ARGS (extra serve flags),
+#      ZK_VERSION (scripts/zookeeper.sh), FAULTS_OUT (where run folders go), FAULTS_CI_TIME, KEEP_WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/faults"
@@ -42,7 +42,7 @@ while [[ $# -gt 0 ]]; do
         --each) EACH=1 ;;
         --ci) CI=1 ;;
         --out) OUT=$2; shift ;;
-        -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "faults/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
