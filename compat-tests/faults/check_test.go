@@ -1,0 +1,166 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// These feed the checkers hand-made histories: each bad one must be caught, each good twin must pass,
+// so a run's "0 violations" means the checker looked.
+
+func regOp(client int, f string, v int64, ver int32, outV int64, outVer int32, typ string, call, ret int64) Op {
+	return Op{W: "register", Client: client, Key: "/reg/k0", F: f, Value: v, Ver: ver, OutVal: outV, OutVer: outVer, Type: typ, Call: call, Ret: ret}
+}
+
+func TestRegisterCatchesStaleRead(t *testing.T) {
+	good := []Op{
+		regOp(1, "write", 7, -1, 0, 1, "ok", 0, 10),
+		regOp(2, "read", 0, 0, 7, 1, "ok", 20, 30),
+		regOp(3, "cas", 9, 1, 0, 2, "ok", 40, 50),
+		regOp(2, "read", 0, 0, 9, 2, "ok", 60, 70),
+	}
+	if v := checkRegister(good, 10*time.Second, ""); len(v.Violations) != 0 {
+		t.Fatalf("a linearizable history was judged bad: %v", v.Violations)
+	}
+	// The second read sees the value from before the cas that completed before it began.
+	bad := append([]Op(nil), good[:3]...)
+	bad = append(bad, regOp(2, "read", 0, 0, 7, 1, "ok", 60, 70))
+	if v := checkRegister(bad, 10*time.Second, ""); len(v.Violations) != 1 {
+		t.Fatalf("a stale read was not caught: %+v", v)
+	}
+}
+
+func TestRegisterIndeterminateWriteMayLandLater(t *testing.T) {
+	h := []Op{
+		regOp(1, "write", 5, -1, 0, 0, "info", 0, 10), // timed out: may have happened, even later
+		regOp(2, "read", 0, 0, 0, 0, "ok", 20, 30),
+		regOp(2, "read", 0, 0, 5, 1, "ok", 40, 50),
+	}
+	if v := checkRegister(h, 10*time.Second, ""); len(v.Violations) != 0 {
+		t.Fatalf("an indeterminate write taking effect late was judged bad: %v", v.Violations)
+	}
+	// But a definitely failed cas may not have taken effect.
+	h2 := []Op{
+		regOp(1, "cas", 5, 0, 0, 0, "fail", 0, 10),
+		regOp(2, "read", 0, 0, 5, 1, "ok", 20, 30),
+	}
+	if v := checkRegister(h2, 10*time.Second, ""); len(v.Violations) != 1 {
+		t.Fatalf("a failed cas that took effect was not caught: %+v", v)
+	}
+}
+
+func TestFencingCatchesStaleTokenAccepted(t *testing.T) {
+	w := func(client int, seq, tok int64, typ string, at int64) Op {
+		return Op{W: "lock", F: "write", Client: client, Seq: seq, Czxid: tok, Type: typ, Call: at, Ret: at}
+	}
+	good := []Op{w(1, 1, 0x100, "ok", 1), w(2, 2, 0x200, "ok", 2), w(1, 1, 0x100, "fail", 3), w(2, 2, 0x200, "ok", 4)}
+	if v, _ := checkFencing(good); len(v.Violations) != 0 {
+		t.Fatalf("a well-fenced history was judged bad: %v", v.Violations)
+	}
+	// The paused holder's late write with the older token was accepted.
+	bad := []Op{w(1, 1, 0x100, "ok", 1), w(2, 2, 0x200, "ok", 2), w(1, 1, 0x100, "ok", 3)}
+	v, _ := checkFencing(bad)
+	if len(v.Violations) != 2 || !strings.Contains(v.Violations[0], "token 0x100") {
+		t.Fatalf("a stale token accepted was not caught: %+v", v)
+	}
+	// Tokens that disagree with the lock order (a czxid lower for a later lock node) are caught too.
+	v, _ = checkFencing([]Op{w(1, 1, 0x300, "ok", 1), w(2, 2, 0x300, "ok", 2), w(1, 1, 0x300, "ok", 3)})
+	if len(v.Violations) != 1 || !strings.Contains(v.Violations[0], "stale holder") {
+		t.Fatalf("an older lock node's write after a newer one's was not caught: %+v", v)
+	}
+}
+
+func TestLockExclusiveCatchesTwoHolders(t *testing.T) {
+	acq := Op{W: "lock", F: "acquire", Type: "ok", Client: 2, Seq: 2, Pzxid: 0x50, Names: []string{"n-0000000002"}}
+	later := Op{W: "lock", F: "monitor", Type: "ok", Client: 9, Pzxid: 0x60, Names: []string{"n-0000000002", "n-0000000003"}}
+	if v := checkLockExclusive([]Op{acq, later}); len(v.Violations) != 0 {
+		t.Fatalf("one holder at a time was judged bad: %v", v.Violations)
+	}
+	// A later listing still holds node 1: client 2 took the lock while node 1's owner held it.
+	stale := Op{W: "lock", F: "monitor", Type: "ok", Client: 9, Pzxid: 0x60, Names: []string{"n-0000000001", "n-0000000002"}}
+	if v := checkLockExclusive([]Op{acq, stale}); len(v.Violations) != 1 {
+		t.Fatalf("two holders were not caught: %+v", v)
+	}
+}
+
+func TestOrderCatchesGoingBackAndLostOwnWrite(t *testing.T) {
+	h := []Op{
+		{W: "order", F: "set", Key: "/order/own-1-0", Session: 1, Value: 5, Mzxid: 0x10, Type: "ok", Call: 1, Ret: 2},
+		{W: "order", F: "get", Key: "/order/own-1-0", Session: 1, OutVal: 5, Mzxid: 0x10, Type: "ok", Call: 3, Ret: 4},
+		{W: "order", F: "get", Key: "/order/shared", Session: 1, Mzxid: 0x20, Type: "ok", Call: 5, Ret: 6},
+	}
+	if v := checkOrder(h); len(v.Violations) != 0 {
+		t.Fatalf("a good session was judged bad: %v", v.Violations)
+	}
+	h = append(h,
+		Op{W: "order", F: "get", Key: "/order/shared", Session: 1, Mzxid: 0x18, Type: "ok", Call: 7, Ret: 8},
+		Op{W: "order", F: "get", Key: "/order/own-1-0", Session: 1, OutVal: 4, Mzxid: 0x10, Type: "ok", Call: 9, Ret: 10})
+	if v := checkOrder(h); len(v.Violations) != 2 {
+		t.Fatalf("want 2 violations (zxid back, own write not read), got %+v", v)
+	}
+}
+
+func TestEphemeralsCatchResurrection(t *testing.T) {
+	h := []Op{
+		{W: "eph", F: "create", Session: 7, Key: "/eph/s7-0", Type: "ok", Call: 1, Ret: 2},
+		{W: "eph", F: "end", Session: 7, Type: "ok", Call: 3, Ret: 4},
+		{W: "eph", F: "sweep", Type: "ok", Names: nil, Call: 5, Ret: 6},
+		{W: "eph", F: "sweep", Type: "ok", Names: []string{"s7-0"}, Call: 7, Ret: 8},
+	}
+	if v := checkEphemerals(h, map[string][]string{"n1": {}}); len(v.Violations) != 1 {
+		t.Fatalf("an ephemeral that came back was not caught: %+v", v)
+	}
+	if v := checkEphemerals(h[:3], map[string][]string{"n1": {"s7-0"}}); len(v.Violations) != 1 {
+		t.Fatalf("an ephemeral left after healing was not caught: %+v", v)
+	}
+	if v := checkEphemerals(h[:3], map[string][]string{"n1": {}}); len(v.Violations) != 0 {
+		t.Fatalf("a clean history was judged bad: %v", v.Violations)
+	}
+}
+
+func TestAckCatchesLostWrite(t *testing.T) {
+	five, six := int64(5), int64(6)
+	h := []Op{
+		{W: "ack", F: "create", Key: "/ack/c1-0", Value: 5, Type: "ok", Call: 1, Ret: 2},
+		{W: "ack", F: "set", Key: "/ack/c1-0", Value: 6, Type: "ok", Call: 3, Ret: 4},
+	}
+	if v := checkAck(h, map[string]map[string]*int64{"n1": {"/ack/c1-0": &six}}); len(v.Violations) != 0 {
+		t.Fatalf("%v", v.Violations)
+	}
+	v := checkAck(h, map[string]map[string]*int64{"n1": {"/ack/c1-0": &six}, "n2": {"/ack/c1-0": &five}, "n3": {}})
+	if len(v.Violations) != 2 {
+		t.Fatalf("want a lost set and a lost create, got %+v", v)
+	}
+}
+
+func TestTreesAndUniqueAndWatches(t *testing.T) {
+	a := map[string]NodeInfo{"/x": {Data: "1", Czxid: 1}, "/w/k0": {Czxid: 5}, "/w/k1": {Czxid: 6}}
+	b := map[string]NodeInfo{"/x": {Data: "2", Czxid: 1}, "/w/k0": {Czxid: 5}, "/w/k1": {Czxid: 6}}
+	if v := checkTrees(map[string]map[string]NodeInfo{"n1": a, "n2": a}); len(v.Violations) != 0 {
+		t.Fatalf("%v", v.Violations)
+	}
+	if v := checkTrees(map[string]map[string]NodeInfo{"n1": a, "n2": b}); len(v.Violations) != 1 {
+		t.Fatalf("differing trees not caught: %+v", v)
+	}
+	ids := []Op{{W: "ids", Type: "ok", Key: "/ids/id-1", Czxid: 3}, {W: "ids", Type: "ok", Key: "/ids/id-1", Czxid: 4}}
+	if v := checkUnique(ids, a); len(v.Violations) != 1 {
+		t.Fatalf("a duplicate sequential name was not caught: %+v", v)
+	}
+	reg := func(p string) Op { return Op{W: "watch", F: "register", Type: "ok", Session: 1, Key: p} }
+	ev := func(p string, at int64) Op {
+		return Op{W: "watch", F: "event", Type: "ok", Session: 1, Key: p, Ret: at}
+	}
+	end := Op{W: "watch", F: "round-end", Type: "ok", Session: 1}
+	good := []Op{reg("/w/k0"), reg("/w/k1"), ev("/w/k0", 1), ev("/w/k1", 2), end}
+	if v := checkWatches(good, a); len(v.Violations) != 0 {
+		t.Fatalf("%v", v.Violations)
+	}
+	bad := []Op{reg("/w/k0"), reg("/w/k1"), ev("/w/k1", 1), ev("/w/k0", 2), ev("/w/k0", 3), end}
+	if v := checkWatches(bad, a); len(v.Violations) != 2 {
+		t.Fatalf("want out-of-order and fired-twice, got %+v", v)
+	}
+	if v := checkWatches([]Op{reg("/w/k0"), reg("/w/k1"), ev("/w/k0", 1), end}, a); len(v.Violations) != 1 {
+		t.Fatalf("a lost watch event was not caught: %+v", v)
+	}
+}

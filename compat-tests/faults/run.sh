@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The Jepsen-style fault suite (issue 9): a 3- or 5-member ensemble, each member in its own network
+# namespace (10.77.0.N on a bridge), go-zookeeper workloads with checkers, and a seeded nemesis schedule.
+#
+#   compat-tests/faults/run.sh --target paddock|zookeeper --nodes 3|5 --time SECONDS \
+#       --nemesis LIST|all --workload LIST|all --seed N [--each] [--out DIR]
+#   compat-tests/faults/run.sh --ci [--against-zookeeper]   the short run (3 members, every nemesis kind in
+#                                                           turn, about 5 minutes)
+#   compat-tests/faults/run.sh [--against-zookeeper]        the same, as compat-tests/run.sh calls it
+#
+# Nemeses (kinds, or the groups partition, kill, pause, clock, disk, client-pause; see README.md):
+#   partition-halves partition-leader partition-bridge partition-oneway lossy kill-one kill-minority
+#   kill-all pause-member pause-leader clock-jump clock-skew disk-truncate-log disk-corrupt-log
+#   disk-corrupt-snapshot disk-wipe client-pause
+# Workloads: register order lock ids eph ack watch.
+#
+# Each run writes to its own folder (default /tmp/paddock-faults/<time>-<target>-n<N>-s<seed>): the
+# history (history.jsonl), the nemesis timeline (timeline.jsonl), every member's log (nN/member.log), the
+# verdict (verdict.json) and the table (table.txt, also printed). The checkers' own tests (go test) run
+# first and count as checks. The last line is the row `faults | passed | failed | skipped`, where a check
+# is a checker's verdict or a go test (compat-tests/lib.sh's contract). Exit status non-zero on any
+# violation. Needs root (network namespaces, nftables); installs nftables, libfaketime and iproute2 with
+# apt-get when missing.
+#
+# Env: PADDOCK_BIN (default: a debug build in CARGO_TARGET_DIR), PADDOCK_SERVE_ARGS (extra serve flags),
+#      ZK_VERSION (scripts/zookeeper.sh), FAULTS_OUT (where run folders go), FAULTS_CI_TIME, KEEP_WORK.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$COMPAT_LIB_DIR/faults"
+
+TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT="" HOLD=4s QUIET=3s
+[[ $# -eq 0 ]] && CI=1
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --target) TARGET=$2; shift ;;
+        --against-zookeeper) TARGET=zookeeper ;;
+        --nodes) NODES=$2; shift ;;
+        --time) TIME=$2; shift ;;
+        --nemesis) NEMESIS=$2; shift ;;
+        --workload) WORKLOAD=$2; shift ;;
+        --seed) SEED=$2; shift ;;
+        --each) EACH=1 ;;
+        --ci) CI=1 ;;
+        --out) OUT=$2; shift ;;
+        -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "faults/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+SUITE=faults
+[[ "$TARGET" == zookeeper ]] && SUITE=faults@zookeeper
+compat_init "$SUITE"
+case "$TARGET" in paddock | zookeeper) ;; *) compat_fail "--target must be paddock or zookeeper, not '$TARGET'" ;; esac
+[[ "$NODES" =~ ^[0-9]+$ && "$NODES" -ge 1 && "$NODES" -le 9 ]] || compat_fail "--nodes must be 1..9, not '$NODES'"
+[[ "$TIME" =~ ^[0-9]+$ ]] || compat_fail "--time must be a number of seconds, not '$TIME'"
+[[ "$SEED" =~ ^-?[0-9]+$ ]] || compat_fail "--seed must be a number, not '$SEED'"
+if [[ $CI == 1 ]]; then
+    # Every nemesis kind in turn (17 kinds, most 7-12 s a cycle with the shorter holds): 190 s gives every
+    # kind at least once; with start-up and the final checks about 5 minutes on 2 cores.
+    NODES=3 TIME=${FAULTS_CI_TIME:-190} NEMESIS=all WORKLOAD=all EACH=1 HOLD=3s QUIET=2s
+fi
+
+# Root, or at least CAP_NET_ADMIN (bit 12 of the effective set), for namespaces and nftables.
+cap=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
+if ! (( (0x$cap >> 12) & 1 )); then
+    compat_fail "needs root or CAP_NET_ADMIN (network namespaces, veth, nftables); run it as root"
+fi
+
+# What it needs, installed when missing (Debian).
+missing=()
+command -v nft >/dev/null || missing+=(nftables)
+command -v ip >/dev/null || missing+=(iproute2)
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(libfaketime faketime)
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "faults: installing ${missing[*]}" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >&2 \
+        || compat_fail "could not install ${missing[*]}"
+fi
+command -v go >/dev/null || compat_fail "no 'go' on PATH"
+
+# One run at a time: the namespaces and addresses have fixed names.
+exec 9>/run/paddock-faults.lock
+flock -n 9 || compat_fail "another fault run holds /run/paddock-faults.lock"
+
+RUN="${OUT:-${FAULTS_OUT:-/tmp/paddock-faults}/$(date -u +%Y%m%dT%H%M%S)-$TARGET-n$NODES-s$SEED}"
+mkdir -p "$RUN"
+RUN="$(cd "$RUN" && pwd)"
+export FAULTS_RUN="$RUN" FAULTS_NODES="$NODES" FAULTS_TARGET="$TARGET" FAULTS_FAKETIME=1 NO_COLOR=1
+
+DRIVER=""
+cleanup() {
+    set +e
+    if [[ -n "$DRIVER" ]] && kill -0 "$DRIVER" 2>/dev/null; then
+        kill -TERM "$DRIVER" 2>/dev/null
+        for _ in $(seq 1 30); do kill -0 "$DRIVER" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$DRIVER" 2>/dev/null
+    fi
+    bash "$HERE/hosts.sh" teardown >/dev/null 2>&1
+    compat_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "faults: run folder $RUN"
+# The checkers' own tests: each feeds a checker a broken history it must catch.
+gotest_pass=0 gotest_fail=0
+(cd "$HERE" && go test -count=1 -json . >"$RUN/gotest.jsonl" 2>&1) || true
+gotest_pass=$(grep -c '"Action":"pass","Package":"[^"]*","Test":' "$RUN/gotest.jsonl" || true)
+gotest_fail=$(grep -c '"Action":"fail","Package":"[^"]*","Test":' "$RUN/gotest.jsonl" || true)
+grep -q '"Action":"pass","Package":"paddock/compat-tests/faults","Elapsed' "$RUN/gotest.jsonl" \
+    || { [[ $gotest_fail -gt 0 ]] || gotest_fail=1; }
+echo "faults: checker tests: $gotest_pass passed, $gotest_fail failed"
+(cd "$HERE" && go build -o "$RUN/faults" .) || compat_fail "the driver does not build"
+
+case "$TARGET" in
+    zookeeper)
+        bash "$ROOT/scripts/zookeeper.sh" fetch >/dev/null || compat_fail "no ZooKeeper jars"
+        ZK_CP="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
+        export ZK_CP
+        echo "faults: Apache ZooKeeper $(bash "$ROOT/scripts/zookeeper.sh" version)"
+        ;;
+    paddock)
+        PADDOCK_BIN="$(compat_paddock_bin)" || compat_fail "could not build paddock"
+        [[ -x "$PADDOCK_BIN" ]] || compat_fail "no paddock binary at $PADDOCK_BIN"
+        export PADDOCK_BIN
+        echo "faults: paddock $PADDOCK_BIN"
+        ;;
+esac
+
+# The members' configuration: plain ZooKeeper zoo.cfg, the same for both targets.
+for i in $(seq 1 "$NODES"); do
+    mkdir -p "$RUN/n$i/data"
+    echo "$i" >"$RUN/n$i/data/myid"
+    {
+        echo "# written by compat-tests/faults/run.sh: member $i of $NODES"
+        echo "tickTime=1000"
+        echo "initLimit=10"
+        echo "syncLimit=2"
+        echo "dataDir=$RUN/n$i/data"
+        echo "4lw.commands.whitelist=*"
+        echo "admin.enableServer=false"
+        echo "maxClientCnxns=0"
+        echo "minSessionTimeout=2000"
+        echo "maxSessionTimeout=20000"
+        for j in $(seq 1 "$NODES"); do echo "server.$j=10.77.0.$j:2888:3888;2181"; done
+    } >"$RUN/n$i/zoo.cfg"
+done
+
+bash "$HERE/hosts.sh" setup || compat_fail "could not set up the network namespaces"
+for i in $(seq 1 "$NODES"); do bash "$HERE/hosts.sh" start "$i"; done
+# A member that exits at start-up (a config it refuses, say) fails the run at once, with its log.
+sleep 3
+for i in $(seq 1 "$NODES"); do
+    if [[ "$(bash "$HERE/hosts.sh" alive "$i")" != yes ]]; then
+        echo "faults: member $i exited at start-up; the end of $RUN/n$i/member.log:" >&2
+        { grep -i -m 5 -E '^(error|exception)|ERROR' "$RUN/n$i/member.log" || tail -n 15 "$RUN/n$i/member.log"; } >&2
+        compat_fail "member $i of the $TARGET ensemble did not start"
+    fi
+done
+
+args=(--nodes "$NODES" --time "${TIME}s" --nemesis "$NEMESIS" --workload "$WORKLOAD" --seed "$SEED"
+    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET")
+[[ $EACH == 1 ]] && args+=(--each)
+# In the background and waited for, so that Ctrl-C (or a TERM) runs the traps at once.
+set +e
+"$RUN/faults" "${args[@]}" 2> >(tee "$RUN/driver.log" >&2) > >(tee "$RUN/driver.out") &
+DRIVER=$!
+wait "$DRIVER"
+rc=$?
+DRIVER=""
+sleep 0.2 # let tee finish
+set -e
+read -r _ cpass cfail < <(grep '^CHECKS ' "$RUN/driver.out" || echo "CHECKS 0 1")
+if [[ $rc -ne 0 && $cfail -eq 0 ]]; then
+    echo "faults: the driver exited $rc without a verdict (see $RUN/driver.log)" >&2
+    cfail=1
+fi
+echo "faults: run folder $RUN"
+report $((cpass + gotest_pass)) $((cfail + gotest_fail)) 0
+[[ $rc -eq 0 && $gotest_fail -eq 0 ]]
