@@ -22,6 +22,13 @@ super user. -D zookeeper.enforce.auth.enabled=true with -D zookeeper.enforce.aut
 (or digest, ip; comma-separated) answers any other request from a client not yet logged in with
 one of them by SessionClosedRequireSaslAuth (-124) and closes its connection.
 
+Ensembles: server.N=host:peerPort:electionPort[:participant|:observer][;[host:]clientPort] lines and
+dataDir/myid make this server a member; peers talk on peerPort (electionPort is not used). Raft timing
+derives from tickTime; paddock.raft.tickMs, paddock.raft.electionTicks and paddock.raft.heartbeatTicks
+override it. readonlymode.enabled=true lets a member cut off from its quorum serve read-only clients.
+paddock.linearizableReads=true makes every read wait for a ReadIndex, so no read is stale on any member
+(ZooKeeper has no such mode; it costs a round to the leader per read).
+
 Limits: -D zookeeper.globalOutstandingLimit=N (default 1000) is how many requests the server
 holds at once; past it, clients with a request outstanding are not read from until it drains.
 

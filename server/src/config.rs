@@ -325,6 +325,8 @@ pub struct Config {
     pub raft_tick_ms: Option<u32>,
     pub raft_election_ticks: Option<u32>,
     pub raft_heartbeat_ticks: Option<u32>,
+    /// `paddock.linearizableReads`: every read waits for a ReadIndex (see `core/requests.rs`).
+    pub linearizable_reads: bool,
     /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
     /// configured, and then SASL tokens are refused (see `sasl.rs`).
     pub sasl: Option<SaslConfig>,
@@ -379,6 +381,7 @@ impl Config {
             raft_tick_ms: None,
             raft_election_ticks: None,
             raft_heartbeat_ticks: None,
+            linearizable_reads: false,
             sasl: None,
             source: None,
         }
@@ -978,6 +981,9 @@ impl Builder {
             }
             "paddock.raft.electionTicks" => {
                 self.cfg.raft_election_ticks = Some(parse_positive(v).map_err(invalid)?)
+            }
+            "paddock.linearizableReads" => {
+                self.cfg.linearizable_reads = parse_bool(v).map_err(invalid)?
             }
             "paddock.raft.heartbeatTicks" => {
                 self.cfg.raft_heartbeat_ticks = Some(parse_positive(v).map_err(invalid)?)

@@ -673,3 +673,33 @@ async fn read_only_mode_serves_reads_without_a_quorum_and_ends_when_it_is_back()
     drop(c);
     shutdown(&mut members).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn linearizable_reads_on_a_follower_see_every_write_acknowledged_before_them() {
+    let root = tempfile::tempdir().unwrap();
+    let cfgs: Vec<Config> = ensemble_configs(root.path(), 3, 0)
+        .into_iter()
+        .map(|mut c| {
+            c.linearizable_reads = true;
+            c
+        })
+        .collect();
+    let mut members = start_all(cfgs).await;
+    let leader = wait_for_leader(&members).await;
+    let f = members.iter().find(|m| m.id != leader).unwrap().id;
+    let writer = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    let reader = connect(member(&members, f).addr(), Duration::from_secs(10)).await;
+    writer.create("/x", b"0", &persistent()).await.unwrap();
+    for n in 1..=50 {
+        writer
+            .set_data("/x", n.to_string().as_bytes(), None)
+            .await
+            .unwrap();
+        // No sync: the follower's read itself waits for a ReadIndex.
+        let (data, stat) = reader.get_data("/x").await.unwrap();
+        assert_eq!((data, stat.version), (n.to_string().into_bytes(), n));
+    }
+    drop(writer);
+    drop(reader);
+    shutdown(&mut members).await;
+}

@@ -43,6 +43,7 @@ impl Core {
                     self.record_latency(id, received);
                     self.send_header(id, xid, zxid, code.code());
                 }
+                Pending::Sync { reply: false, .. } => {}
                 Pending::Sync {
                     xid,
                     path,

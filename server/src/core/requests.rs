@@ -44,6 +44,10 @@ pub(super) enum Pending {
         received: Instant,
         /// When the ReadIndex for `ctx` was asked for (see `timers::retry_syncs`).
         asked: Instant,
+        /// A client's sync is answered; the barrier that `paddock.linearizableReads` puts before
+        /// every read is not (it only holds the read back until this member has applied as far
+        /// as the leader had committed when the read arrived).
+        reply: bool,
     },
 }
 
@@ -51,7 +55,7 @@ pub(super) enum Pending {
 #[derive(Debug)]
 pub(super) struct Queued {
     pub(super) pending: Pending,
-    pub(super) _slot: Slot,
+    pub(super) _slot: Option<Slot>,
 }
 
 impl Core {
@@ -110,7 +114,7 @@ impl Core {
                         code: ErrorCode::MarshallingError,
                         received,
                     },
-                    _slot: slot,
+                    _slot: Some(slot),
                 });
                 self.drain(id);
                 return;
@@ -138,7 +142,7 @@ impl Core {
                         code: ErrorCode::NotReadOnly,
                         received,
                     },
-                    _slot: slot,
+                    _slot: Some(slot),
                 });
                 self.drain(id);
             }
@@ -161,8 +165,9 @@ impl Core {
                         index: None,
                         received,
                         asked: Instant::now(),
+                        reply: true,
                     },
-                    _slot: slot,
+                    _slot: Some(slot),
                 });
                 if self.raft.read_index(ctx).is_err() {
                     self.close_conn(id);
@@ -176,13 +181,16 @@ impl Core {
                 self.propose_write(id, header, Txn::Write(req), received, slot);
             }
             req => {
+                if self.cfg.linearizable_reads && reads_the_tree(&req) && !self.barrier(id, received) {
+                    return;
+                }
                 self.conns.get_mut(&id).unwrap().queue.push_back(Queued {
                     pending: Pending::Read {
                         header,
                         req,
                         received,
                     },
-                    _slot: slot,
+                    _slot: Some(slot),
                 });
                 self.drain(id);
             }
@@ -208,5 +216,52 @@ impl Core {
             },
             _ => None,
         }
+    }
+}
+
+/// The requests whose answer depends on the tree's state (what `paddock.linearizableReads` holds
+/// back behind a ReadIndex); pings, watch bookkeeping and whoAmI do not.
+fn reads_the_tree(req: &Request) -> bool {
+    matches!(
+        req,
+        Request::GetData(_)
+            | Request::Exists(_)
+            | Request::GetChildren(_)
+            | Request::GetChildren2(_)
+            | Request::GetAllChildrenNumber(_)
+            | Request::GetAcl(_)
+            | Request::GetEphemerals(_)
+            | Request::MultiRead(_)
+    )
+}
+
+impl Core {
+    /// Queues a ReadIndex barrier before a read (`paddock.linearizableReads`): the read is answered
+    /// only once this member has applied everything the leader had committed when it arrived, so
+    /// no read is stale, on any member. `false` when no ReadIndex can be asked (no leader): the
+    /// connection is closed, as for a sync.
+    fn barrier(&mut self, id: ConnId, received: Instant) -> bool {
+        let ctx = self.next_read_ctx;
+        self.next_read_ctx += 1;
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        conn.queue.push_back(Queued {
+            pending: Pending::Sync {
+                xid: 0,
+                path: String::new(),
+                ctx,
+                index: None,
+                received,
+                asked: Instant::now(),
+                reply: false,
+            },
+            _slot: None,
+        });
+        if self.raft.read_index(ctx).is_err() {
+            self.close_conn(id);
+            return false;
+        }
+        true
     }
 }

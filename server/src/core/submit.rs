@@ -54,7 +54,7 @@ impl Core {
                         received,
                         link,
                     },
-                    _slot: slot,
+                    _slot: Some(slot),
                 });
             }
             // No leader, a broken link, or a stopped raft thread: the client reconnects
