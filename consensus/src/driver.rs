@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use protobuf::Message as _;
 use raft::eraftpb::{
-    ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, SnapshotMetadata,
+    ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, MessageType, SnapshotMetadata,
 };
 use raft::{ProgressState, RawNode, SnapshotStatus, StateRole, INVALID_ID};
 
@@ -257,7 +257,23 @@ impl Driver {
                 }
             }
             Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
-            Command::Step(msg) => {
+            Command::Step(mut msg) => {
+                // A leader's heartbeat carries min(what it believes we hold, its commit). After
+                // our data was wiped and we rejoined empty, that belief is stale, and raft-rs
+                // panics committing past the end of our log ("to_commit out of range"). Every
+                // entry we hold came from this leader since the wipe (a new leader re-learns what
+                // we hold), so committing only what we have is safe; the leader then finds our
+                // real position and sends the rest.
+                let last = self.raw.raft.raft_log.last_index();
+                if msg.get_msg_type() == MessageType::MsgHeartbeat && msg.commit > last {
+                    tracing::warn!(
+                        from = msg.from,
+                        commit = msg.commit,
+                        last,
+                        "heartbeat commits past the end of this log (a wiped member rejoining); clamped"
+                    );
+                    msg.commit = last;
+                }
                 if let Err(e) = self.raw.step(msg) {
                     tracing::debug!("peer message ignored: {e}");
                 }

@@ -703,3 +703,43 @@ async fn linearizable_reads_on_a_follower_see_every_write_acknowledged_before_th
     drop(reader);
     shutdown(&mut members).await;
 }
+
+/// Found by the fault suite (compat-tests/faults/BUGS.md, P1): a wiped member joins as an empty
+/// member and installs the leader's bootstrap snapshot (index 1, no data); it must restart from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wiped_member_rejoins_catches_up_and_restarts_again() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let c = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    for i in 0..20 {
+        c.create(&format!("/n{i}"), b"v", &persistent())
+            .await
+            .unwrap();
+    }
+    let victim = members.iter().find(|m| m.id != leader).unwrap().id;
+    let m = members.iter_mut().find(|m| m.id == victim).unwrap();
+    m.server.take().unwrap().shutdown().await;
+    std::fs::remove_dir_all(&m.cfg.data_dir).unwrap();
+    std::fs::create_dir_all(&m.cfg.data_dir).unwrap();
+    for round in 0..2 {
+        let m = members.iter_mut().find(|m| m.id == victim).unwrap();
+        m.server = Some(
+            Server::start(m.cfg.clone())
+                .await
+                .unwrap_or_else(|e| panic!("restart {round} of the wiped member: {e:#}")),
+        );
+        let addr = m.addr();
+        wait_for_leader(&members).await;
+        let v = connect(addr, Duration::from_secs(10)).await;
+        v.sync("/").await.unwrap();
+        let mut children = v.list_children("/").await.unwrap();
+        children.retain(|n| n.starts_with('n'));
+        assert_eq!(children.len(), 20, "round {round}");
+        drop(v);
+        let m = members.iter_mut().find(|m| m.id == victim).unwrap();
+        m.server.take().unwrap().shutdown().await;
+    }
+    drop(c);
+    shutdown(&mut members).await;
+}

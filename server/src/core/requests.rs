@@ -181,7 +181,10 @@ impl Core {
                 self.propose_write(id, header, Txn::Write(req), received, slot);
             }
             req => {
-                if self.cfg.linearizable_reads && reads_the_tree(&req) && !self.barrier(id, received) {
+                if self.cfg.linearizable_reads
+                    && reads_the_tree(&req)
+                    && !self.barrier(id, received)
+                {
                     return;
                 }
                 self.conns.get_mut(&id).unwrap().queue.push_back(Queued {
