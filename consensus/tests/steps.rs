@@ -643,3 +643,40 @@ fn leadership_goes_to_the_most_up_to_date_voter_without_losing_an_entry() {
     assert_eq!(net.payloads(2).len(), 12);
     assert_eq!(net.driver(3).status().commit, more);
 }
+
+/// compat-tests/faults/BUGS.md P2: a member whose data was wiped rejoins empty (not an initial
+/// member any more, so it does not bootstrap) while the leader still believes it holds its old
+/// log; the leader's heartbeat then names a commit past the end of the empty log, which raft-rs
+/// would panic on. The driver clamps it, and the member catches up.
+#[test]
+fn a_wiped_member_survives_the_leaders_stale_heartbeat_and_catches_up() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let before = net.propose(1, "a", 20);
+    // Member 3 loses its disk and comes back with an empty store under its old id.
+    net.nodes.remove(&3);
+    net.add(Config {
+        voters: Vec::new(),
+        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
+    });
+    assert_eq!(net.driver(3).status().last_index, 0);
+    // Heartbeats come before any append: without the clamp this panics ("to_commit out of range").
+    for _ in 0..HEARTBEAT_TICK * 3 {
+        net.tick();
+    }
+    assert!(
+        net.log
+            .iter()
+            .any(|m| m.to == 3 && m.get_msg_type() == MessageType::MsgHeartbeat && m.commit > 0),
+        "no stale heartbeat was sent"
+    );
+    let after = net.propose(1, "b", 5);
+    for _ in 0..ELECTION_TICK * (SNAPSHOT_ACK_ELECTIONS + 1) {
+        net.tick();
+    }
+    let s = net.driver(3).status();
+    assert_eq!((s.last_index, s.commit), (after, after));
+    assert!(after > before);
+    // It holds every entry the leader holds (it started from the bootstrap snapshot).
+    assert_eq!(net.payloads(3), net.payloads(1));
+}
