@@ -47,6 +47,10 @@ pub enum Command {
     /// Run the server in the foreground.
     #[command(after_help = AFTER_HELP)]
     Serve(ServeArgs),
+    /// Hold a lock (Curator InterProcessMutex layout) while CMD runs; CMD gets a fencing token.
+    Lock(recipes::cli::LockArgs),
+    /// Campaign for leadership (Curator LeaderLatch layout) and run CMD while leader.
+    Elect(recipes::cli::ElectArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -119,6 +123,11 @@ impl Cli {
     pub fn into_config(self) -> Result<Config, ConfigError> {
         match self.command {
             Command::Serve(args) => args.into_config(),
+            Command::Lock(_) | Command::Elect(_) => Err(ConfigError::InvalidValue {
+                origin: Origin::Flag("command".into()),
+                key: "command".into(),
+                reason: "lock and elect are clients; they take no server configuration".into(),
+            }),
         }
     }
 }

@@ -5,6 +5,12 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> anyhow::Result<()> {
     let cli = paddock::cli::parse_args();
+    // The client commands (recipes crate) run on their own and exit with their own status.
+    match cli.command {
+        paddock::cli::Command::Lock(args) => std::process::exit(recipes::cli::run_lock(args)),
+        paddock::cli::Command::Elect(args) => std::process::exit(recipes::cli::run_elect(args)),
+        paddock::cli::Command::Serve(_) => {}
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
