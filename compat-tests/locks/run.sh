@@ -77,6 +77,15 @@ cleanup() {
     local rc=$?
     set +e
     for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
+    if [[ -f "$COMPAT_WORK/servers" ]]; then
+        while read -r kind what; do
+            if [[ $kind == zk ]]; then
+                bash "$ROOT/scripts/zookeeper.sh" stop "$what" >/dev/null 2>&1
+            elif grep -q paddock "/proc/$what/cmdline" 2>/dev/null; then
+                kill -9 "$what" 2>/dev/null
+            fi
+        done <"$COMPAT_WORK/servers"
+    fi
     stop_pg
     (exit $rc)
     compat_cleanup
@@ -187,8 +196,9 @@ t_exit_statuses() {
     grep -q "timed out" t.err || fail "no timeout message: $(cat t.err)"
     release_held h.out
     { wait_rc $h; [[ $RC == 0 ]]; } || fail "holder did not exit 0 after stdin closed"
-    rc=0; "${LOCK[@]}" --timeout 5s /locks/st -- true || rc=$?
-    [[ $rc == 0 ]] || fail "after release: exit $rc"
+    # The timed-out waiter left the queue as it gave up, not at its session's expiry (4 s).
+    rc=0; "${LOCK[@]}" --timeout 2s /locks/st -- true || rc=$?
+    [[ $rc == 0 ]] || fail "after release: exit $rc (a stale waiter's node?)"
     rc=0; "${LOCK[@]}" locks/relative -- true 2>bad.err || rc=$?
     [[ $rc == 1 ]] && grep -q "must start with /" bad.err || fail "relative path: exit $rc, $(cat bad.err)"
     rc=0; "${LOCK[@]}" --timeout soon /locks/st -- true 2>bad.err || rc=$?
@@ -404,7 +414,7 @@ t_elect_cli() {
     spawn_held p1.out "${ELECT[@]}" --proposal p1 /election/cli; local p1=$SPAWNED
     wait_for p1.out '^leader p1 [0-9]+$' 10 || fail "p1 not leader: $(cat p1.out)"
     # shellcheck disable=SC2016
-    spawn p2.out "${ELECT[@]}" --proposal p2 /election/cli -- sh -c 'echo "leading $PADDOCK_LEADER_TOKEN"; exit 9'
+    spawn p2.out "${ELECT[@]}" --proposal p2 /election/cli -- sh -c 'echo "leading $PADDOCK_LEADER_TOKEN"; sleep 1; exit 9'
     local p2=$SPAWNED
     sleep 0.5
     grep -q leading p2.out && fail "p2 ran CMD while p1 led"
@@ -451,15 +461,22 @@ t_curator_latch() {
 CHECKS=(two_shells exit_statuses signals_forwarded session_lost fencing_token fencing_ttl_double_write payment
     inventory_cas inventory_lock cron migration idempotency election elect_cli curator_mutex curator_latch)
 
-# --- run them against each target ----------------------------------------------------------------------
-for T in "${TARGETS[@]}"; do
+# --- run them against each target, the targets side by side ------------------------------------------
+# Each target runs in its own background shell with its own server, database and directories; its
+# output is printed when both are done. A server it starts is also listed in $COMPAT_WORK/servers, so
+# the EXIT trap stops it whatever happens.
+run_target() {
+    T=$1
+    passed=0 failed=0
     PORT="$(free_port)"
     if [[ "$T" == zookeeper ]]; then
+        echo "zk $COMPAT_WORK/zk" >>"$COMPAT_WORK/servers"
         ZK_JVMFLAGS="-Dzookeeper.extendedTypesEnabled=true -Dznode.container.checkIntervalMs=$CHECK_MS ${ZK_JVMFLAGS:-}" \
-            start_zookeeper zk "$PORT" || compat_fail "ZooKeeper did not start"
+            start_zookeeper zk "$PORT" || { echo "FAIL start@$T: ZooKeeper did not start"; echo "0 1" >"$COMPAT_WORK/$T.counts"; return; }
     else
         start_paddock paddock "$PORT" "$COMPAT_WORK/data" --extended-types -D "znode.container.checkIntervalMs=$CHECK_MS" ||
-            compat_fail "paddock did not start"
+            { echo "FAIL start@$T: paddock did not start"; echo "0 1" >"$COMPAT_WORK/$T.counts"; return; }
+        echo "paddock ${PADDOCK_PIDS[paddock]}" >>"$COMPAT_WORK/servers"
     fi
     SERVERS="127.0.0.1:$PORT"
     LOCK=("$BIN" lock --servers "$SERVERS" --session-timeout "${SESSION_MS}ms")
@@ -471,10 +488,28 @@ for T in "${TARGETS[@]}"; do
         check "${c//_/-}" "t_$c"
     done
     if [[ "$T" == zookeeper ]]; then
-        for dir in "${COMPAT_ZK_DIRS[@]}"; do bash "$ROOT/scripts/zookeeper.sh" stop "$dir" >/dev/null 2>&1 || true; done
-        COMPAT_ZK_DIRS=()
+        bash "$ROOT/scripts/zookeeper.sh" stop "$COMPAT_WORK/zk" >/dev/null 2>&1 || true
     else
         stop_paddock paddock
+    fi
+    echo "$passed $failed" >"$COMPAT_WORK/$T.counts"
+}
+
+echo "locks: running against ${TARGETS[*]} side by side; each one's lines follow when all are done"
+TPIDS=()
+for T in "${TARGETS[@]}"; do
+    run_target "$T" >"$COMPAT_WORK/$T.out" 2>&1 &
+    TPIDS+=($!)
+done
+for pid in "${TPIDS[@]}"; do wait "$pid" || true; done
+passed=0 failed=0
+for T in "${TARGETS[@]}"; do
+    cat "$COMPAT_WORK/$T.out"
+    if read -r p f <"$COMPAT_WORK/$T.counts" 2>/dev/null; then
+        passed=$((passed + p)); failed=$((failed + f))
+    else
+        echo "FAIL $T: the run stopped before its end"
+        failed=$((failed + 1))
     fi
 done
 

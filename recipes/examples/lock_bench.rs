@@ -55,7 +55,10 @@ async fn main() -> anyhow::Result<()> {
             let mut tasks = Vec::new();
             let mut locks = Vec::new();
             for _ in 0..k {
-                locks.push(recipes::Lock::new(common::zk(&a.servers, 4000).await?, &a.path)?);
+                locks.push(recipes::Lock::new(
+                    common::zk(&a.servers, 4000).await?,
+                    &a.path,
+                )?);
             }
             for lock in locks {
                 let count = count.clone();

@@ -10,7 +10,7 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
-use zookeeper_client::Client;
+use zookeeper_client::{Client, StateWatcher};
 
 use crate::contend::ContendError;
 use crate::latch::{self, LeaderLatch};
@@ -212,32 +212,64 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Runs `paddock lock`; returns the process exit status.
 pub fn run_lock(args: LockArgs) -> i32 {
     runtime().block_on(async move {
-        match lock_main(args).await {
+        let client = match connect(&args.connect).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("paddock lock: {e:#}");
+                return EXIT_ERROR;
+            }
+        };
+        let states = client.state_watcher();
+        let code = match lock_main(client, args).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("paddock lock: {e:#}");
                 EXIT_ERROR
             }
-        }
+        };
+        wait_closed(states).await;
+        code
     })
 }
 
 /// Runs `paddock elect`; returns the process exit status.
 pub fn run_elect(args: ElectArgs) -> i32 {
     runtime().block_on(async move {
-        let r = if args.listen {
-            listen_main(args).await
-        } else {
-            elect_main(args).await
+        let client = match connect(&args.connect).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("paddock elect: {e:#}");
+                return EXIT_ERROR;
+            }
         };
-        match r {
+        let states = client.state_watcher();
+        let r = if args.listen {
+            listen_main(client, args).await
+        } else {
+            elect_main(client, args).await
+        };
+        let code = match r {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("paddock elect: {e:#}");
                 EXIT_ERROR
             }
+        };
+        wait_closed(states).await;
+        code
+    })
+}
+
+/// Once every handle on the client is dropped, it closes its session (deleting its ephemeral nodes
+/// at once, instead of at session expiry); wait a little for that before the process exits.
+async fn wait_closed(mut states: StateWatcher) {
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        let mut state = states.state();
+        while !state.is_terminated() {
+            state = states.changed().await;
         }
     })
+    .await;
 }
 
 struct Signals {
@@ -343,9 +375,8 @@ async fn hold_until_stdin_closes(
     }
 }
 
-async fn lock_main(args: LockArgs) -> anyhow::Result<i32> {
+async fn lock_main(client: Client, args: LockArgs) -> anyhow::Result<i32> {
     let mut signals = Signals::new()?;
-    let client = connect(&args.connect).await?;
     let lock = Lock::new(client.clone(), &args.path)?;
     let acquiring = async {
         match args.timeout {
@@ -355,11 +386,8 @@ async fn lock_main(args: LockArgs) -> anyhow::Result<i32> {
     };
     let held = tokio::select! {
         r = acquiring => r,
-        sig = signals.recv() => {
-            // Dropping the acquire future leaves the queue; give the delete a moment to go out.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            return Ok(128 + sig as i32);
-        }
+        // Dropping the acquire future leaves the queue (and the session closes on the way out).
+        sig = signals.recv() => return Ok(128 + sig as i32),
     };
     let held = match held {
         Ok(h) => h,
@@ -414,17 +442,13 @@ fn default_proposal() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-async fn elect_main(args: ElectArgs) -> anyhow::Result<i32> {
+async fn elect_main(client: Client, args: ElectArgs) -> anyhow::Result<i32> {
     let mut signals = Signals::new()?;
-    let client = connect(&args.connect).await?;
     let proposal = args.proposal.clone().unwrap_or_else(default_proposal);
     let latch = LeaderLatch::new(client.clone(), &args.path, &proposal)?;
     let held = tokio::select! {
         r = latch.campaign() => r,
-        sig = signals.recv() => {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            return Ok(128 + sig as i32);
-        }
+        sig = signals.recv() => return Ok(128 + sig as i32),
     };
     let held = match held {
         Ok(h) => h,
@@ -468,10 +492,9 @@ async fn elect_main(args: ElectArgs) -> anyhow::Result<i32> {
     }
 }
 
-async fn listen_main(args: ElectArgs) -> anyhow::Result<i32> {
+async fn listen_main(client: Client, args: ElectArgs) -> anyhow::Result<i32> {
     use std::io::Write;
     let mut signals = Signals::new()?;
-    let client = connect(&args.connect).await?;
     crate::contend::validate_dir(&args.path)?;
     let mut last: Option<String> = None;
     loop {

@@ -118,7 +118,7 @@ impl Held {
     /// Deletes the node, handing the lock or leadership to the next contender.
     pub async fn release(mut self) -> Result<(), ContendError> {
         self.released = true;
-        match self.client.delete(&self.path, None).await {
+        match retry(&self.client, || self.client.delete(&self.path, None)).await {
             Ok(()) | Err(ZkError::NoNode) => Ok(()),
             Err(e) => Err(zk("delete", &self.path, e)),
         }
@@ -158,18 +158,28 @@ impl Drop for QueueGuard<'_> {
     }
 }
 
-/// Retries `f` while the connection is lost (the client reconnects by itself) and the session
-/// lives; any other result is returned.
-async fn retry<T, F, Fut>(client: &Client, mut f: F) -> Result<T, ZkError>
+/// Whether a request failed only because its connection went (lost, or no reply in time): the
+/// client reconnects by itself and the request can be sent again.
+pub(crate) fn connection_failed(e: &ZkError) -> bool {
+    matches!(e, ZkError::ConnectionLoss | ZkError::Custom(_))
+}
+
+/// Retries `f` while its connection fails and the session lives (at most twice the session timeout);
+/// any other result is returned. Only for requests that are safe to repeat.
+pub(crate) async fn retry<T, F, Fut>(client: &Client, mut f: F) -> Result<T, ZkError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ZkError>>,
 {
+    let give_up = Instant::now() + client.session_timeout() * 2;
     loop {
         match f().await {
-            Err(ZkError::ConnectionLoss) => {
+            Err(e) if connection_failed(&e) => {
                 if client.state().is_terminated() {
                     return Err(ZkError::SessionExpired);
+                }
+                if Instant::now() >= give_up {
+                    return Err(e);
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -228,6 +238,10 @@ pub(crate) async fn contend(
             _ = watcher.changed() => {}
             loss = session_lost(client) => return Err(ContendError::SessionLost(loss)),
             _ = expired => {
+                // Leave the queue now, not in the background: a process that exits on a timeout
+                // would otherwise leave its node to block the next contender until its session ends.
+                guard.path = None;
+                let _ = retry(client, || client.delete(&path, None)).await;
                 return Err(ContendError::Timeout { path: dir.to_string(), waited: started.elapsed() });
             }
         }
@@ -254,7 +268,8 @@ async fn create_node(
                 Ok(()) | Err(ZkError::NodeExists) | Err(ZkError::NoNode) => continue,
                 Err(e) => return Err(zk("create parents of", dir, e)),
             },
-            Err(ZkError::ConnectionLoss) => {
+            // The reply was lost: the node may or may not exist. Look for it by its prefix.
+            Err(e) if connection_failed(&e) => {
                 let children = match retry(client, || client.list_children(dir)).await {
                     Ok(c) => c,
                     Err(ZkError::NoNode) => continue,

@@ -57,7 +57,10 @@ pub async fn leader(client: &Client, path: &str) -> Result<Option<String>, Conte
         match client.get_data(&node).await {
             Ok((data, _)) => return Ok(Some(String::from_utf8_lossy(&data).into_owned())),
             // It resigned between the listing and the read: look again.
-            Err(ZkError::NoNode) | Err(ZkError::ConnectionLoss) => continue,
+            Err(ZkError::NoNode) => continue,
+            Err(e) if contend::connection_failed(&e) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
             Err(e) => {
                 return Err(ContendError::Zk {
                     op: "read",
@@ -89,7 +92,7 @@ pub async fn leader_and_watch(
                 Ok((None, watcher)) => return Ok((None, watcher)),
                 Err(e) => return Err(fail("watch", e)),
             },
-            Err(ZkError::ConnectionLoss) => {
+            Err(e) if contend::connection_failed(&e) => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             }
@@ -104,7 +107,10 @@ pub async fn leader_and_watch(
             Ok((data, _)) => {
                 return Ok((Some(String::from_utf8_lossy(&data).into_owned()), watcher))
             }
-            Err(ZkError::NoNode) | Err(ZkError::ConnectionLoss) => continue,
+            Err(ZkError::NoNode) => continue,
+            Err(e) if contend::connection_failed(&e) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
             Err(e) => {
                 return Err(ContendError::Zk {
                     op: "read",
