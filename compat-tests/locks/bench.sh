@@ -23,7 +23,8 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 compat_init locks-bench
-(cd "$ROOT" && cargo build -q --release --locked -p paddock -p paddock-recipes --example lock_bench) ||
+# Two builds: a target flag (--example) would restrict both packages to that target.
+(cd "$ROOT" && cargo build -q --release --locked -p paddock && cargo build -q --release --locked -p paddock-recipes --example lock_bench) ||
     { echo "bench.sh: release build failed" >&2; exit 1; }
 export PADDOCK_BIN="$CARGO_TARGET_DIR/release/paddock"
 RB="$CARGO_TARGET_DIR/release/examples/lock_bench"
