@@ -6,27 +6,33 @@
 # against paddock and Apache ZooKeeper 3.9.5, in one run on this machine. Prints a Markdown table.
 #
 #   compat-tests/locks/bench.sh [--n N (default 500)] [--contenders K (8)] [--secs S (10)]
+#                               [--server-bin PATH (a paddock binary to use instead of a release build)]
 #
 # Release builds of paddock and lock_bench ($CARGO_TARGET_DIR/release). Both servers run with their
 # defaults (tickTime 2000), data in a temp dir. A shared, busy machine drifts: compare rows of one run, not across runs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-N=500 K=8 S=10
+N=500 K=8 S=10 SERVER_BIN=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --n) N=$2; shift ;;
         --contenders) K=$2; shift ;;
         --secs) S=$2; shift ;;
+        --server-bin) SERVER_BIN=$2; shift ;;
         *) echo "bench.sh: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
     esac
     shift
 done
 compat_init locks-bench
 # Two builds: a target flag (--example) would restrict both packages to that target.
-(cd "$ROOT" && cargo build -q --release --locked -p paddock && cargo build -q --release --locked -p paddock-recipes --example lock_bench) ||
+if [[ -z "$SERVER_BIN" ]]; then
+    (cd "$ROOT" && cargo build -q --release --locked -p paddock) || { echo "bench.sh: release build failed" >&2; exit 1; }
+    SERVER_BIN="$CARGO_TARGET_DIR/release/paddock"
+fi
+(cd "$ROOT" && cargo build -q --release --locked -p paddock-recipes --example lock_bench) ||
     { echo "bench.sh: release build failed" >&2; exit 1; }
-export PADDOCK_BIN="$CARGO_TARGET_DIR/release/paddock"
+export PADDOCK_BIN="$SERVER_BIN"
 RB="$CARGO_TARGET_DIR/release/examples/lock_bench"
 JT="$HERE/java/target"
 SRC="$HERE/java/src/main/java/dev/paddock/locks/CuratorSide.java"
@@ -72,4 +78,4 @@ done
 echo "| client | server | uncontended acquire p50 (ms) | p99 (ms) | hand-offs/s, $K contenders |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
-echo "($N uncontended acquires; ${S} s contended; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "($N uncontended acquires; ${S} s contended; paddock binary $PADDOCK_BIN; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
