@@ -2,7 +2,8 @@
 # Installs what building and testing paddock needs; safe to run again (each step checks first).
 #
 #   scripts/install-deps.sh                 everything the tests need: build packages, a JDK, Maven and tmux
-#                                           (compat-tests/java, scripts/zookeeper.sh), and the Python venv
+#                                           (compat-tests/java, scripts/zookeeper.sh), PostgreSQL 15
+#                                           (compat-tests/locks), and the Python venv
 #   scripts/install-deps.sh --debian-only   only the Debian packages needed to build the server (serve.sh)
 #   scripts/install-deps.sh --zookeeper     accepted for compatibility: the default already covers it
 #
@@ -38,6 +39,8 @@ fi
 if [[ "$WANT_JAVA" == 1 ]]; then
     # A JDK (not just a JRE): compat-tests/java compiles its tests. tmux drives zkCli interactively.
     PACKAGES+=(openjdk-17-jdk-headless maven tmux)
+    # compat-tests/locks runs its fencing and example checks against a real PostgreSQL server.
+    PACKAGES+=(postgresql)
 fi
 
 # A python3 from elsewhere (pyenv, say) that already has venv needs nothing from Debian.

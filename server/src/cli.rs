@@ -70,6 +70,10 @@ pub enum Command {
     /// connections and whether it serves, from the `srvr` and `mntr` four-letter words.
     /// Exits 0 only if every server serves.
     Status(crate::status_cmd::StatusArgs),
+    /// Hold a lock (Curator InterProcessMutex layout) while CMD runs; CMD gets a fencing token.
+    Lock(recipes::cli::LockArgs),
+    /// Campaign for leadership (Curator LeaderLatch layout) and run CMD while leader.
+    Elect(recipes::cli::ElectArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -146,6 +150,11 @@ impl Cli {
             Command::Status(_) => Err(ConfigError::Invalid(
                 "`paddock status` runs no server".into(),
             )),
+            Command::Lock(_) | Command::Elect(_) => Err(ConfigError::InvalidValue {
+                origin: Origin::Flag("command".into()),
+                key: "command".into(),
+                reason: "lock and elect are clients; they take no server configuration".into(),
+            }),
         }
     }
 }

@@ -13,9 +13,16 @@ const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
 
 fn main() -> anyhow::Result<()> {
     let cli = paddock::cli::parse_args();
-    init_logs(cli.log_format);
-    if let Command::Status(args) = &cli.command {
-        std::process::exit(paddock::status_cmd::run(args));
+    // The client commands run on their own and exit with their own status.
+    match &cli.command {
+        Command::Lock(_) | Command::Elect(_) => {}
+        _ => init_logs(cli.log_format),
+    }
+    match cli.command {
+        Command::Status(ref args) => std::process::exit(paddock::status_cmd::run(args)),
+        Command::Lock(args) => std::process::exit(recipes::cli::run_lock(args)),
+        Command::Elect(args) => std::process::exit(recipes::cli::run_elect(args)),
+        Command::Serve(_) => {}
     }
     let config = match cli.into_config() {
         Ok(c) => c,
