@@ -22,6 +22,15 @@
 #                                waits until it answers imok, records its pid (PADDOCK_PIDS[NAME]);
 #                                returns 1 (log tail on stderr) if it does not come up within 60 s
 #   stop_paddock NAME [SIGNAL]   SIGTERM (or SIGNAL, e.g. KILL) and wait for it to exit
+#   start_paddock_ensemble N PREFIX [serve args...]
+#                                starts an N-member paddock ensemble on free loopback ports: member i is named
+#                                PREFIXi (log $COMPAT_WORK/PREFIXi.log, zoo.cfg with server.1..N lines and myid
+#                                in $COMPAT_WORK/PREFIXi/), stopped by compat_cleanup like start_paddock's;
+#                                waits until every member serves (srvr says Mode: leader or follower) and sets
+#                                ENSEMBLE_PORTS (client port of member i at index i-1), ENSEMBLE_CONNECT
+#                                (host:port,... of all) and ENSEMBLE_LEADER (the leader's member number)
+#   paddock_mode PORT            prints the member's Mode from srvr (leader, follower, observer, standalone;
+#                                empty while it does not serve)
 #   start_zookeeper NAME PORT    starts Apache ZooKeeper 3.9 (scripts/zookeeper.sh) with data in
 #                                $COMPAT_WORK/NAME; ZK_JVMFLAGS passes through. Stopped by compat_cleanup.
 #   report PASSED FAILED SKIPPED prints the header and the suite's row
@@ -142,6 +151,49 @@ stop_paddock() { # name [signal]
         kill -9 "$pid" || true
         wait "$pid" || true
     } 2>/dev/null
+}
+
+paddock_mode() { # port
+    timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf srvr >&3 && cat <&3' 2>/dev/null |
+        sed -n 's/^Mode: //p' || true
+}
+
+start_paddock_ensemble() { # n prefix [serve args...]
+    local n=$1 prefix=$2 i bin pid dir deadline mode servers="" leader
+    shift 2
+    bin="$(compat_paddock_bin)" || return 1
+    ENSEMBLE_PORTS=()
+    ENSEMBLE_CONNECT=""
+    ENSEMBLE_LEADER=""
+    for ((i = 1; i <= n; i++)); do
+        ENSEMBLE_PORTS+=("$(free_port)")
+        servers+="server.$i=127.0.0.1:$(free_port):$(free_port);${ENSEMBLE_PORTS[i - 1]}"$'\n'
+        ENSEMBLE_CONNECT+="${ENSEMBLE_CONNECT:+,}127.0.0.1:${ENSEMBLE_PORTS[i - 1]}"
+    done
+    for ((i = 1; i <= n; i++)); do
+        dir="$COMPAT_WORK/$prefix$i"
+        mkdir -p "$dir/data"
+        echo "$i" >"$dir/data/myid"
+        printf 'tickTime=2000\ninitLimit=5\nsyncLimit=2\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n%s' \
+            "$dir/data" "${ENSEMBLE_PORTS[i - 1]}" "$servers" >"$dir/zoo.cfg"
+        "$bin" serve --config "$dir/zoo.cfg" "$@" >>"$COMPAT_WORK/$prefix$i.log" 2>&1 </dev/null &
+        PADDOCK_PIDS[$prefix$i]=$!
+    done
+    deadline=$((SECONDS + 60))
+    for ((i = 1; i <= n; i++)); do
+        pid=${PADDOCK_PIDS[$prefix$i]}
+        until mode="$(paddock_mode "${ENSEMBLE_PORTS[i - 1]}")"; [[ "$mode" == leader || "$mode" == follower ]]; do
+            if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
+                echo "$COMPAT_SUITE: ensemble member '$prefix$i' does not serve on 127.0.0.1:${ENSEMBLE_PORTS[i - 1]}; last log lines:" >&2
+                tail -n 30 "$COMPAT_WORK/$prefix$i.log" >&2 || true
+                return 1
+            fi
+            sleep 0.2
+        done
+        [[ "$mode" == leader ]] && leader=$i
+    done
+    [[ -n "${leader:-}" ]] || { echo "$COMPAT_SUITE: no member of the ensemble says it leads" >&2; return 1; }
+    ENSEMBLE_LEADER=$leader
 }
 
 start_zookeeper() { # name port

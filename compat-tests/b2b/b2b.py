@@ -785,8 +785,13 @@ def main():
     ap.add_argument("--save-dir", help="write each shrunk sequence here as JSON (for --ops-file)")
     ap.add_argument("--ops-file", help="replay this JSON list of ops (one sequence) instead of generating")
     ap.add_argument("--slots", type=int, default=SLOTS, help="sessions per server in a sequence")
+    ap.add_argument("--no-config-node", action="store_true",
+                    help="leave /zookeeper/config out of the special paths: its content differs by design "
+                    "when one side is a standalone server and the other an ensemble member")
     a = ap.parse_args()
     SLOTS = max(2, a.slots)
+    if a.no_config_node:
+        SPECIAL_PATHS.remove("!/zookeeper/config")
 
     def hp(s):
         h, p = s.rsplit(":", 1)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Back-to-back runs of seeded random op sequences against Apache ZooKeeper 3.9 and paddock (see README.md).
 #
-#   compat-tests/b2b/run.sh [--ops N] [--seed S] [--seq-len L] [--exclude op,op] [--shrink-budget SECS]
+#   compat-tests/b2b/run.sh [--standalone] [--ops N] [--seed S] [--seq-len L] [--exclude op,op] [--shrink-budget SECS]
 #
-# Starts both servers on free loopback ports with temp data dirs, runs compat-tests/b2b/b2b.py, stops them,
+# Starts ZooKeeper (standalone) and a 3-member paddock ensemble on free loopback ports with temp data dirs;
+# b2b.py talks to a follower of that ensemble (--standalone: one paddock server instead), runs compat-tests/b2b/b2b.py, stops them,
 # prints the row `b2b | passed | failed | skipped` (counted in ops; compat-tests/lib.sh).
 # Exit status is non-zero on any mismatch. PADDOCK_BIN overrides the binary (no build then);
 # KEEP_WORK=1 keeps the temp dir with both server logs.
@@ -25,13 +26,29 @@ SUPER_DIGEST="$(cd "$HERE" && "$PY" -c 'import zkwire; print(zkwire.digest_id("s
 ZK_PORT="$(free_port)"
 ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$NO_REAP_MS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST" \
     start_zookeeper zk "$ZK_PORT" || compat_fail "ZooKeeper did not start"
-PD_PORT="$(free_port)"
-start_paddock paddock "$PD_PORT" "$COMPAT_WORK/paddock" --extended-types --max-client-cnxns 0 \
-    -D "znode.container.checkIntervalMs=$NO_REAP_MS" || compat_fail "paddock did not start"
+# paddock's side: a follower of a 3-member paddock ensemble (every write forwarded to the leader, reads and
+# watches served by the follower), or with --standalone one server alone.
+ARGS=()
+MODE=follower
+for a in "$@"; do
+    if [[ "$a" == --standalone ]]; then MODE=standalone; else ARGS+=("$a"); fi
+done
+PADDOCK_FLAGS=(--extended-types --max-client-cnxns 0 -D "znode.container.checkIntervalMs=$NO_REAP_MS")
+if [[ "$MODE" == standalone ]]; then
+    PD_PORT="$(free_port)"
+    start_paddock paddock "$PD_PORT" "$COMPAT_WORK/paddock" "${PADDOCK_FLAGS[@]}" || compat_fail "paddock did not start"
+else
+    start_paddock_ensemble 3 member "${PADDOCK_FLAGS[@]}" || compat_fail "the 3-member paddock ensemble did not start"
+    follower=$((ENSEMBLE_LEADER % 3 + 1))
+    PD_PORT=${ENSEMBLE_PORTS[follower - 1]}
+    echo "run.sh: paddock's side is member $follower, a follower (the leader is member $ENSEMBLE_LEADER)"
+    # ZooKeeper's side is standalone: its /zookeeper/config is empty, the member's lists the ensemble.
+    ARGS=(--no-config-node "${ARGS[@]}")
+fi
 
 set +e
 (cd "$HERE" && "$PY" -u b2b.py --zk "127.0.0.1:$ZK_PORT" --paddock "127.0.0.1:$PD_PORT" \
-    --counts-file "$COMPAT_WORK/counts" "$@")
+    --counts-file "$COMPAT_WORK/counts" "${ARGS[@]}")
 rc=$?
 set -e
 if [[ -f "$COMPAT_WORK/counts" ]]; then
@@ -40,9 +57,11 @@ else
     passed=0 failed=1 skipped=0
 fi
 if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
-if ! kill -0 "${PADDOCK_PIDS[paddock]}" 2>/dev/null; then
-    echo "run.sh: paddock exited during the run; last log lines:" >&2
-    tail -n 30 "$COMPAT_WORK/paddock.log" >&2 || true
-fi
+for name in "${!PADDOCK_PIDS[@]}"; do
+    if ! kill -0 "${PADDOCK_PIDS[$name]}" 2>/dev/null; then
+        echo "run.sh: paddock '$name' exited during the run; last log lines:" >&2
+        tail -n 30 "$COMPAT_WORK/$name.log" >&2 || true
+    fi
+done
 report "$passed" "$failed" "$skipped"
 exit $rc

@@ -7,7 +7,7 @@
 #
 # The module's tests start their own servers through $ZOOKEEPER_BIN_PATH/zkServer.sh; shim/zkServer.sh execs
 # paddock with the generated zoo.cfg. Each top-level test is reported as PASS/FAIL/SKIP. Tests listed in
-# KNOWN_FAILURES (3-node ensembles: paddock has no ensemble yet) may fail without failing this script; the
+# KNOWN_FAILURES (reconfig on the 3-member ensemble, a race) may fail without failing this script; the
 # script fails if any other test fails, if a test never reported (panic, timeout), or if a known failure
 # passes (then the list is stale and must be edited), except for entries marked `~` (races in the
 # client's own tests, which may go either way).

@@ -2,7 +2,7 @@
 # kazoo 2.11.0's own test suite (kazoo.tests, 493 tests) against paddock, "Recipe B" of compat-notes §1:
 # kazoo's harness launches the server itself, and shim/java (first on PATH) execs paddock with the zoo.cfg
 # the harness wrote, so tests that stop and restart cluster[0] really stop and restart paddock.
-# ZOOKEEPER_CLUSTER_SIZE=1: paddock has no ensemble yet.
+# ZOOKEEPER_CLUSTER_SIZE=3 (KAZOO_CLUSTER_SIZE overrides): every member is a real paddock ensemble member.
 #
 #   compat-tests/kazoo-suite/run.sh                       build paddock (debug) if needed, run everything
 #   compat-tests/kazoo-suite/run.sh -k test_lock -x       extra arguments go to pytest (a filtered run
@@ -16,6 +16,7 @@
 # the way KNOWN_FAILURES says), each group explained by a `skipped N: reason` line.
 #
 # Env: PADDOCK_BIN (skip the build), CARGO_TARGET_DIR (default ~/.cache/paddock-target),
+#      KAZOO_CLUSTER_SIZE (members the harness starts; default 3),
 #      KAZOO_SUITE_WORK (keep junit.xml and pytest output there; default a temp dir, removed on exit
 #      unless KEEP_WORK=1).
 set -euo pipefail
@@ -73,11 +74,13 @@ if (exec 3<>/dev/tcp/127.0.0.1/2181) 2>/dev/null; then
 fi
 
 WORK="${KAZOO_SUITE_WORK:-$COMPAT_WORK}"
+# Three real paddock members by default (the harness writes server.N lines and myid); 1 for standalone.
+CLUSTER_SIZE="${KAZOO_CLUSTER_SIZE:-3}"
 mkdir -p "$WORK"
 
 set +e
 PATH="$HERE/shim:$PATH" PADDOCK_BIN="$BIN" \
-    ZOOKEEPER_VERSION=3.9.4 ZOOKEEPER_CLASSPATH=paddock ZOOKEEPER_CLUSTER_SIZE=1 ZOOKEEPER_PORT_OFFSET="$OFFSET" \
+    ZOOKEEPER_VERSION=3.9.4 ZOOKEEPER_CLASSPATH=paddock ZOOKEEPER_CLUSTER_SIZE="$CLUSTER_SIZE" ZOOKEEPER_PORT_OFFSET="$OFFSET" \
     CI=true NO_COLOR=1 PYTHONUNBUFFERED=1 \
     timeout 1200 "$PY" -m pytest --pyargs kazoo.tests -q -rfEs --timeout=120 -p no:cacheprovider \
     -W ignore::DeprecationWarning --junitxml="$WORK/junit.xml" "$@" >"$WORK/pytest.out" 2>&1

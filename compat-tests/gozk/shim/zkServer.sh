@@ -28,7 +28,5 @@ for flag in ${SERVER_JVMFLAGS:-}; do
     esac
 done
 
-# paddock refuses a config listing several servers (it has no ensemble yet); the 3-node tests
-# then run three independent servers and fail where they need replication (KNOWN_FAILURES),
-# while their single-server parts still run.
-exec "$PADDOCK_BIN" serve --config "$cfg" --ignore-peers "${props[@]}" </dev/null
+# A config with server.N lines (the 3-node tests) makes each process a real paddock ensemble member.
+exec "$PADDOCK_BIN" serve --config "$cfg" "${props[@]}" </dev/null
