@@ -123,10 +123,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_client_cnxns: Option<u32>,
 
-    /// Run this server alone even though the config lists several servers (server.N lines).
-    /// paddock does not replicate between servers yet, so without this flag such a config is
-    /// refused; with it, every listed server keeps its own separate data. Meant for test
-    /// harnesses that start "ensembles" to exercise single-server behaviour.
+    /// Run this server alone even though the config lists several servers (server.N lines):
+    /// it does not join the ensemble and keeps its own separate data. Meant for test harnesses
+    /// that start "ensembles" of unrelated servers to exercise single-server behaviour.
     #[arg(long)]
     pub ignore_peers: bool,
 

@@ -496,16 +496,18 @@ impl Config {
     }
 
     /// Raft's timing: (tick, election ticks, heartbeat ticks). Derived from tickTime unless the
-    /// `paddock.raft.*` keys say otherwise: a tick of tickTime/20 (10 to 100 ms), an election
+    /// `paddock.raft.*` keys say otherwise: a tick of tickTime/20 (50 to 100 ms), an election
     /// after 10 ticks (raft-rs randomises it to between 10 and 20) and a heartbeat every 3. With
     /// tickTime 2000 a follower that stops hearing its leader gives up on it after 1 to 2 s, well
     /// inside the smallest session timeout (2 x tickTime = 4 s), so a member cut off from the
     /// quorum drops its clients before the quorum expires their sessions. A leader whose process
-    /// died is replaced faster: its peers see the link close and elect at once.
+    /// died is replaced faster: its peers see the link close and elect at once. The 50 ms floor
+    /// keeps a loaded machine (a starved raft thread) from deposing a healthy leader when tickTime
+    /// is short: go-zookeeper's test servers use tickTime 500.
     pub fn raft_timing(&self) -> (std::time::Duration, u32, u32) {
         let tick_ms = self
             .raft_tick_ms
-            .unwrap_or_else(|| (self.tick_time_ms / 20).clamp(10, 100));
+            .unwrap_or_else(|| (self.tick_time_ms / 20).clamp(50, 100));
         let election = self.raft_election_ticks.unwrap_or(10);
         let heartbeat = self.raft_heartbeat_ticks.unwrap_or(3);
         (

@@ -692,7 +692,7 @@ fn raft_timing_derives_from_tick_time_unless_overridden() {
     let c = parse(&ensemble_text("")).unwrap();
     assert_eq!(c.raft_timing(), (Duration::from_millis(100), 10, 3));
     let fast = parse(&ensemble_text("tickTime=100\n")).unwrap();
-    assert_eq!(fast.raft_timing(), (Duration::from_millis(10), 10, 3));
+    assert_eq!(fast.raft_timing(), (Duration::from_millis(50), 10, 3));
     let set = parse(&ensemble_text(
         "paddock.raft.tickMs=25\npaddock.raft.electionTicks=8\npaddock.raft.heartbeatTicks=2\n",
     ))
