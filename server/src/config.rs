@@ -328,7 +328,47 @@ pub struct Config {
     /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
     /// configured, and then SASL tokens are refused (see `sasl.rs`).
     pub sasl: Option<SaslConfig>,
+    /// The AdminServer (`admin.enableServer`, `admin.serverAddress`, `admin.serverPort`,
+    /// `admin.commandURL`): ZooKeeper's JSON commands over HTTP (see `http::admin`).
+    pub admin: AdminConfig,
+    /// `metricsProvider.className=...PrometheusMetricsProvider`: `GET /metrics` on
+    /// `metricsProvider.httpHost:httpPort` (see `http::metrics`); `None` = no metrics endpoint.
+    pub metrics: Option<MetricsConfig>,
+    /// `metricsProvider.httpHost` when the key is absent (differs between the embedded default
+    /// and a zoo.cfg).
+    pub metrics_default_host: IpAddr,
     pub source: Option<PathBuf>,
+}
+
+/// ZooKeeper's Prometheus provider class, the one `metricsProvider.className` paddock serves.
+pub const PROMETHEUS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+/// ZooKeeper's default provider: no endpoint (what a zoo.cfg without the key gets).
+pub const DEFAULT_METRICS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider";
+
+/// The AdminServer's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// `admin.enableServer`, default true (ZooKeeper's default).
+    pub enabled: bool,
+    /// `admin.serverAddress`: 0.0.0.0 with a zoo.cfg (ZooKeeper's default), 127.0.0.1 in the
+    /// embedded default.
+    pub address: IpAddr,
+    /// `admin.serverPort`, default 8080; 0 picks a free port (tests).
+    pub port: u16,
+    /// `admin.commandURL`, default `/commands`.
+    pub command_url: String,
+}
+
+/// The Prometheus endpoint's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `metricsProvider.httpHost`: 0.0.0.0 with a zoo.cfg (ZooKeeper's default), 127.0.0.1 in
+    /// the embedded default.
+    pub host: IpAddr,
+    /// `metricsProvider.httpPort`, default 7000; 0 picks a free port (tests).
+    pub port: u16,
 }
 
 impl Config {
@@ -341,6 +381,10 @@ impl Config {
         c.data_dir = PathBuf::from("./data");
         c.client_port_address = IpAddr::V4(Ipv4Addr::LOCALHOST);
         c.four_letter_words = FourLetterWhitelist::All;
+        // Same reasoning as the client port: stats, the connection list and the environment
+        // are for the operator on this host unless a config says otherwise.
+        c.admin.address = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        c.metrics_default_host = IpAddr::V4(Ipv4Addr::LOCALHOST);
         c
     }
 
@@ -380,6 +424,14 @@ impl Config {
             raft_election_ticks: None,
             raft_heartbeat_ticks: None,
             sasl: None,
+            admin: AdminConfig {
+                enabled: true,
+                address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                port: 8080,
+                command_url: "/commands".to_string(),
+            },
+            metrics: None,
+            metrics_default_host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             source: None,
         }
     }
@@ -797,12 +849,15 @@ const IGNORED_KEYS: &[&str] = &[
     "sslQuorum",
     "portUnification",
     "sslQuorumReloadCertFiles",
-    "metricsProvider.className",
     "multiAddress.enabled",
-    "admin.enableServer",
-    "admin.serverPort",
-    "admin.serverAddress",
-    "admin.commandURL",
+    // Jetty tuning and TLS of the AdminServer: paddock's responder has neither.
+    "admin.idleTimeout",
+    "admin.portUnification",
+    "admin.forceHttps",
+    "admin.needClientAuth",
+    "admin.snapshot.intervalInMS",
+    "admin.restore.intervalInMS",
+    "metricsProvider.exportJvmInfo",
     "emulate353TTLNodes",
     "preAllocSize",
     "forceSync",
@@ -811,8 +866,9 @@ const IGNORED_KEYS: &[&str] = &[
 
 const IGNORED_PREFIXES: &[&str] = &[
     "ssl.",
-    "admin.",
     "authProvider.",
+    // Further PrometheusMetricsProvider tuning (numWorkerThreads, maxQueueSize,
+    // workerShutdownTimeoutMs, ssl.*): no equivalent here.
     "metricsProvider.",
     "quorum.",
     "jvm.pause.",
@@ -834,6 +890,10 @@ struct Builder {
     read_only_mode: bool,
     sasl: SaslSettings,
     enforce_auth: EnforceAuth,
+    /// `metricsProvider.className` names the Prometheus provider.
+    prometheus: bool,
+    metrics_host: Option<IpAddr>,
+    metrics_port: Option<u16>,
 }
 
 /// `zookeeper.sessionRequireClientSASLAuth`, `zookeeper.enforce.auth.enabled` and
@@ -896,6 +956,9 @@ impl Builder {
             read_only_mode: false,
             sasl: SaslSettings::default(),
             enforce_auth: EnforceAuth::default(),
+            prometheus: false,
+            metrics_host: None,
+            metrics_port: None,
         }
     }
 
@@ -1029,6 +1092,34 @@ impl Builder {
                     _ => return Err(invalid(format!("{v:?} is not participant or observer"))),
                 });
             }
+            "admin.enableServer" => self.cfg.admin.enabled = parse_bool(v).map_err(invalid)?,
+            "admin.serverAddress" => self.cfg.admin.address = parse_ip(v).map_err(invalid)?,
+            "admin.serverPort" => self.cfg.admin.port = parse_port(v).map_err(invalid)?,
+            "admin.commandURL" => {
+                if !v.starts_with('/') || v.contains(char::is_whitespace) {
+                    return Err(invalid(format!("{v:?} is not a URL path (like /commands)")));
+                }
+                self.cfg.admin.command_url = v.trim_end_matches('/').to_string();
+                if self.cfg.admin.command_url.is_empty() {
+                    return Err(invalid(
+                        "\"/\" would hide every other page; use a path like /commands".into(),
+                    ));
+                }
+            }
+            // ZooKeeper fails to start on a class it cannot load; paddock knows two.
+            "metricsProvider.className" => {
+                self.prometheus = match v {
+                    PROMETHEUS_PROVIDER => true,
+                    DEFAULT_METRICS_PROVIDER => false,
+                    _ => {
+                        return Err(invalid(format!(
+                            "{v:?}: paddock provides {PROMETHEUS_PROVIDER} and {DEFAULT_METRICS_PROVIDER} only"
+                        )))
+                    }
+                };
+            }
+            "metricsProvider.httpHost" => self.metrics_host = Some(parse_ip(v).map_err(invalid)?),
+            "metricsProvider.httpPort" => self.metrics_port = Some(parse_port(v).map_err(invalid)?),
             "dynamicConfigFile" => {
                 return Err(invalid(
                     "a separate dynamic config file is not supported; put the server.N lines in this file".into(),
@@ -1056,6 +1147,11 @@ impl Builder {
 
     fn finish(mut self) -> Result<Config, ConfigError> {
         let c = &mut self.cfg;
+        // httpHost and httpPort mean something only with the Prometheus provider.
+        c.metrics = self.prometheus.then(|| MetricsConfig {
+            host: self.metrics_host.unwrap_or(c.metrics_default_host),
+            port: self.metrics_port.unwrap_or(7000),
+        });
         if self.from_file && !self.data_dir_set {
             return Err(ConfigError::Missing {
                 file: self.file,

@@ -32,6 +32,7 @@ pub struct Server {
     raft: consensus::Handle,
     accept: JoinHandle<()>,
     core: JoinHandle<()>,
+    http: crate::http::Endpoints,
 }
 
 impl Server {
@@ -191,12 +192,24 @@ impl Server {
         info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
 
         let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone(), params));
+        let http = match crate::http::start(&cfg, core_tx.clone()).await {
+            Ok(http) => http,
+            Err(e) => {
+                accept.abort();
+                let _ = core_tx.send(CoreMsg::Shutdown).await;
+                let _ = core.await;
+                let r = raft.clone();
+                let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
+                return Err(e);
+            }
+        };
         Ok(Server {
             addr,
             core_tx,
             raft,
             accept,
             core,
+            http,
         })
     }
 
@@ -204,9 +217,20 @@ impl Server {
         self.addr
     }
 
+    /// Where the AdminServer listens, if it runs.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.http.admin_addr
+    }
+
+    /// Where `/metrics` is served, if a Prometheus provider is configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.http.metrics_addr
+    }
+
     /// Stops accepting, stops the core, then flushes and stops the raft thread.
     pub async fn shutdown(self) {
         self.accept.abort();
+        self.http.stop();
         let _ = self.core_tx.send(CoreMsg::Shutdown).await;
         let _ = self.core.await;
         let raft = self.raft.clone();
