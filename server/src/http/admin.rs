@@ -300,7 +300,11 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
         "configuration" => {
             let mut m = Map::new();
             for (k, val) in &v.conf_lines {
-                if k.starts_with("server.") || k.starts_with("membership") {
+                // ZooKeeper's ConfCommand has no secure_client_port and lists no membership.
+                if k.starts_with("server.")
+                    || k.starts_with("membership")
+                    || k == "secureClientPort"
+                {
                     continue;
                 }
                 let value = val.parse::<i64>().map_or_else(|_| json!(val), |n| json!(n));
