@@ -10,7 +10,7 @@
 //! through unchanged. SASL is configured the same way: the JVM property
 //! `java.security.auth.login.config` (flag only) names the JAAS file, and `sasl.serverconfig`,
 //! `superUser[.*]`, `SASLAuthenticationProvider.superPassword` and `allowSaslFailedClients`
-//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (TLS, admin server, quorum
+//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (TLS, Jetty tuning, quorum
 //! timing) are logged and ignored; unknown keys are logged at warn level. Neither is fatal,
 //! because the client test harnesses (kazoo, go-zookeeper) write many of them.
 //!
