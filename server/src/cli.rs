@@ -32,6 +32,13 @@ paddock.linearizableReads=true makes every read wait for a ReadIndex, so no read
 Limits: -D zookeeper.globalOutstandingLimit=N (default 1000) is how many requests the server
 holds at once; past it, clients with a request outstanding are not read from until it drains.
 
+HTTP: the AdminServer (admin.enableServer, default true; admin.serverAddress, default 0.0.0.0 with
+--config and 127.0.0.1 without; admin.serverPort 8080; admin.commandURL /commands) answers
+ZooKeeper 3.9's JSON commands; a port it cannot bind is logged and skipped, as ZooKeeper does.
+metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider serves
+GET /metrics on metricsProvider.httpHost (default 0.0.0.0 with --config, 127.0.0.1 without) and
+metricsProvider.httpPort (default 7000) under ZooKeeper's metric names; exportJvmInfo is ignored.
+
 Example: paddock serve --config conf/zoo.cfg --port 2182";
 
 #[derive(Debug, Parser)]

@@ -10,7 +10,7 @@
 //! through unchanged. SASL is configured the same way: the JVM property
 //! `java.security.auth.login.config` (flag only) names the JAAS file, and `sasl.serverconfig`,
 //! `superUser[.*]`, `SASLAuthenticationProvider.superPassword` and `allowSaslFailedClients`
-//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (TLS, admin server, quorum
+//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (TLS, Jetty tuning, quorum
 //! timing) are logged and ignored; unknown keys are logged at warn level. Neither is fatal,
 //! because the client test harnesses (kazoo, go-zookeeper) write many of them.
 //!
@@ -330,7 +330,47 @@ pub struct Config {
     /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
     /// configured, and then SASL tokens are refused (see `sasl.rs`).
     pub sasl: Option<SaslConfig>,
+    /// The AdminServer (`admin.enableServer`, `admin.serverAddress`, `admin.serverPort`,
+    /// `admin.commandURL`): ZooKeeper's JSON commands over HTTP (see `http::admin`).
+    pub admin: AdminConfig,
+    /// `metricsProvider.className=...PrometheusMetricsProvider`: `GET /metrics` on
+    /// `metricsProvider.httpHost:httpPort` (see `http::metrics`); `None` = no metrics endpoint.
+    pub metrics: Option<MetricsConfig>,
+    /// `metricsProvider.httpHost` when the key is absent (differs between the embedded default
+    /// and a zoo.cfg).
+    pub metrics_default_host: IpAddr,
     pub source: Option<PathBuf>,
+}
+
+/// ZooKeeper's Prometheus provider class, the one `metricsProvider.className` paddock serves.
+pub const PROMETHEUS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+/// ZooKeeper's default provider: no endpoint (what a zoo.cfg without the key gets).
+pub const DEFAULT_METRICS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider";
+
+/// The AdminServer's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// `admin.enableServer`, default true (ZooKeeper's default).
+    pub enabled: bool,
+    /// `admin.serverAddress`: 0.0.0.0 with a zoo.cfg (ZooKeeper's default), 127.0.0.1 in the
+    /// embedded default.
+    pub address: IpAddr,
+    /// `admin.serverPort`, default 8080; 0 picks a free port (tests).
+    pub port: u16,
+    /// `admin.commandURL`, default `/commands`.
+    pub command_url: String,
+}
+
+/// The Prometheus endpoint's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `metricsProvider.httpHost`: 0.0.0.0 with a zoo.cfg (ZooKeeper's default), 127.0.0.1 in
+    /// the embedded default.
+    pub host: IpAddr,
+    /// `metricsProvider.httpPort`, default 7000; 0 picks a free port (tests).
+    pub port: u16,
 }
 
 impl Config {
@@ -343,6 +383,10 @@ impl Config {
         c.data_dir = PathBuf::from("./data");
         c.client_port_address = IpAddr::V4(Ipv4Addr::LOCALHOST);
         c.four_letter_words = FourLetterWhitelist::All;
+        // Same reasoning as the client port: stats, the connection list and the environment
+        // are for the operator on this host unless a config says otherwise.
+        c.admin.address = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        c.metrics_default_host = IpAddr::V4(Ipv4Addr::LOCALHOST);
         c
     }
 
@@ -383,6 +427,14 @@ impl Config {
             raft_heartbeat_ticks: None,
             linearizable_reads: false,
             sasl: None,
+            admin: AdminConfig {
+                enabled: true,
+                address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                port: 8080,
+                command_url: "/commands".to_string(),
+            },
+            metrics: None,
+            metrics_default_host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             source: None,
         }
     }
@@ -802,12 +854,15 @@ const IGNORED_KEYS: &[&str] = &[
     "sslQuorum",
     "portUnification",
     "sslQuorumReloadCertFiles",
-    "metricsProvider.className",
     "multiAddress.enabled",
-    "admin.enableServer",
-    "admin.serverPort",
-    "admin.serverAddress",
-    "admin.commandURL",
+    // Jetty tuning and TLS of the AdminServer: paddock's responder has neither.
+    "admin.idleTimeout",
+    "admin.portUnification",
+    "admin.forceHttps",
+    "admin.needClientAuth",
+    "admin.snapshot.intervalInMS",
+    "admin.restore.intervalInMS",
+    "metricsProvider.exportJvmInfo",
     "emulate353TTLNodes",
     "preAllocSize",
     "forceSync",
@@ -816,8 +871,9 @@ const IGNORED_KEYS: &[&str] = &[
 
 const IGNORED_PREFIXES: &[&str] = &[
     "ssl.",
-    "admin.",
     "authProvider.",
+    // Further PrometheusMetricsProvider tuning (numWorkerThreads, maxQueueSize,
+    // workerShutdownTimeoutMs, ssl.*): no equivalent here.
     "metricsProvider.",
     "quorum.",
     "jvm.pause.",
@@ -839,6 +895,10 @@ struct Builder {
     read_only_mode: bool,
     sasl: SaslSettings,
     enforce_auth: EnforceAuth,
+    /// `metricsProvider.className` names the Prometheus provider.
+    prometheus: bool,
+    metrics_host: Option<IpAddr>,
+    metrics_port: Option<u16>,
 }
 
 /// `zookeeper.sessionRequireClientSASLAuth`, `zookeeper.enforce.auth.enabled` and
@@ -901,6 +961,9 @@ impl Builder {
             read_only_mode: false,
             sasl: SaslSettings::default(),
             enforce_auth: EnforceAuth::default(),
+            prometheus: false,
+            metrics_host: None,
+            metrics_port: None,
         }
     }
 
@@ -1037,6 +1100,34 @@ impl Builder {
                     _ => return Err(invalid(format!("{v:?} is not participant or observer"))),
                 });
             }
+            "admin.enableServer" => self.cfg.admin.enabled = parse_bool(v).map_err(invalid)?,
+            "admin.serverAddress" => self.cfg.admin.address = parse_ip(v).map_err(invalid)?,
+            "admin.serverPort" => self.cfg.admin.port = parse_port(v).map_err(invalid)?,
+            "admin.commandURL" => {
+                if !v.starts_with('/') || v.contains(char::is_whitespace) {
+                    return Err(invalid(format!("{v:?} is not a URL path (like /commands)")));
+                }
+                self.cfg.admin.command_url = v.trim_end_matches('/').to_string();
+                if self.cfg.admin.command_url.is_empty() {
+                    return Err(invalid(
+                        "\"/\" would hide every other page; use a path like /commands".into(),
+                    ));
+                }
+            }
+            // ZooKeeper fails to start on a class it cannot load; paddock knows two.
+            "metricsProvider.className" => {
+                self.prometheus = match v {
+                    PROMETHEUS_PROVIDER => true,
+                    DEFAULT_METRICS_PROVIDER => false,
+                    _ => {
+                        return Err(invalid(format!(
+                            "{v:?}: paddock provides {PROMETHEUS_PROVIDER} and {DEFAULT_METRICS_PROVIDER} only"
+                        )))
+                    }
+                };
+            }
+            "metricsProvider.httpHost" => self.metrics_host = Some(parse_ip(v).map_err(invalid)?),
+            "metricsProvider.httpPort" => self.metrics_port = Some(parse_port(v).map_err(invalid)?),
             "dynamicConfigFile" => {
                 return Err(invalid(
                     "a separate dynamic config file is not supported; put the server.N lines in this file".into(),
@@ -1064,6 +1155,11 @@ impl Builder {
 
     fn finish(mut self) -> Result<Config, ConfigError> {
         let c = &mut self.cfg;
+        // httpHost and httpPort mean something only with the Prometheus provider.
+        c.metrics = self.prometheus.then(|| MetricsConfig {
+            host: self.metrics_host.unwrap_or(c.metrics_default_host),
+            port: self.metrics_port.unwrap_or(7000),
+        });
         if self.from_file && !self.data_dir_set {
             return Err(ConfigError::Missing {
                 file: self.file,

@@ -10,6 +10,8 @@
 //!   `msg` (`CoreMsg`, `ConnId`);
 //! - `core` is the one task that owns all state and orders replies and events; `core/` has a
 //!   room per role (handshake, requests, auth, reads, submit, apply, timers, conns, views);
+//! - `http` serves the AdminServer's JSON commands and the Prometheus `/metrics` from the same
+//!   view the four-letter words use;
 //! - `session` decides expiry; `fourlw` renders the four-letter words that `core::views` gathers;
 //! - `config` and `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5
 //!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
@@ -28,6 +30,7 @@ pub mod core;
 pub mod forward;
 pub mod forward_codec;
 pub mod fourlw;
+pub mod http;
 pub mod identity;
 pub mod jaas;
 pub mod msg;

@@ -47,6 +47,12 @@ pub enum CoreMsg {
         remote: SocketAddr,
         reply: oneshot::Sender<String>,
     },
+    /// The HTTP endpoints (AdminServer, Prometheus): the full `ServerView`, file-system facts
+    /// included, after applying `reset`.
+    View {
+        reset: ViewReset,
+        reply: oneshot::Sender<crate::fourlw::ServerView>,
+    },
     /// From the raft thread.
     Consensus(Event),
     /// Answered once the applied index reaches `index` (start-up replay).
@@ -60,4 +66,13 @@ pub enum CoreMsg {
     PeerTouch { sessions: Vec<(i64, i32)> },
     /// Stop: flush nothing more, reply nothing more.
     Shutdown,
+}
+
+/// What a `CoreMsg::View` resets before the view is taken (the AdminServer's `stat_reset` and
+/// `connection_stat_reset`, like `srst` and `crst`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewReset {
+    Nothing,
+    ServerStats,
+    ConnectionStats,
 }

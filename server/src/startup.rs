@@ -35,6 +35,7 @@ pub struct Server {
     /// The peer transport of an ensemble member.
     net: Option<consensus::PeerNet>,
     election_timeout: std::time::Duration,
+    http: crate::http::Endpoints,
 }
 
 impl Server {
@@ -200,6 +201,17 @@ impl Server {
 
         let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone(), params));
         let (tick, election, _) = cfg.raft_timing();
+        let http = match crate::http::start(&cfg, core_tx.clone()).await {
+            Ok(http) => http,
+            Err(e) => {
+                accept.abort();
+                let _ = core_tx.send(CoreMsg::Shutdown).await;
+                let _ = core.await;
+                let r = raft.clone();
+                let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
+                return Err(e);
+            }
+        };
         Ok(Server {
             addr,
             core_tx,
@@ -208,6 +220,7 @@ impl Server {
             core,
             net,
             election_timeout: tick * election,
+            http,
         })
     }
 
@@ -215,11 +228,22 @@ impl Server {
         self.addr
     }
 
+    /// Where the AdminServer listens, if it runs.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.http.admin_addr
+    }
+
+    /// Where `/metrics` is served, if a Prometheus provider is configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.http.metrics_addr
+    }
+
     /// Stops accepting; a leader of an ensemble hands its leadership to the most up-to-date
     /// voter first (so the others need not wait for an election timeout); then stops the core,
     /// flushes and stops the raft thread, and closes the peer links.
     pub async fn shutdown(self) {
         self.accept.abort();
+        self.http.stop();
         if self.net.is_some() && self.raft.status().is_leader {
             let raft = self.raft.clone();
             let wait = self.election_timeout * 2;

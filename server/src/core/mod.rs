@@ -263,6 +263,12 @@ impl Core {
                     let _ = reply.send(job.finish());
                 });
             }
+            CoreMsg::View { reset, reply } => {
+                let job = views::http_view(self, reset);
+                tokio::task::spawn_blocking(move || {
+                    let _ = reply.send(job.finish_view());
+                });
+            }
             CoreMsg::Consensus(ev) => {
                 self.consensus_event(ev);
                 self.release_applied_waiters();

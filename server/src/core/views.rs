@@ -14,7 +14,7 @@ use znode_tree::{Tree, WatchRegistry};
 use super::{now_ms, Core};
 use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
-use crate::msg::ConnId;
+use crate::msg::{ConnId, ViewReset};
 use crate::stats::{ConnStats, ServerStats};
 
 /// One connection as the listings show it (`cons`, `crst`).
@@ -39,9 +39,14 @@ pub(super) struct FourLetterJob {
 }
 
 impl FourLetterJob {
-    /// Adds the directory sizes, the descriptor counts and the environment, then renders. Does
-    /// blocking IO: run it off the core task.
-    pub(super) fn finish(mut self) -> String {
+    /// Adds the file-system facts `finish` adds and returns the view (the HTTP endpoints render
+    /// it themselves). Blocking IO: run it off the core task.
+    pub(super) fn finish_view(mut self) -> ServerView {
+        self.fill_files();
+        self.view
+    }
+
+    fn fill_files(&mut self) {
         if let Some((data_dir, raft_dir)) = &self.dirs {
             self.view.data_dir_size = dir_size(data_dir);
             self.view.log_dir_size = dir_size(raft_dir);
@@ -49,6 +54,12 @@ impl FourLetterJob {
             self.view.max_file_descriptor_count = max_fds();
             self.view.environment = environment();
         }
+    }
+
+    /// Adds the directory sizes, the descriptor counts and the environment, then renders. Does
+    /// blocking IO: run it off the core task.
+    pub(super) fn finish(mut self) -> String {
+        self.fill_files();
         fourlw::render(self.word, &self.view, &self.whitelist)
     }
 }
@@ -109,6 +120,28 @@ pub(super) fn four_letter(
     FourLetterJob {
         word,
         whitelist,
+        view,
+        dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
+    }
+}
+
+/// The view the HTTP endpoints render (`CoreMsg::View`): every field, after `reset`. Unlike a
+/// four-letter word it lists no connection of its own (the HTTP request is not a client).
+pub(super) fn http_view(core: &mut Core, reset: ViewReset) -> FourLetterJob {
+    match reset {
+        ViewReset::Nothing => {}
+        ViewReset::ServerStats => core.reset_stats(),
+        ViewReset::ConnectionStats => {
+            for conn in core.conn_views() {
+                conn.stats.reset();
+            }
+        }
+    }
+    let view = server_view(core);
+    let cfg = core.config();
+    FourLetterJob {
+        word: FourLetterWord::Mntr,
+        whitelist: FourLetterWhitelist::All,
         view,
         dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
     }
@@ -398,6 +431,22 @@ fn server_view(core: &mut Core) -> ServerView {
                 status.synced_writes.to_string(),
             ),
             ("paddock_raft_readies".into(), status.readies.to_string()),
+            (
+                "paddock_raft_dropped_proposals".into(),
+                status.dropped_proposals.to_string(),
+            ),
+            (
+                "paddock_raft_leader_id".into(),
+                status.leader_id.to_string(),
+            ),
+            (
+                "paddock_applied_index".into(),
+                core.applied_index.to_string(),
+            ),
+            (
+                "paddock_last_snapshot_index".into(),
+                core.last_snapshot_index.to_string(),
+            ),
         ],
         trace_mask: core.trace_mask(),
         digest_log: vec![(zxid, core.tree().digest() as i64)],

@@ -28,6 +28,8 @@ pub fn test_config(dir: &Path) -> Config {
     cfg.max_session_timeout_ms = 60_000;
     cfg.extended_types_enabled = true;
     cfg.container_check_interval_ms = 200;
+    // A free port per server, so parallel tests do not contend for 8080.
+    cfg.admin.port = 0;
     cfg
 }
 

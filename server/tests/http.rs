@@ -1,0 +1,366 @@
+//! The AdminServer and the Prometheus endpoint over real HTTP requests to a real server:
+//! exact metric names and types, exact JSON fields and types, and the answers for unknown and
+//! unhonoured commands.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use paddock::config::{MetricsConfig, PROMETHEUS_PROVIDER};
+use zookeeper_client::{Acls, CreateMode};
+
+/// One request; returns (status, headers, body).
+async fn get(addr: SocketAddr, request: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .expect("reply in time")
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_string(), body.to_string())
+}
+
+async fn path(addr: SocketAddr, p: &str) -> (u16, String, String) {
+    get(addr, &format!("GET {p} HTTP/1.1\r\nHost: x\r\n\r\n")).await
+}
+
+async fn json(addr: SocketAddr, p: &str) -> Value {
+    let (status, head, body) = path(addr, p).await;
+    assert_eq!(status, 200, "{p}: {body}");
+    assert!(head.contains("Content-Type: application/json"), "{head}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+fn sorted(list: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+async fn server() -> (tempfile::TempDir, paddock::startup::Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.metrics = Some(MetricsConfig {
+        host: "127.0.0.1".parse().unwrap(),
+        port: 0,
+    });
+    let server = common::start_with(cfg).await;
+    (dir, server)
+}
+
+#[tokio::test]
+async fn metrics_have_zookeeper_names_and_types() {
+    let (_dir, server) = server().await;
+    let zk = common::client(server.local_addr()).await;
+    zk.create(
+        "/m",
+        b"abc",
+        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let (_, _, watcher) = zk.get_and_watch_data("/m").await.unwrap();
+    let addr = server.metrics_addr().expect("metrics endpoint");
+    let (status, head, body) = path(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    let line = |name: &str| -> String {
+        body.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no sample {name} in\n{body}"))
+            .to_string()
+    };
+    for (name, kind) in [
+        ("znode_count", "gauge"),
+        ("watch_count", "gauge"),
+        ("ephemerals_count", "gauge"),
+        ("approximate_data_size", "gauge"),
+        ("num_alive_connections", "gauge"),
+        ("outstanding_requests", "gauge"),
+        ("avg_latency", "gauge"),
+        ("uptime", "gauge"),
+        ("open_file_descriptor_count", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("paddock_raft_term", "gauge"),
+        ("paddock_applied_index", "gauge"),
+        ("paddock_raft_synced_writes_total", "counter"),
+        ("paddock_raft_proposals_dropped_total", "counter"),
+    ] {
+        assert!(
+            body.contains(&format!("# TYPE {name} {kind}\n")),
+            "{name} {kind} in\n{body}"
+        );
+    }
+    // The tree's five built-in nodes plus /m; the one data watch; the one ephemeral.
+    assert_eq!(line("znode_count"), "znode_count 6");
+    assert_eq!(line("watch_count"), "watch_count 1");
+    assert_eq!(line("ephemerals_count"), "ephemerals_count 1");
+    assert_eq!(line("num_alive_connections"), "num_alive_connections 1");
+    assert_eq!(line("global_sessions"), "global_sessions 1");
+    // Standalone: no quorum gauges.
+    assert!(!body.contains("quorum_size"), "{body}");
+    assert!(body.contains("paddock_info{"), "{body}");
+    drop(watcher);
+
+    let (status, _, _) = path(addr, "/nope").await;
+    assert_eq!(status, 404);
+    let (status, head, _) = get(addr, "POST /metrics HTTP/1.1\r\n\r\n").await;
+    assert_eq!(status, 405, "{head}");
+    let (status, _, _) = get(addr, "garbage\r\n\r\n").await;
+    assert_eq!(status, 400);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn admin_commands_answer_with_zookeeper_fields() {
+    let (_dir, server) = server().await;
+    let addr = server.admin_addr().expect("admin server");
+    let zk = common::client(server.local_addr()).await;
+    zk.create(
+        "/a",
+        b"x",
+        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let (_, _, _w) = zk.get_and_watch_data("/a").await.unwrap();
+    let sid = zk.session_id().0;
+
+    // The list page: one link per command, ZooKeeper's names.
+    let (status, _, page) = path(addr, "/commands").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("<a href=\"/commands/monitor\">monitor</a>"),
+        "{page}"
+    );
+    assert_eq!(page.matches("<a href=").count(), 28);
+
+    let ruok = json(addr, "/commands/ruok").await;
+    assert_eq!(ruok, serde_json::json!({"command": "ruok", "error": null}));
+
+    let stats = json(addr, "/commands/stats").await;
+    assert_eq!(
+        keys(&stats),
+        sorted(&[
+            "version",
+            "read_only",
+            "server_stats",
+            "client_response",
+            "node_count",
+            "connections",
+            "secure_connections",
+            "command",
+            "error"
+        ])
+    );
+    assert_eq!(stats["node_count"], 6);
+    assert_eq!(stats["read_only"], false);
+    assert_eq!(
+        keys(&stats["server_stats"]),
+        sorted(&[
+            "packets_sent",
+            "packets_received",
+            "fsync_threshold_exceed_count",
+            "client_response_stats",
+            "uptime",
+            "data_dir_size",
+            "log_dir_size",
+            "provider_null",
+            "last_processed_zxid",
+            "outstanding_requests",
+            "server_state",
+            "avg_latency",
+            "max_latency",
+            "min_latency",
+            "num_alive_client_connections",
+            "auth_failed_count",
+            "non_mtlsremote_conn_count",
+            "non_mtlslocal_conn_count"
+        ])
+    );
+    assert_eq!(stats["server_stats"]["server_state"], "standalone");
+    assert!(stats["server_stats"]["avg_latency"].is_f64());
+    assert!(stats["server_stats"]["max_latency"].is_u64());
+    assert_eq!(stats["server_stats"]["num_alive_client_connections"], 1);
+    assert_eq!(
+        keys(&stats["connections"][0]),
+        sorted(&[
+            "remote_socket_address",
+            "interest_ops",
+            "outstanding_requests",
+            "packets_received",
+            "packets_sent"
+        ])
+    );
+
+    let cons = json(addr, "/commands/connections").await;
+    let c = &cons["connections"][0];
+    assert_eq!(c["session_id"], sid);
+    assert_eq!(c["last_operation"], "GETD");
+    for k in [
+        "remote_socket_address",
+        "interest_ops",
+        "outstanding_requests",
+        "packets_received",
+        "packets_sent",
+        "session_id",
+        "last_operation",
+        "established",
+        "session_timeout",
+        "last_cxid",
+        "last_zxid",
+        "last_response_time",
+        "last_latency",
+        "min_latency",
+        "avg_latency",
+        "max_latency",
+    ] {
+        assert!(c.get(k).is_some(), "{k} missing in {c}");
+    }
+    assert!(c["remote_socket_address"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+
+    let watches = json(addr, "/commands/watches").await;
+    assert_eq!(
+        watches["session_id_to_watched_paths"],
+        serde_json::json!({ sid.to_string(): ["/a"] })
+    );
+    let by_path = json(addr, "/commands/watches_by_path").await;
+    assert_eq!(
+        by_path["path_to_session_ids"],
+        serde_json::json!({ "/a": [sid] })
+    );
+    let summary = json(addr, "/commands/watch_summary").await;
+    assert_eq!(summary["num_connections"], 1);
+    assert_eq!(summary["num_paths"], 1);
+    assert_eq!(summary["num_total_watches"], 1);
+    let dump = json(addr, "/commands/dump").await;
+    assert_eq!(
+        dump["session_id_to_ephemeral_paths"],
+        serde_json::json!({ sid.to_string(): ["/a"] })
+    );
+    assert_eq!(
+        dump["expiry_time_to_session_ids"]
+            .as_object()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    let dirs = json(addr, "/commands/dirs").await;
+    assert!(dirs["datadir_size"].as_u64().unwrap() > 0);
+    assert!(dirs["logdir_size"].is_u64());
+    let conf = json(addr, "/commands/configuration").await;
+    assert_eq!(conf["tick_time"], 100);
+    assert_eq!(conf["server_id"], 0);
+    assert_eq!(conf["client_port_listen_backlog"], -1);
+    let monitor = json(addr, "/commands/mntr").await;
+    assert_eq!(monitor["command"], "monitor");
+    assert_eq!(monitor["znode_count"], 6);
+    assert_eq!(monitor["server_state"], "standalone");
+    assert!(monitor["avg_latency"].is_f64());
+    assert_eq!(
+        json(addr, "/commands/is_read_only").await["read_only"],
+        false
+    );
+    assert_eq!(
+        json(addr, "/commands/get_trace_mask").await["tracemask"],
+        306
+    );
+    assert_eq!(
+        json(addr, "/commands/zabstate").await,
+        serde_json::json!({"voting": false, "zabstate": "", "command": "zabstate", "error": null})
+    );
+    assert_eq!(
+        json(addr, "/commands/leader").await,
+        serde_json::json!({"command": "leader", "error": "server is not initialized"})
+    );
+    let env = json(addr, "/commands/environment").await;
+    assert!(env["zookeeper.version"]
+        .as_str()
+        .unwrap()
+        .starts_with("3.9.4-paddock-"));
+    assert!(env.get("os.name").is_some());
+
+    // stat_reset clears the packet counters.
+    assert_eq!(json(addr, "/commands/srst").await["error"], Value::Null);
+    let after = json(addr, "/commands/server_stats").await;
+    assert_eq!(after["server_stats"]["packets_received"], 0);
+
+    // Unknown and unhonoured commands: 200 with an error, as ZooKeeper answers.
+    assert_eq!(
+        json(addr, "/commands/nosuch").await,
+        serde_json::json!({"command": "nosuch", "error": "Unknown command: nosuch"})
+    );
+    let snap = json(addr, "/commands/snapshot").await;
+    assert_eq!(snap["command"], "snapshot");
+    assert!(snap["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("not provided by paddock"));
+    let (status, _, _) = path(addr, "/elsewhere").await;
+    assert_eq!(status, 404);
+    server.shutdown().await;
+}
+
+#[test]
+fn config_keys() {
+    let cfg = paddock::config::Config::parse_zoo_cfg(
+        &format!(
+            "dataDir=/tmp/x\nclientPort=2181\nmetricsProvider.className={PROMETHEUS_PROVIDER}\nmetricsProvider.httpPort=7001\nmetricsProvider.exportJvmInfo=true\nadmin.serverPort=9090\nadmin.commandURL=/cmd/\n"
+        ),
+        std::path::Path::new("zoo.cfg"),
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.metrics,
+        Some(MetricsConfig {
+            host: "0.0.0.0".parse().unwrap(),
+            port: 7001
+        })
+    );
+    assert!(cfg.admin.enabled);
+    assert_eq!(cfg.admin.port, 9090);
+    assert_eq!(cfg.admin.address.to_string(), "0.0.0.0");
+    assert_eq!(cfg.admin.command_url, "/cmd");
+    let off = paddock::config::Config::parse_zoo_cfg(
+        "dataDir=/tmp/x\nclientPort=2181\nadmin.enableServer=false\n",
+        std::path::Path::new("zoo.cfg"),
+    )
+    .unwrap();
+    assert!(!off.admin.enabled);
+    assert_eq!(off.metrics, None);
+    let err = paddock::config::Config::parse_zoo_cfg(
+        "dataDir=/tmp/x\nclientPort=2181\nmetricsProvider.className=com.example.Nope\n",
+        std::path::Path::new("zoo.cfg"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("zoo.cfg:3: metricsProvider.className:"),
+        "{err}"
+    );
+    let embedded = paddock::config::Config::embedded_default();
+    assert_eq!(embedded.admin.address.to_string(), "127.0.0.1");
+    assert_eq!(embedded.admin.port, 8080);
+}
