@@ -148,8 +148,8 @@ fn json_logs_parse_line_by_line_and_the_startup_line_names_version_id_ports_and_
 fn rust_log_filters_per_module_and_text_is_the_default() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    // Only paddock::node at info: its "serving" line shows, main's startup line does not.
-    let (mut child, rx) = spawn(&[], dir.path(), port, "warn,paddock::node=info");
+    // Only paddock::startup at info: its "serving" line shows, main's startup line does not.
+    let (mut child, rx) = spawn(&[], dir.path(), port, "warn,paddock::startup=info");
     wait_ready(port);
     assert_eq!(
         terminate(&mut child, Duration::from_secs(10)).code(),
@@ -159,7 +159,7 @@ fn rust_log_filters_per_module_and_text_is_the_default() {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains(" INFO paddock::node: serving ZooKeeper clients")),
+            .any(|l| l.contains(" INFO paddock::startup: serving ZooKeeper clients")),
         "{lines:?}"
     );
     assert!(
