@@ -96,6 +96,9 @@ pub struct Args {
     /// The znode the probe workload reads.
     #[arg(long)]
     pub path: Option<String>,
+    /// Spread sessions evenly over the hosts: session i connects to the i-th host alone.
+    #[arg(long)]
+    pub spread: bool,
     /// Failover: the process to signal (the leader); --hosts then lists the survivors only.
     #[arg(long)]
     pub kill_pid: Option<u32>,
@@ -135,9 +138,13 @@ async fn run(args: &Args, reports: &mut Vec<RunReport>) -> anyhow::Result<()> {
             Workload::Lock => lock::run_lock(args, &root, &setup).await?,
             Workload::Failover => failover::run_failover(args, &root, &setup).await?,
             _ => {
-                let clients =
-                    driver::connect_many(&args.hosts, args.clients.max(1), args.session_timeout())
-                        .await?;
+                let clients = driver::connect_many(
+                    &args.hosts,
+                    args.clients.max(1),
+                    args.session_timeout(),
+                    args.spread,
+                )
+                .await?;
                 match w {
                     Workload::Create => workload::run_create(args, &root, &setup, &clients).await?,
                     Workload::Set => {
