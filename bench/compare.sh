@@ -5,6 +5,9 @@
 #   bench/compare.sh                 modest defaults: the whole comparison takes a few minutes
 #   bench/compare.sh --full          the issue's sizes: fill of 500k znodes of 100 bytes
 #   bench/compare.sh --zk-vs-zk      both sides are ZooKeeper (dry run of this script)
+#   bench/compare.sh --ensemble 3    each side a 3-member ensemble on loopback (scripts/ensemble.sh, the
+#                                    same zoo.cfg for both), clients spread evenly over the members;
+#                                    the workloads only (no fill/restart: that is a one-server measure)
 #
 # Options: --rounds R (default 3), --duration S (per workload and round, default 5), --clients C (8), --inflight I (4),
 #   --contenders K (8), --znodes N (20000; 500000 with --full), --value-size B (100), --keys N (1000),
@@ -31,13 +34,14 @@ export ZK_HEAP="${ZK_HEAP:-1g}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
 ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=20000 VALUE_SIZE=100 KEYS=1000
-FULL=0 ZK_VS_ZK=0 BUILD=1 OUT=""
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0
+usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --full) FULL=1 ZNODES=500000 ;;
         --zk-vs-zk) ZK_VS_ZK=1 ;;
         --no-build) BUILD=0 ;;
+        --ensemble) ENSEMBLE="$2"; shift ;;
         --duration) DURATION="$2"; shift ;;
         --rounds) ROUNDS="$2"; shift ;;
         --clients) CLIENTS="$2"; shift ;;
@@ -55,6 +59,7 @@ done
 
 log() { echo "compare.sh: $*" >&2; }
 die() { echo "compare.sh: error: $*" >&2; exit 2; }
+[[ "$ENSEMBLE" == 0 || "$ENSEMBLE" == 3 || "$ENSEMBLE" == 5 ]] || die "--ensemble takes 3 or 5, got '$ENSEMBLE'"
 
 BENCH="$CARGO_TARGET_DIR/release/paddock-bench"
 PADDOCK="$CARGO_TARGET_DIR/release/paddock"
@@ -98,7 +103,14 @@ stop_all() {
     done
     STARTED=()
 }
-cleanup() { stop_all; rm -rf "$WORK"; }
+stop_ensembles() {
+    local side
+    for side in "${SIDES[@]}"; do
+        [[ -f "$WORK/$side/ensemble.env" ]] && bash scripts/ensemble.sh stop --dir "$WORK/$side" >/dev/null 2>&1
+    done
+    return 0
+}
+cleanup() { stop_all; [[ $ENSEMBLE -ne 0 ]] && stop_ensembles; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -146,27 +158,55 @@ probe() {
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 # CPU the process has used, user plus system, in clock ticks (fields 14 and 15 of /proc/PID/stat,
 # counted after the command name, which may hold spaces).
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# With --ensemble the argument is a space-separated list of pids (every member): their sum.
+cpu_ticks() {
+    local p t=0
+    for p in $1; do t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}'))); done
+    echo "$t"
+}
 CLK_TCK="$(getconf CLK_TCK)"
 
 FAILED=0
 COMMON=(--clients "$CLIENTS" --value-size "$VALUE_SIZE" --keys "$KEYS")
-declare -A PORT PIDOF DIROF
+declare -A PORT PIDOF DIROF HOSTS
+SPREAD=()
+[[ $ENSEMBLE -ne 0 ]] && SPREAD=(--spread)
 
 bench_on() { # side, then paddock-bench arguments
     local side="$1"
     shift
-    "$BENCH" --hosts "127.0.0.1:${PORT[$side]}" --label "$side" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
+    "$BENCH" --hosts "${HOSTS[$side]}" --label "$side" "${SPREAD[@]+"${SPREAD[@]}"}" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
 }
 
 start_side() {
     local side="$1"
+    if [[ $ENSEMBLE -ne 0 ]]; then
+        start_ensemble "$side"
+        return
+    fi
     PORT[$side]="$(free_port)"
     DIROF[$side]="$WORK/$side"
     log "[$side] starting on 127.0.0.1:${PORT[$side]}"
     start_server "$side" "${PORT[$side]}" "${DIROF[$side]}"
     PIDOF[$side]="$PID"
+    HOSTS[$side]="127.0.0.1:${PORT[$side]}"
     probe "${PORT[$side]}" / 90 "$OUT/$side-ready.json" || die "$side did not serve within 90 s (see ${DIROF[$side]})"
+    bench_on "$side" --workload mixed --inflight "$INFLIGHT" --duration-secs 3 >/dev/null || true
+}
+
+# start_ensemble <side>: an ENSEMBLE-member ensemble of that kind from scripts/ensemble.sh; its connect
+# string and every member's pid (for the CPU rows), then the same warm-up.
+start_ensemble() {
+    local side="$1" flag="" k pids=""
+    [[ "$side" == zookeeper* ]] && flag=--zookeeper
+    DIROF[$side]="$WORK/$side"
+    log "[$side] starting a $ENSEMBLE-member ensemble"
+    # shellcheck disable=SC2086
+    HOSTS[$side]="$(PADDOCK_BIN="$PADDOCK" bash scripts/ensemble.sh start "$ENSEMBLE" --dir "${DIROF[$side]}" $flag \
+        2>>"$OUT/ensemble.log")" || die "$side ensemble did not start (see $OUT/ensemble.log)"
+    for ((k = 1; k <= ENSEMBLE; k++)); do pids+="${pids:+ }$(cat "${DIROF[$side]}/m$k/server.pid")"; done
+    PIDOF[$side]="$pids"
+    log "[$side] serving on ${HOSTS[$side]} (pids $pids)"
     bench_on "$side" --workload mixed --inflight "$INFLIGHT" --duration-secs 3 >/dev/null || true
 }
 
@@ -232,16 +272,19 @@ for round in $(seq 1 "$ROUNDS"); do
         done
     done
 done
-for side in "${SIDES[@]}"; do
-    fill_and_restart "$side"
-done
+if [[ $ENSEMBLE -eq 0 ]]; then
+    for side in "${SIDES[@]}"; do
+        fill_and_restart "$side"
+    done
+fi
 stop_all
+[[ $ENSEMBLE -ne 0 ]] && stop_ensembles
 
 # The machine is shared: keep what was running besides the benchmark next to the numbers.
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '{"git_rev":"%s","loadavg_start":"%s","loadavg_end":"%s","full":%s,"zk_vs_zk":%s,"rounds":%s,"duration_secs":%s,"clients":%s,"inflight":%s,"contenders":%s,"znodes":%s,"value_size":%s,"keys":%s,"zk_heap":"%s","sides":"%s"}\n' \
+printf '{"git_rev":"%s","loadavg_start":"%s","loadavg_end":"%s","full":%s,"zk_vs_zk":%s,"rounds":%s,"duration_secs":%s,"clients":%s,"inflight":%s,"contenders":%s,"znodes":%s,"value_size":%s,"keys":%s,"zk_heap":"%s","sides":"%s","ensemble":%s}\n' \
     "$GIT_REV" "$LOAD_START" "$LOAD_END" "$FULL" "$ZK_VS_ZK" "$ROUNDS" "$DURATION" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" "$ZNODES" "$VALUE_SIZE" "$KEYS" \
-    "$ZK_HEAP" "${SIDES[*]}" >"$OUT/params.json"
+    "$ZK_HEAP" "${SIDES[*]}" "$ENSEMBLE" >"$OUT/params.json"
 
 # Side A is the candidate (paddock, or the second ZooKeeper in a dry run); side B is ZooKeeper.
 A="${SIDES[0]}" B="zookeeper"

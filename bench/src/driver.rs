@@ -31,14 +31,20 @@ pub async fn connect(hosts: &str, session_timeout: Duration) -> anyhow::Result<C
         .with_context(|| format!("connecting to {hosts}"))
 }
 
+/// `n` sessions. With `spread`, session i connects to the i-th host of the list alone (round
+/// robin), so the load is spread evenly over an ensemble's members; without it, every session
+/// gets the whole list and the client library picks a host at random.
 pub async fn connect_many(
     hosts: &str,
     n: usize,
     session_timeout: Duration,
+    spread: bool,
 ) -> anyhow::Result<Vec<Client>> {
+    let list: Vec<&str> = hosts.split(',').collect();
     let mut clients = Vec::with_capacity(n);
-    for _ in 0..n {
-        clients.push(connect(hosts, session_timeout).await?);
+    for i in 0..n {
+        let target = if spread { list[i % list.len()] } else { hosts };
+        clients.push(connect(target, session_timeout).await?);
     }
     Ok(clients)
 }

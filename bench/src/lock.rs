@@ -155,7 +155,7 @@ pub async fn run_lock(args: &Args, root: &str, setup: &Client) -> anyhow::Result
     // A kept root may hold an older run's holder version; start the count from it.
     let (_, stat) = setup.get_data(&holder_path).await?;
     let k = args.contenders.max(1);
-    let clients = driver::connect_many(&args.hosts, k, args.session_timeout()).await?;
+    let clients = driver::connect_many(&args.hosts, k, args.session_timeout(), args.spread).await?;
     let limit = if args.ops == 0 { u64::MAX } else { args.ops };
     let shared = Arc::new(Shared {
         budget: Budget::new(limit, Duration::from_secs(args.duration_secs)),

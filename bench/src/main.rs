@@ -3,11 +3,13 @@
 //!
 //! Workloads: create, set, get, mixed (90% get / 10% set), lock (ephemeral-sequential hand-off
 //! between K contenders), fill (N znodes), and probe (time until a znode is readable, for
-//! restart measurements). Every run is bounded in operation count and in time and stops by
+//! restart measurements), and failover (time from killing the leader to the next acknowledged
+//! write through the survivors). Every run is bounded in operation count and in time and stops by
 //! itself. Results go to stderr as text and, with `--json`, one JSON object per line per run.
 //! The exit code is 1 when any operation failed or the lock's mutual exclusion was violated.
 
 mod driver;
+mod failover;
 mod lock;
 mod probe;
 mod report;
@@ -34,6 +36,7 @@ enum Workload {
     Lock,
     Fill,
     Probe,
+    Failover,
 }
 
 #[derive(Parser, Debug)]
@@ -93,6 +96,18 @@ pub struct Args {
     /// The znode the probe workload reads.
     #[arg(long)]
     pub path: Option<String>,
+    /// Spread sessions evenly over the hosts: session i connects to the i-th host alone.
+    #[arg(long)]
+    pub spread: bool,
+    /// Failover: the process to signal (the leader); --hosts then lists the survivors only.
+    #[arg(long)]
+    pub kill_pid: Option<u32>,
+    /// Failover: kill (SIGKILL, a crash) or stop (SIGSTOP: silent to its peers, like a partition).
+    #[arg(long, default_value = "kill")]
+    pub signal: String,
+    /// Failover: seconds of write load before the signal.
+    #[arg(long, default_value_t = 2)]
+    pub warmup_secs: u64,
 }
 
 impl Args {
@@ -121,10 +136,15 @@ async fn run(args: &Args, reports: &mut Vec<RunReport>) -> anyhow::Result<()> {
         let report = match w {
             Workload::Probe => probe::run_probe(args).await?,
             Workload::Lock => lock::run_lock(args, &root, &setup).await?,
+            Workload::Failover => failover::run_failover(args, &root, &setup).await?,
             _ => {
-                let clients =
-                    driver::connect_many(&args.hosts, args.clients.max(1), args.session_timeout())
-                        .await?;
+                let clients = driver::connect_many(
+                    &args.hosts,
+                    args.clients.max(1),
+                    args.session_timeout(),
+                    args.spread,
+                )
+                .await?;
                 match w {
                     Workload::Create => workload::run_create(args, &root, &setup, &clients).await?,
                     Workload::Set => {
@@ -144,6 +164,12 @@ async fn run(args: &Args, reports: &mut Vec<RunReport>) -> anyhow::Result<()> {
         reports.push(report);
     }
     if !args.keep {
+        // A failover run may have cost the set-up session its connection: clean up on a new one.
+        let setup = if args.workload.contains(&Workload::Failover) {
+            driver::connect(&args.hosts, args.session_timeout()).await?
+        } else {
+            setup
+        };
         let deleted = driver::delete_tree(&setup, &root).await?;
         eprintln!("cleaned up {root} ({deleted} znodes)");
     }

@@ -118,6 +118,21 @@ pub struct FillStats {
     pub last_path: String,
 }
 
+/// Numbers only the failover workload has.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailoverStats {
+    /// KILL or STOP.
+    pub signal: String,
+    pub pid: u32,
+    /// From just before the signal was sent until /proc showed it had taken effect.
+    pub signal_effective_ms: f64,
+    /// From just before the signal was sent to the first acknowledged write issued after it
+    /// took effect; None when none was acknowledged within the run's time bound.
+    pub failover_ms: Option<f64>,
+    pub acked_before_signal: u64,
+    pub reconnects: u64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     pub workload: String,
@@ -140,6 +155,8 @@ pub struct RunReport {
     /// Milliseconds until the probed znode was readable (probe workload only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverStats>,
 }
 
 /// The run-wide facts a report is built from besides the tally.
@@ -176,6 +193,7 @@ impl RunReport {
             lock: None,
             fill: None,
             ready_ms: None,
+            failover: None,
         }
     }
 
@@ -234,6 +252,15 @@ impl RunReport {
         }
         if let Some(ms) = self.ready_ms {
             s.push_str(&format!("  probe: readable after {ms} ms\n"));
+        }
+        if let Some(f) = &self.failover {
+            let ms = f
+                .failover_ms
+                .map_or("none".to_string(), |ms| format!("{ms:.1} ms"));
+            s.push_str(&format!(
+                "  failover: SIG{} to pid {} (in effect after {:.1} ms), first acknowledged write after {ms}, {} reconnects\n",
+                f.signal, f.pid, f.signal_effective_ms, f.reconnects
+            ));
         }
         if let Some(e) = &self.first_error {
             s.push_str(&format!("  first error: {e}\n"));

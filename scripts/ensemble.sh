@@ -1,0 +1,329 @@
+#!/usr/bin/env bash
+# A local ensemble on loopback: N members, each with an ordinary ZooKeeper zoo.cfg and myid.
+#
+#   scripts/ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper]
+#         N is 3 or 5. Writes DIR/mK/zoo.cfg and DIR/mK/data/myid for each member K, builds the
+#         release binary if needed (as scripts/serve.sh does), starts `paddock serve --config` per
+#         member (log DIR/mK/server.log, pid DIR/mK/server.pid), waits until every member answers
+#         `srvr` with a Mode line and exactly one is the leader, then prints the client connect
+#         string (127.0.0.1:p1,127.0.0.1:p2,...) on stdout. Run again on a running ensemble, it
+#         starts only the members that are down (a killed member restarts with its data) and
+#         prints the connect string again.
+#   scripts/ensemble.sh stop [--dir DIR] [--wipe]
+#         SIGTERM to every member, SIGKILL after ENSEMBLE_STOP_TIMEOUT seconds (default 10).
+#         --wipe also removes DIR. Stopping a stopped ensemble is not an error.
+#   scripts/ensemble.sh status [--dir DIR]
+#         One line per member: server.K, client address, pid, and its mode (leader, follower,
+#         "not serving", or "down"). Exit code 0 when every member serves and one leads, else 1.
+#   scripts/ensemble.sh connect [--dir DIR]    print the connect string
+#
+# DIR defaults to ./ensemble under the repository. Ports: with --base-port P, member K gets
+# clientPort P+K-1, peerPort P+100+K-1, electionPort P+200+K-1; without it, free loopback ports.
+# --zookeeper runs Apache ZooKeeper (QuorumPeerMain, jars from scripts/zookeeper.sh) from the same
+# kind of zoo.cfg instead of paddock, for side-by-side measurements (bench/compare.sh --ensemble).
+# Environment: PADDOCK_BIN (use this binary, no build), CARGO_TARGET_DIR (default
+# ~/.cache/paddock-target), ENSEMBLE_START_TIMEOUT seconds (default 60), RUST_LOG (default info),
+# ZK_HEAP (default 256m).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+
+die() { echo "ensemble.sh: error: $*" >&2; exit 2; }
+log() { echo "ensemble.sh: $*" >&2; }
+usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+
+# A pid names a live member only if it exists, is not a zombie, and runs this member's config.
+alive() {
+    local pid="$1" cfg="$2" state
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r "/proc/$pid/stat" ]] || return 1
+    state="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" || return 1
+    [[ "$state" != Z && "$state" != X ]] || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$cfg"
+}
+
+member_pid() { # K: the live pid of member K, or nothing
+    local k="$1" pid
+    pid="$(cat "$DIR/m$k/server.pid" 2>/dev/null || true)"
+    if alive "$pid" "$DIR/m$k/zoo.cfg"; then echo "$pid"; fi
+}
+
+# Sends a four-letter word to 127.0.0.1:<port>; prints the reply (nothing when nobody answers).
+four_letter() {
+    timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf %s '"$2"' >&3 && cat <&3' 2>/dev/null || true
+}
+
+mode_of() { # port: leader|follower|observer|standalone, "not serving", or "no answer"
+    local reply
+    reply="$(four_letter "$1" srvr)"
+    if [[ -z "$reply" ]]; then
+        echo "no answer"
+    elif [[ "$reply" == *"not currently serving"* ]]; then
+        echo "not serving"
+    else
+        sed -n 's/^Mode: //p' <<<"$reply" | head -n1
+    fi
+}
+
+port_free() {
+    python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",int(sys.argv[1]))); s.close()' "$1" 2>/dev/null
+}
+
+free_ports() { # COUNT distinct free loopback ports, one a line (held open together so none repeats)
+    python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+for s in socks:
+    print(s.getsockname()[1])
+EOF
+}
+
+load_state() { # reads DIR/ensemble.env: N, KIND, CLIENT_PORTS
+    [[ -f "$DIR/ensemble.env" ]] || return 1
+    # shellcheck disable=SC1091
+    source "$DIR/ensemble.env"
+}
+
+write_configs() { # N BASE_PORT KIND
+    local n="$1" base="$2" kind="$3" k ports=() lines="" cp pp ep
+    if [[ -n "$base" ]]; then
+        for ((k = 0; k < n; k++)); do ports+=($((base + k)) $((base + 100 + k)) $((base + 200 + k))); done
+        for p in "${ports[@]}"; do
+            ((p > 0 && p < 65536)) || die "port $p (from --base-port $base) is out of range"
+            port_free "$p" || die "port $p (from --base-port $base) is in use"
+        done
+    else
+        mapfile -t ports < <(free_ports $((3 * n)))
+    fi
+    CLIENT_PORTS=""
+    for ((k = 1; k <= n; k++)); do
+        cp="${ports[$((3 * (k - 1)))]}" pp="${ports[$((3 * (k - 1) + 1))]}" ep="${ports[$((3 * (k - 1) + 2))]}"
+        lines+="server.$k=127.0.0.1:$pp:$ep"$'\n'
+        CLIENT_PORTS+="${CLIENT_PORTS:+ }$cp"
+    done
+    mkdir -p "$DIR"
+    k=1
+    for cp in $CLIENT_PORTS; do
+        mkdir -p "$DIR/m$k/data"
+        cat >"$DIR/m$k/zoo.cfg" <<EOF
+# member $k of a local $n-member ensemble, written by scripts/ensemble.sh
+tickTime=2000
+initLimit=5
+syncLimit=2
+dataDir=$DIR/m$k/data
+clientPort=$cp
+clientPortAddress=127.0.0.1
+4lw.commands.whitelist=*
+$lines
+EOF
+        echo "$k" >"$DIR/m$k/data/myid"
+        k=$((k + 1))
+    done
+    printf 'N=%s\nKIND=%s\nCLIENT_PORTS="%s"\n' "$n" "$kind" "$CLIENT_PORTS" >"$DIR/ensemble.env"
+}
+
+connect_string() {
+    local out="" p
+    for p in $CLIENT_PORTS; do out+="${out:+,}127.0.0.1:$p"; done
+    echo "$out"
+}
+
+paddock_bin() {
+    if [[ -n "${PADDOCK_BIN:-}" ]]; then
+        [[ -x "$PADDOCK_BIN" ]] || die "PADDOCK_BIN=$PADDOCK_BIN is not an executable"
+        echo "$PADDOCK_BIN"
+        return
+    fi
+    (cd "$ROOT" && bash scripts/install-deps.sh --debian-only >&2 &&
+        cargo build --release --locked -p paddock >&2) || die "the release build failed"
+    echo "$CARGO_TARGET_DIR/release/paddock"
+}
+
+start_member() { # K BIN_OR_CLASSPATH
+    local k="$1" what="$2" m="$DIR/m$1" pid
+    case "$KIND" in
+        paddock)
+            RUST_LOG="${RUST_LOG:-info}" nohup "$what" serve --config "$m/zoo.cfg" \
+                >>"$m/server.log" 2>&1 </dev/null &
+            ;;
+        zookeeper)
+            # shellcheck disable=SC2086
+            nohup java -Xmx"${ZK_HEAP:-256m}" -Dzookeeper.admin.enableServer=false \
+                -Dzookeeper.log.dir="$m" ${ZK_JVMFLAGS:-} -cp "$what" \
+                org.apache.zookeeper.server.quorum.QuorumPeerMain "$m/zoo.cfg" \
+                >>"$m/server.log" 2>&1 </dev/null &
+            ;;
+    esac
+    pid=$!
+    disown "$pid" 2>/dev/null || true
+    echo "$pid" >"$m/server.pid"
+    log "member $k ($KIND) started, pid $pid, log $m/server.log"
+}
+
+cmd_start() {
+    local n="" base="" kind=paddock k pid what started=() deadline modes leaders ok p
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --dir) DIR="${2:?--dir needs a directory}"; shift ;;
+            --base-port) base="${2:?--base-port needs a number}"; shift ;;
+            --zookeeper) kind=zookeeper ;;
+            -h | --help) usage 0 ;;
+            -*) die "unknown option $1" ;;
+            *) [[ -z "$n" ]] || die "one member count, got '$n' and '$1'"; n="$1" ;;
+        esac
+        shift
+    done
+    [[ -n "$n" ]] || die "usage: ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper]"
+    [[ "$n" == 3 || "$n" == 5 ]] || die "N must be 3 or 5, got '$n'"
+    [[ -z "$base" || "$base" =~ ^[0-9]+$ ]] || die "--base-port must be a number, got '$base'"
+    mkdir -p "$DIR"
+    DIR="$(cd "$DIR" && pwd)"
+    if load_state; then
+        [[ "$N" == "$n" ]] || die "$DIR holds a $N-member ensemble; stop it with --wipe, or use another --dir"
+        [[ "$KIND" == "$kind" ]] || die "$DIR holds a $KIND ensemble; stop it with --wipe, or use another --dir"
+        if [[ -n "$base" && "${CLIENT_PORTS%% *}" != "$base" ]]; then
+            die "$DIR was set up with client ports $CLIENT_PORTS, not from --base-port $base; stop it with --wipe first"
+        fi
+    else
+        [[ -z "$(ls -A "$DIR" 2>/dev/null)" ]] || die "$DIR is not empty and holds no ensemble.env; use an empty --dir"
+        write_configs "$n" "$base" "$kind"
+        load_state
+    fi
+    if [[ "$KIND" == paddock ]]; then
+        what="$(paddock_bin)"
+    else
+        command -v java >/dev/null || die "java not found (scripts/install-deps.sh --zookeeper)"
+        what="$(bash "$ROOT/scripts/zookeeper.sh" classpath)" || die "no ZooKeeper jars (scripts/zookeeper.sh fetch)"
+    fi
+    k=1
+    for p in $CLIENT_PORTS; do
+        if [[ -n "$(member_pid "$k")" ]]; then
+            log "member $k already running (pid $(member_pid "$k"))"
+        else
+            port_free "$p" || die "client port $p of member $k is taken by another process"
+            start_member "$k" "$what"
+            started+=("$k")
+        fi
+        k=$((k + 1))
+    done
+    deadline=$((SECONDS + ${ENSEMBLE_START_TIMEOUT:-60}))
+    while true; do
+        modes=() leaders=0 ok=1 k=1
+        for p in $CLIENT_PORTS; do
+            if [[ -z "$(member_pid "$k")" ]]; then
+                tail -n 20 "$DIR/m$k/server.log" >&2 || true
+                for s in "${started[@]+"${started[@]}"}"; do stop_member "$s"; done
+                die "member $k exited during start-up (log: $DIR/m$k/server.log); stopped the members this run started"
+            fi
+            modes+=("$(mode_of "$p")")
+            case "${modes[-1]}" in
+                leader) leaders=$((leaders + 1)) ;;
+                follower | observer) ;;
+                *) ok=0 ;;
+            esac
+            k=$((k + 1))
+        done
+        ((ok == 1 && leaders == 1)) && break
+        if ((SECONDS >= deadline)); then
+            for s in "${started[@]+"${started[@]}"}"; do stop_member "$s"; done
+            die "no single leader within ${ENSEMBLE_START_TIMEOUT:-60}s (modes: ${modes[*]}); stopped the members this run started (logs in $DIR/m*/server.log)"
+        fi
+        sleep 0.2
+    done
+    log "ensemble of $N ($KIND) serving in $DIR; modes: ${modes[*]}"
+    connect_string
+}
+
+stop_member() { # K: SIGTERM, then SIGKILL after the bound
+    local k="$1" pid
+    pid="$(member_pid "$k")"
+    if [[ -z "$pid" ]]; then
+        rm -f "$DIR/m$k/server.pid"
+        return
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    kill -CONT "$pid" 2>/dev/null || true # a SIGSTOPped member must run to take the TERM
+    local deadline=$((SECONDS + ${ENSEMBLE_STOP_TIMEOUT:-10}))
+    while [[ -n "$(member_pid "$k")" ]] && ((SECONDS < deadline)); do sleep 0.1; done
+    if [[ -n "$(member_pid "$k")" ]]; then
+        log "member $k (pid $pid) ignored SIGTERM for ${ENSEMBLE_STOP_TIMEOUT:-10}s; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        while [[ -n "$(member_pid "$k")" ]]; do sleep 0.05; done
+    fi
+    rm -f "$DIR/m$k/server.pid"
+    log "member $k stopped"
+}
+
+cmd_stop() {
+    local wipe=0 k
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --dir) DIR="${2:?--dir needs a directory}"; shift ;;
+            --wipe) wipe=1 ;;
+            -h | --help) usage 0 ;;
+            *) die "unknown argument $1" ;;
+        esac
+        shift
+    done
+    if ! load_state; then
+        log "no ensemble in $DIR (no ensemble.env): nothing to stop"
+        return 0
+    fi
+    # Members stop together: SIGTERM to all first, so none waits for another's bound.
+    for ((k = 1; k <= N; k++)); do stop_member "$k" & done
+    wait
+    if ((wipe == 1)); then
+        rm -rf "$DIR"
+        log "removed $DIR"
+    fi
+}
+
+cmd_status() {
+    local k=1 p pid mode ok=1 leaders=0
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --dir) DIR="${2:?--dir needs a directory}"; shift ;;
+            -h | --help) usage 0 ;;
+            *) die "unknown argument $1" ;;
+        esac
+        shift
+    done
+    load_state || die "no ensemble in $DIR (no ensemble.env)"
+    for p in $CLIENT_PORTS; do
+        pid="$(member_pid "$k")"
+        if [[ -z "$pid" ]]; then
+            mode=down pid=-
+        else
+            mode="$(mode_of "$p")"
+        fi
+        case "$mode" in
+            leader) leaders=$((leaders + 1)) ;;
+            follower | observer) ;;
+            *) ok=0 ;;
+        esac
+        echo "server.$k 127.0.0.1:$p pid $pid $mode"
+        k=$((k + 1))
+    done
+    ((ok == 1 && leaders == 1))
+}
+
+DIR="${ENSEMBLE_DIR:-$ROOT/ensemble}"
+cmd="${1:-}"
+[[ $# -gt 0 ]] && shift
+case "$cmd" in
+    start) cmd_start "$@" ;;
+    stop) cmd_stop "$@" ;;
+    status) cmd_status "$@" ;;
+    connect)
+        [[ "${1:-}" == --dir ]] && DIR="${2:?--dir needs a directory}"
+        load_state || die "no ensemble in $DIR (no ensemble.env)"
+        connect_string
+        ;;
+    -h | --help | help | "") usage 0 ;;
+    *) echo "ensemble.sh: error: unknown command '$cmd'" >&2; usage ;;
+esac
