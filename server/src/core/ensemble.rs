@@ -177,29 +177,35 @@ impl Core {
         if ens.link.as_ref().map(|l| l.epoch) == Some(epoch) {
             ens.link = None;
         }
-        let doomed: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| {
-                c.queue.iter().any(
-                    |q| matches!(q.pending, Pending::Write { link: Some(e), .. } if e == epoch),
-                )
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        if !doomed.is_empty() {
+        let lost = self.close_conns_where(|c| {
+            c.queue
+                .iter()
+                .any(|q| matches!(q.pending, Pending::Write { link: Some(e), .. } if e == epoch))
+        });
+        if lost > 0 {
             warn!(
                 epoch,
-                connections = doomed.len(),
-                "writes in flight to the leader were lost with the link; closing their connections"
+                connections = lost,
+                "writes in flight to the leader were lost with the link; closed their connections"
             );
-        }
-        for id in doomed {
-            self.close_conn(id);
         }
         self.refuse_connecting();
         // A closeSession that went on the link may never commit: the session lives on.
         self.tracker.clear_closing();
+    }
+
+    /// Closes every client connection `pred` picks; returns how many.
+    fn close_conns_where(&mut self, pred: impl Fn(&super::conns::Conn) -> bool) -> usize {
+        let ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| pred(c))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &ids {
+            self.close_conn(*id);
+        }
+        ids.len()
     }
 
     /// Sessions being created have an unknown fate: refuse their connections.
@@ -238,56 +244,37 @@ impl Core {
             ens.touched.clear();
         }
         // Writes and syncs in flight may have been dropped by raft, or may still commit.
-        let doomed: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| {
-                c.queue
-                    .iter()
-                    .any(|q| matches!(q.pending, Pending::Write { .. } | Pending::Sync { .. }))
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        if !doomed.is_empty() {
+        let doomed = self.close_conns_where(|c| {
+            c.queue
+                .iter()
+                .any(|q| matches!(q.pending, Pending::Write { .. } | Pending::Sync { .. }))
+        });
+        if doomed > 0 {
             info!(
-                connections = doomed.len(),
-                "leader changed with requests in flight; closing their connections"
+                connections = doomed,
+                "leader changed with requests in flight; closed their connections"
             );
-        }
-        for id in doomed {
-            self.close_conn(id);
         }
         self.refuse_connecting();
         self.tracker.clear_closing();
         if leader_id == 0 {
-            let all: Vec<ConnId> = self.conns.keys().copied().collect();
-            if !all.is_empty() {
+            let all = self.close_conns_where(|_| true);
+            if all > 0 {
                 warn!(
-                    connections = all.len(),
-                    "no leader: this member stops serving and closes its client connections"
+                    connections = all,
+                    "no leader: this member stops serving and closed its client connections"
                 );
-            }
-            for id in all {
-                self.close_conn(id);
             }
             return;
         }
         // Read-only sessions end when the quorum is back, as ZooKeeper's read-only server shuts
         // down: their clients reconnect and find a read-write server.
-        let read_only: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.read_only)
-            .map(|(id, _)| *id)
-            .collect();
-        if !read_only.is_empty() {
+        let read_only = self.close_conns_where(|c| c.read_only);
+        if read_only > 0 {
             info!(
-                connections = read_only.len(),
-                "a leader is known again: closing read-only sessions"
+                connections = read_only,
+                "a leader is known again: closed read-only sessions"
             );
-        }
-        for id in read_only {
-            self.close_conn(id);
         }
         if is_leader && !was_leader {
             // The sessions' activity was seen by the old leader, not by us: everyone starts
