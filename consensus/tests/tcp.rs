@@ -165,6 +165,7 @@ impl Cluster {
             election_tick: 10,
             heartbeat_tick: 2,
             snapshot_keep_entries: self.keep,
+            ..Config::standalone(self.dir(id))
         };
         let started = start_with_transport(cfg, Box::new(net.transport())).unwrap();
         net.attach(Arc::new(started.handle.clone()));
