@@ -765,6 +765,20 @@ impl Config {
         }
     }
 
+    /// The tree a consensus snapshot holds, with this config's settings. The bootstrap snapshot
+    /// (index 1) carries no data by consensus's contract: it is the empty tree (a member that
+    /// joined an ensemble empty can have it as its newest snapshot, at start-up or installed).
+    pub fn tree_from_snapshot(
+        &self,
+        data: &[u8],
+    ) -> Result<znode_tree::Tree, znode_tree::TreeError> {
+        if data.is_empty() {
+            Ok(znode_tree::Tree::new(self.tree_config()))
+        } else {
+            znode_tree::Tree::restore(data, self.tree_config())
+        }
+    }
+
     /// Where the raft log and snapshots live: `dataLogDir` if set, else `dataDir`.
     pub fn raft_dir(&self) -> PathBuf {
         self.data_log_dir

@@ -126,13 +126,9 @@ impl Server {
         }
 
         let (tree, applied, term) = match started.snapshot {
-            // The bootstrap snapshot (index 1) carries no data: it is the empty tree. A member
-            // that joined an ensemble as an empty member can have it as its newest snapshot.
-            Some(snap) if snap.data.is_empty() => {
-                (Tree::new(cfg.tree_config()), snap.index, snap.term)
-            }
             Some(snap) => {
-                let tree = Tree::restore(&snap.data, cfg.tree_config())
+                let tree = cfg
+                    .tree_from_snapshot(&snap.data)
                     .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
                 info!(
                     index = snap.index,

@@ -7,7 +7,7 @@ use tracing::{debug, info, warn};
 
 use consensus::{CommittedEntry, Event};
 use wire::{ReplyHeader, Response};
-use znode_tree::{acl, Entry, Tree, Txn};
+use znode_tree::{acl, Entry, Txn};
 
 use super::requests::Pending;
 use super::Core;
@@ -78,28 +78,20 @@ impl Core {
                     }
                 }
             }
-            Event::InstallSnapshot(snap) => {
-                // The bootstrap snapshot (index 1) carries no data: the empty tree.
-                let restored = if snap.data.is_empty() {
-                    Ok(Tree::new(self.cfg.tree_config()))
-                } else {
-                    Tree::restore(&snap.data, self.cfg.tree_config())
-                };
-                match restored {
-                    Ok(tree) => {
-                        info!(index = snap.index, "installed a snapshot from the leader");
-                        self.tree = tree;
-                        self.applied_index = snap.index;
-                        self.applied_term = snap.term;
-                        self.last_snapshot_index = snap.index;
-                        self.reset_after_install();
-                    }
-                    Err(e) => panic!(
-                        "snapshot at index {} from the leader does not restore: {e}",
-                        snap.index
-                    ),
+            Event::InstallSnapshot(snap) => match self.cfg.tree_from_snapshot(&snap.data) {
+                Ok(tree) => {
+                    info!(index = snap.index, "installed a snapshot from the leader");
+                    self.tree = tree;
+                    self.applied_index = snap.index;
+                    self.applied_term = snap.term;
+                    self.last_snapshot_index = snap.index;
+                    self.reset_after_install();
                 }
-            }
+                Err(e) => panic!(
+                    "snapshot at index {} from the leader does not restore: {e}",
+                    snap.index
+                ),
+            },
             Event::MembershipChanged {
                 index,
                 voters,
