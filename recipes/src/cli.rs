@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
 use zookeeper_client::{Client, StateWatcher};
 
-use crate::contend::ContendError;
+use crate::contend::{ContendError, Held};
 use crate::latch::{self, LeaderLatch};
 use crate::lock::Lock;
 use crate::session::Loss;
@@ -402,32 +402,61 @@ async fn lock_main(client: Client, args: LockArgs) -> anyhow::Result<i32> {
         Err(e) => return Err(e.into()),
     };
     let token = held.token();
-    if args.command.is_empty() {
-        println!("{token}");
-        if let Some(loss) = hold_until_stdin_closes(held.lost(), &mut signals).await {
-            eprintln!("paddock lock: lost the lock on {}: {loss}", args.path);
+    hold(
+        held,
+        Holding {
+            tool: "paddock lock",
+            what: format!("the lock on {}", args.path),
+            announce: token.to_string(),
+            env: [
+                ("PADDOCK_LOCK_TOKEN", token.to_string()),
+                ("PADDOCK_LOCK_PATH", args.path.clone()),
+            ],
+            command: &args.command,
+            on_loss: args.on_loss,
+        },
+        &mut signals,
+    )
+    .await
+}
+
+/// What `hold` needs to know about the command holding a lock or a leadership.
+struct Holding<'a> {
+    tool: &'static str,
+    /// What is held, for messages: "the lock on /locks/jobs".
+    what: String,
+    /// Printed on stdout when there is no CMD.
+    announce: String,
+    env: [(&'static str, String); 2],
+    command: &'a [String],
+    on_loss: OnLoss,
+}
+
+/// Shared by `paddock lock` and `paddock elect` once they hold: without CMD, print the
+/// announcement and hold until stdin closes; with CMD, run it under supervision. Releases when
+/// done; a lost session gives EXIT_SESSION_LOST.
+async fn hold(held: Held, h: Holding<'_>, signals: &mut Signals) -> anyhow::Result<i32> {
+    if h.command.is_empty() {
+        println!("{}", h.announce);
+        if let Some(loss) = hold_until_stdin_closes(held.lost(), signals).await {
+            eprintln!("{}: lost {}: {loss}", h.tool, h.what);
             return Ok(EXIT_SESSION_LOST);
         }
         held.release().await?;
         return Ok(0);
     }
-    let child = spawn(
-        &args.command,
-        &[
-            ("PADDOCK_LOCK_TOKEN", token.to_string()),
-            ("PADDOCK_LOCK_PATH", args.path.clone()),
-        ],
-    )?;
-    match supervise(child, held.lost(), args.on_loss, &mut signals).await? {
+    let child = spawn(h.command, &h.env)?;
+    match supervise(child, held.lost(), h.on_loss, signals).await? {
         Outcome::Exited(status) => {
             held.release().await?;
             Ok(exit_code(status))
         }
         Outcome::Lost(loss, status) => {
             eprintln!(
-                "paddock lock: lost the lock on {} while {:?} ran: {loss}; it then exited with {}",
-                args.path,
-                args.command[0],
+                "{}: lost {} while {:?} ran: {loss}; it then exited with {}",
+                h.tool,
+                h.what,
+                h.command[0],
                 exit_code(status)
             );
             Ok(EXIT_SESSION_LOST)
@@ -459,37 +488,22 @@ async fn elect_main(client: Client, args: ElectArgs) -> anyhow::Result<i32> {
         Err(e) => return Err(e.into()),
     };
     let token = held.token();
-    if args.command.is_empty() {
-        println!("leader {proposal} {token}");
-        if let Some(loss) = hold_until_stdin_closes(held.lost(), &mut signals).await {
-            eprintln!("paddock elect: lost leadership of {}: {loss}", args.path);
-            return Ok(EXIT_SESSION_LOST);
-        }
-        held.release().await?;
-        return Ok(0);
-    }
-    let child = spawn(
-        &args.command,
-        &[
-            ("PADDOCK_LEADER_TOKEN", token.to_string()),
-            ("PADDOCK_ELECT_PATH", args.path.clone()),
-        ],
-    )?;
-    match supervise(child, held.lost(), args.on_loss, &mut signals).await? {
-        Outcome::Exited(status) => {
-            held.release().await?;
-            Ok(exit_code(status))
-        }
-        Outcome::Lost(loss, status) => {
-            eprintln!(
-                "paddock elect: lost leadership of {}: {loss}; {:?} then exited with {}",
-                args.path,
-                args.command[0],
-                exit_code(status)
-            );
-            Ok(EXIT_SESSION_LOST)
-        }
-    }
+    hold(
+        held,
+        Holding {
+            tool: "paddock elect",
+            what: format!("leadership of {}", args.path),
+            announce: format!("leader {proposal} {token}"),
+            env: [
+                ("PADDOCK_LEADER_TOKEN", token.to_string()),
+                ("PADDOCK_ELECT_PATH", args.path.clone()),
+            ],
+            command: &args.command,
+            on_loss: args.on_loss,
+        },
+        &mut signals,
+    )
+    .await
 }
 
 async fn listen_main(client: Client, args: ElectArgs) -> anyhow::Result<i32> {
