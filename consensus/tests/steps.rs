@@ -680,3 +680,39 @@ fn a_wiped_member_survives_the_leaders_stale_heartbeat_and_catches_up() {
     // It holds every entry the leader holds (it started from the bootstrap snapshot).
     assert_eq!(net.payloads(3), net.payloads(1));
 }
+
+/// A member cut off for many election timeouts keeps campaigning, but only with pre-votes, so its
+/// term stays put; when it is heard again the leader neither steps down nor changes term, and the
+/// member catches up (the wall-clock twin is cluster.rs's leader-kill test).
+#[test]
+fn a_member_cut_off_for_many_election_timeouts_rejoins_without_deposing_the_leader() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 3);
+    let term = net.driver(1).status().term;
+    let roles_before = net.role_changes(1);
+    net.down.insert(3);
+    let last = net.propose(1, "b", 4);
+    // Node 3 keeps its clock running while nobody hears it.
+    for _ in 0..ELECTION_TICK * 5 {
+        net.nodes.get_mut(&3).unwrap().driver.tick();
+        net.tick();
+    }
+    assert_eq!(net.driver(3).status().term, term, "pre-vote keeps the term");
+    assert!(net
+        .log
+        .iter()
+        .all(|m| m.from != 3 || m.get_msg_type() != MessageType::MsgRequestVote));
+    net.down.remove(&3);
+    for _ in 0..ELECTION_TICK * 2 {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), vec![1]);
+    assert_eq!(net.role_changes(1), roles_before, "the leader never wavered");
+    for id in [1, 2, 3] {
+        let s = net.driver(id).status();
+        assert_eq!((s.leader_id, s.term), (1, term), "node {id}");
+    }
+    assert_eq!(net.driver(3).status().commit, last);
+    assert_eq!(net.payloads(3), net.payloads(1));
+}

@@ -105,6 +105,18 @@ pub struct Cluster {
     pub election_tick: usize,
 }
 
+/// Nodes stop before their directories go: fields drop in declaration order, so without this the
+/// temporary directories would be removed under running RocksDB instances when a test panics, and
+/// the next WAL write would fail (librocksdb's assertions then abort the whole test binary and hide
+/// the panic that started it).
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, node) in self.nodes.drain() {
+            node.handle.shutdown();
+        }
+    }
+}
+
 impl Cluster {
     pub fn new(ids: &[u64], keep: u64) -> Cluster {
         Cluster::with_snapshots(ids, keep, 0)
