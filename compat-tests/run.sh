@@ -35,6 +35,7 @@ LOGS="$(mktemp -d "${TMPDIR:-/tmp}/paddock-compat.XXXXXX")"
 status=0
 rows=()
 skips=()
+fails=()
 
 if ! bash "$ROOT/scripts/install-deps.sh"; then
     echo "run.sh: scripts/install-deps.sh failed" >&2
@@ -74,6 +75,11 @@ for suite in "${SUITES[@]}"; do
     while IFS= read -r line; do
         skips+=("$line")
     done < <(grep -E "^$suite: skipped [0-9]+: " "$LOGS/$suite.log")
+    # The judged failures (compat-tests/known_failures.py prints `FAIL <test>: <why>`), so that the
+    # summary at the end of a long log names them.
+    while IFS= read -r line; do
+        fails+=("$suite: ${line:0:300}")
+    done < <(grep -E "^FAIL " "$LOGS/$suite.log" | head -n 10)
     echo "run.sh: $suite took $((SECONDS - start)) s"
 done
 
@@ -83,6 +89,11 @@ done
         IFS='|' read -r name p f k <<<"$row"
         printf '%-16s | %7d | %7d | %7d\n' "${name// /}" "${p// /}" "${f// /}" "${k// /}"
     done
+    if [[ ${#fails[@]} -gt 0 ]]; then
+        echo
+        echo "failed, and why:"
+        printf '  %s\n' "${fails[@]}"
+    fi
     if [[ ${#skips[@]} -gt 0 ]]; then
         echo
         echo "skipped, and why:"

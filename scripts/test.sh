@@ -55,6 +55,9 @@ count_results() {
 cargo test --workspace --no-fail-fast 2>&1 | tee "$LOG_DIR/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
 read -r cargo_passed cargo_failed < <(count_results "$LOG_DIR/cargo-test.log")
+# Named again in the summary: a failed test, its panic line, and a test binary that died.
+mapfile -t cargo_failures < <(grep -E '^test .* \.\.\. FAILED$|panicked at|^  process didn.t exit|Assertion .* failed' \
+    "$LOG_DIR/cargo-test.log" | head -n 20)
 if [[ "$cargo_rc" -ne 0 ]] && ! grep -q '^test result:' "$LOG_DIR/cargo-test.log"; then
     # One crate's tests not compiling stops the whole workspace run before any test runs. Run each
     # package alone so the others' results still count, and count each package that fails to build.
@@ -96,7 +99,7 @@ if [[ -f compat-tests/results.txt ]]; then
         [[ "${f// /}" -eq 0 ]] || status=1
         compat_rows=$((compat_rows + 1))
     done < <(awk -F'|' 'NR > 1 && NF == 4 && $2 ~ /^ *[0-9]+ *$/' compat-tests/results.txt)
-    skipped_lines="$(sed -n '/^skipped, and why:/,$p' compat-tests/results.txt)"
+    skipped_lines="$(sed -n '/^\(failed\|skipped\), and why:/,$p' compat-tests/results.txt)"
 fi
 if [[ "$compat_rc" -ne 0 ]]; then
     status=1
@@ -110,6 +113,10 @@ note "summary"
 for line in "${summary[@]}"; do
     echo "$line"
 done
+if [[ ${#cargo_failures[@]} -gt 0 ]]; then
+    echo "cargo failures:"
+    printf '  %s\n' "${cargo_failures[@]:0:20}"
+fi
 [[ -z "${skipped_lines:-}" ]] || echo "$skipped_lines"
 echo "overall: $total_passed passed, $total_failed failed"
 exit "$status"
