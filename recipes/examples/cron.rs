@@ -14,8 +14,8 @@ use common::{now_ms, say};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    servers: String,
+    #[command(flatten)]
+    zk: common::ZkArgs,
     #[arg(long, default_value = "report")]
     job: String,
     #[arg(long)]
@@ -28,14 +28,12 @@ struct Args {
     to: u64,
     #[arg(long)]
     log: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let zk = common::zk(&a.servers, a.session_timeout_ms).await?;
+    let zk = a.zk.connect().await?;
     let runs = format!("/cron/{}/runs", a.job);
     zk.mkdir(&runs, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
         .await
@@ -50,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
         recipes::LeaderLatch::new(zk.clone(), &format!("/cron/{}/leader", a.job), &a.instance)?;
     // Stay a candidate until the last period is over (plus a session timeout, so a killed
     // leader's last periods are caught up by someone).
-    let end_ms = (a.to + 1) * a.period_ms + a.session_timeout_ms * 2;
+    let end_ms = (a.to + 1) * a.period_ms + a.zk.session_timeout_ms * 2;
     let wait = Duration::from_millis((end_ms as u128).saturating_sub(now_ms()) as u64);
     let held = tokio::select! {
         h = latch.campaign() => h?,

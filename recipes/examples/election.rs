@@ -11,22 +11,20 @@ use common::{now_ms, say};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    servers: String,
+    #[command(flatten)]
+    zk: common::ZkArgs,
     #[arg(long, default_value = "/election/replicas")]
     path: String,
     #[arg(long)]
     instance: String,
     #[arg(long)]
     log: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let zk = common::zk(&a.servers, a.session_timeout_ms).await?;
+    let zk = a.zk.connect().await?;
     let latch = recipes::LeaderLatch::new(zk, &a.path, &a.instance)?;
     let held = latch.campaign().await?;
     say(format!("leader {} {}", a.instance, held.token()));

@@ -25,8 +25,8 @@ enum Mode {
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    servers: String,
+    #[command(flatten)]
+    zk: common::ZkArgs,
     /// PostgreSQL connection string.
     #[arg(long)]
     pg: String,
@@ -41,8 +41,6 @@ struct Args {
     /// Stall this long between taking the lock and writing (a GC pause, a slow disk...).
     #[arg(long, default_value_t = 0)]
     pause_ms: u64,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     /// The TTL lock's lease.
     #[arg(long, default_value_t = 1000)]
     ttl_ms: u64,
@@ -58,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
     )
     .await
     .ok(); // two writers may race to create the tables; the loser's error is harmless
-    let zk = common::zk(&a.servers, a.session_timeout_ms).await?;
+    let zk = a.zk.connect().await?;
     match a.mode {
         Mode::Fenced => {
             let lock = recipes::Lock::new(zk.clone(), &a.lock)?;

@@ -21,8 +21,8 @@ enum Mode {
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    servers: String,
+    #[command(flatten)]
+    zk: common::ZkArgs,
     #[arg(long, value_enum)]
     mode: Mode,
     #[arg(long)]
@@ -34,14 +34,12 @@ struct Args {
     /// cas mode: create the stock node with this count if it does not exist.
     #[arg(long)]
     stock: u32,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let zk = common::zk(&a.servers, a.session_timeout_ms).await?;
+    let zk = a.zk.connect().await?;
     match a.mode {
         Mode::Cas => {
             let path = format!("/inventory/{}", a.sku);

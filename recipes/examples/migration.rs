@@ -13,8 +13,8 @@ use common::say;
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    servers: String,
+    #[command(flatten)]
+    zk: common::ZkArgs,
     #[arg(long)]
     pg: String,
     #[arg(long)]
@@ -22,15 +22,13 @@ struct Args {
     /// How long the migration's work takes (the window in which the tests kill it).
     #[arg(long, default_value_t = 1500)]
     work_ms: u64,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
     let mut db = common::pg(&a.pg).await?;
-    let zk = common::zk(&a.servers, a.session_timeout_ms).await?;
+    let zk = a.zk.connect().await?;
     let lock = recipes::Lock::new(zk, "/migrations/lock")?;
     let held = lock.acquire().await?;
     let token = held.token();

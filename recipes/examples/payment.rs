@@ -12,8 +12,8 @@ use common::say;
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    servers: String,
+    #[command(flatten)]
+    zk: common::ZkArgs,
     #[arg(long)]
     pg: String,
     #[arg(long)]
@@ -22,15 +22,13 @@ struct Args {
     instance: String,
     #[arg(long)]
     gateway_log: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
     let db = common::pg(&a.pg).await?;
-    let zk = common::zk(&a.servers, a.session_timeout_ms).await?;
+    let zk = a.zk.connect().await?;
     let lock = recipes::Lock::new(zk, &format!("/payments/{}", a.order))?;
     let held = lock.acquire().await?;
     let token = held.token();

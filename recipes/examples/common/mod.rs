@@ -6,6 +6,22 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
+/// The connection flags every example takes: `--servers` and `--session-timeout-ms`.
+#[derive(clap::Args, Debug)]
+pub struct ZkArgs {
+    /// ZooKeeper connect string (host:port,...).
+    #[arg(long)]
+    pub servers: String,
+    #[arg(long, default_value_t = 4000)]
+    pub session_timeout_ms: u64,
+}
+
+impl ZkArgs {
+    pub async fn connect(&self) -> anyhow::Result<Client> {
+        zk(&self.servers, self.session_timeout_ms).await
+    }
+}
+
 pub async fn zk(servers: &str, session_timeout_ms: u64) -> anyhow::Result<Client> {
     Ok(Client::connector()
         .with_session_timeout(Duration::from_millis(session_timeout_ms))
