@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
-/// The connection flags every example takes: `--servers` and `--session-timeout-ms`.
+// The connection flags every example takes (a plain comment: clap would show a doc comment as
+// each example's about text).
 #[derive(clap::Args, Debug)]
 pub struct ZkArgs {
     /// ZooKeeper connect string (host:port,...).
