@@ -14,7 +14,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use znode_tree::Tree;
 
@@ -24,6 +24,10 @@ use crate::core::Core;
 use crate::identity::{self, Decision, Fresh, Identity, PeerAnswer};
 use crate::msg::CoreMsg;
 use crate::throttle::Throttle;
+
+/// How long the stop after a member failed by itself may take before `run_until_signal` returns
+/// anyway (a wedged disk must not keep the process alive).
+const FAILED_STOP_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A running server.
 pub struct Server {
@@ -260,15 +264,53 @@ impl Server {
         info!("server stopped");
     }
 
-    /// Serves until ctrl-c or SIGTERM, then shuts down cleanly.
+    /// The consensus handle (status, membership; tests stop it to stand in for a fatal error).
+    pub fn consensus(&self) -> &consensus::Handle {
+        &self.raft
+    }
+
+    /// Serves until ctrl-c or SIGTERM, then shuts down cleanly. Also returns, with an error
+    /// after the same stop, when the member cannot go on by itself: its raft thread stopped (a
+    /// fatal storage error, such as a full disk) or its core task ended. Lingering would leave
+    /// a member that holds its ports but never serves again; exiting non-zero lets a supervisor
+    /// (systemd's Restart=, Docker's restart policy) start it afresh, as ZooKeeper's critical
+    /// threads end their server.
     pub async fn run_until_signal(self) -> anyhow::Result<()> {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => info!("interrupted"),
-            _ = term.recv() => info!("terminated"),
+        let failed = tokio::select! {
+            _ = tokio::signal::ctrl_c() => { info!("interrupted"); None }
+            _ = term.recv() => { info!("terminated"); None }
+            why = self.stopped_by_itself() => Some(why),
+        };
+        let Some(why) = failed else {
+            self.shutdown().await;
+            return Ok(());
+        };
+        error!(why, "this member cannot serve any more; stopping");
+        if tokio::time::timeout(FAILED_STOP_BOUND, self.shutdown())
+            .await
+            .is_err()
+        {
+            warn!(
+                bound_s = FAILED_STOP_BOUND.as_secs(),
+                "the stop after the failure did not finish in time"
+            );
         }
-        self.shutdown().await;
-        Ok(())
+        anyhow::bail!("{why}")
+    }
+
+    /// Resolves when the raft thread or the core task has ended without being asked to.
+    async fn stopped_by_itself(&self) -> &'static str {
+        let mut every = tokio::time::interval(std::time::Duration::from_millis(200));
+        loop {
+            every.tick().await;
+            if self.raft.is_stopped() {
+                return "the raft thread stopped (its error is logged above)";
+            }
+            if self.core.is_finished() {
+                return "the core task ended";
+            }
+        }
     }
 }
 

@@ -815,3 +815,35 @@ async fn ignore_peers_runs_a_multi_server_config_alone_on_its_own_data() {
         .starts_with("Zookeeper version: "));
     server.shutdown().await;
 }
+
+/// A member whose raft thread dies (here stopped from outside, standing in for a fatal storage
+/// error such as the full disk a fault run hit) must not linger holding its port: the serve
+/// loop stops the server and returns an error, so the process exits non-zero and a supervisor
+/// restarts it. Before, `run_until_signal` waited for a signal only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_raft_thread_stops_ends_its_serve_loop_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path()).await;
+    let addr = server.local_addr();
+    let zk = common::client(addr).await;
+    zk.create("/before", b"x", &persistent()).await.unwrap();
+    let raft = server.consensus().clone();
+    let serving = tokio::spawn(server.run_until_signal());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!serving.is_finished(), "it serves until something happens");
+
+    tokio::task::spawn_blocking(move || raft.shutdown())
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(15), serving)
+        .await
+        .expect("the serve loop ends by itself")
+        .unwrap();
+    let err = ended.expect_err("and says why");
+    assert_eq!(
+        err.to_string(),
+        "the raft thread stopped (its error is logged above)"
+    );
+    // The client port is closed: a client cannot reach a member that cannot serve.
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
