@@ -90,6 +90,22 @@ cmd_teardown() {
     for n in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$PREFIX-" || true); do
         ip link del "$n" 2>/dev/null || true
     done
+    faketime_sweep
+}
+
+# libfaketime (preloaded, without FAKETIME_SHARED) makes a shared memory segment and a semaphore per
+# process, /dev/shm/faketime_shm_<pid> and /dev/shm/sem.faketime_sem_<pid>, and removes them only at a
+# clean exit: every member the nemesis or the teardown kills with SIGKILL leaves its pair behind.
+# Removes the pairs whose process is gone (this suite's and any other crashed faketime user's: nothing
+# can attach to a dead process's segment).
+faketime_sweep() {
+    local f pid
+    for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
+        [[ -e "$f" ]] || continue
+        pid="${f##*_}"
+        [[ "$pid" =~ ^[0-9]+$ && ! -d "/proc/$pid" ]] && rm -f "$f"
+    done
+    return 0
 }
 
 member_pid() { [[ -f "$(mdir "$1")/pid" ]] && cat "$(mdir "$1")/pid"; }
