@@ -22,7 +22,8 @@ use protobuf::Message as _;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
 use rocksdb::{
-    ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB,
+    ColumnFamilyDescriptor, DBRecoveryMode, Direction, IteratorMode, Options, WriteBatch,
+    WriteOptions, DB,
 };
 
 use crate::snapshot_file;
@@ -92,6 +93,13 @@ impl LogStore {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
+        // A record cut short at the end of the WAL is a write the crash interrupted (never
+        // synced, so never acknowledged): drop it. A whole record whose checksum fails is damage
+        // to data that was synced and may have been acknowledged (an entry, a vote): refuse to
+        // open rather than forget it. RocksDB's default (point in time) would silently stop
+        // replay there, and a member would rejoin without entries it had counted towards a
+        // commit (BUGS.md P4). ZooKeeper treats its log the same way.
+        opts.set_wal_recovery_mode(DBRecoveryMode::TolerateCorruptedTailRecords);
         let cfs =
             [CF_LOG, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
         let db = DB::open_cf_descriptors(&opts, dir, cfs)?;

@@ -342,3 +342,68 @@ fn long_logs_read_back_beyond_the_cache_after_reopen() {
     );
     assert_eq!(s.term(3).unwrap(), 2);
 }
+
+/// The newest write-ahead log file of a closed store, and its length.
+fn newest_wal(dir: &std::path::Path) -> (std::path::PathBuf, u64) {
+    let mut wals: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    wals.sort();
+    let wal = wals.pop().expect("a WAL file");
+    let len = std::fs::metadata(&wal).unwrap().len();
+    (wal, len)
+}
+
+/// A store whose last synced write (entry 11 and a vote) is the WAL's last record, closed.
+fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> u64 {
+    let mut s = store_with_log(dir);
+    let hs = HardState {
+        term: 3,
+        vote: 2,
+        commit: 10,
+        ..Default::default()
+    };
+    s.write_ready(None, &entries(11..=11, 3), Some(&hs))
+        .unwrap();
+    drop(s);
+    newest_wal(dir).1
+}
+
+/// compat-tests/faults/BUGS.md P4: RocksDB's default WAL recovery (point in time) stops replay
+/// at a record whose checksum fails and opens the store without it, so a member silently lost
+/// an entry it had synced and acknowledged (and the vote in the same batch). A corrupt record
+/// must stop the start instead, with a clear error, as ZooKeeper refuses a log whose CRC fails.
+#[test]
+fn a_corrupt_synced_record_at_the_log_tail_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    closed_store_with_a_synced_tail(dir.path());
+    let (wal, len) = newest_wal(dir.path());
+    let mut bytes = std::fs::read(&wal).unwrap();
+    for b in &mut bytes[len as usize - 20..len as usize - 12] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&wal, &bytes).unwrap();
+    let err = LogStore::open(dir.path())
+        .err()
+        .expect("a corrupt log does not open");
+    let text = err.to_string();
+    assert!(text.contains("Corruption"), "{text}");
+}
+
+/// A record cut short at the very end (a torn write the crash interrupted: never synced, so never
+/// acknowledged) is dropped and the store opens with everything before it, as ZooKeeper reads a
+/// partial last transaction as the end of its log.
+#[test]
+fn a_torn_last_record_is_dropped_and_the_store_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    closed_store_with_a_synced_tail(dir.path());
+    let (wal, len) = newest_wal(dir.path());
+    let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+    f.set_len(len - 7).unwrap();
+    drop(f);
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.last_index().unwrap(), 10, "entry 11 was the torn record");
+    assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));
+}
