@@ -132,6 +132,14 @@ pub struct Driver {
     /// Followers with a snapshot in flight: (its index, ticks waited for the acknowledgement).
     snapshots_in_flight: HashMap<u64, (u64, usize)>,
     readies: u64,
+    /// This member started with an empty store and joined an existing group (a new member, or
+    /// one whose data was wiped), and has not yet caught up with a leader. Until it has, it
+    /// neither votes nor campaigns: it may have acknowledged entries before losing them, and
+    /// forgotten a vote cast in the current term, so its vote could hand a majority to a
+    /// candidate missing committed entries (BUGS.md P4). It has caught up once it holds,
+    /// persisted, an entry (or a snapshot) of the current leader's term: by log matching it then
+    /// holds everything that leader held when elected, which is every committed entry.
+    rejoining: bool,
 }
 
 impl Driver {
@@ -151,7 +159,14 @@ impl Driver {
             tracing::info!(node = cfg.id, voters = ?cfg.voters, learners = ?cfg.learners,
                 "bootstrapping a new group");
             store.bootstrap(&cfg.voters, &cfg.learners)?;
+        } else if !store.is_initialized() && !store.is_rejoining() {
+            tracing::info!(
+                node = cfg.id,
+                "joining with an empty log: no votes until caught up with a leader"
+            );
+            store.set_rejoining(true)?;
         }
+        let rejoining = store.is_rejoining();
         store.set_snapshot_dir(snapshot_dir.clone());
 
         let loaded = load_snapshot(&mut store, &snapshot_dir)?;
@@ -191,6 +206,7 @@ impl Driver {
             dropped_proposals: 0,
             snapshots_in_flight: HashMap::new(),
             readies: 0,
+            rejoining,
         };
         let snapshot = loaded.map(|f| Snapshot {
             index: f.index,
@@ -202,6 +218,11 @@ impl Driver {
 
     /// One raft tick (heartbeats, election timeouts), then paddock's own timers.
     pub fn tick(&mut self) {
+        if self.rejoining && self.raw.raft.state != StateRole::Leader {
+            // No election timeout while rejoining: it must not campaign (its own vote counts).
+            self.raw.raft.election_elapsed = 0;
+            self.campaign_in = None;
+        }
         self.raw.tick();
         self.expire_lost_snapshots();
         if let Some(left) = self.campaign_in.take() {
@@ -228,6 +249,10 @@ impl Driver {
     pub fn campaign(&mut self) -> Result<(), ConsensusError> {
         if !self.raw.raft.promotable() {
             tracing::warn!("not a voter: no campaign");
+            return Ok(());
+        }
+        if self.rejoining {
+            tracing::warn!("rejoining and not caught up yet: no campaign");
             return Ok(());
         }
         Ok(self.raw.campaign()?)
@@ -273,6 +298,21 @@ impl Driver {
                         "heartbeat commits past the end of this log (a wiped member rejoining); clamped"
                     );
                     msg.commit = last;
+                }
+                if self.rejoining
+                    && matches!(
+                        msg.get_msg_type(),
+                        MessageType::MsgRequestVote
+                            | MessageType::MsgRequestPreVote
+                            | MessageType::MsgTimeoutNow
+                    )
+                {
+                    tracing::info!(
+                        from = msg.from,
+                        kind = ?msg.get_msg_type(),
+                        "rejoining and not caught up yet: vote request ignored"
+                    );
+                    return Ok(());
                 }
                 if let Err(e) = self.raw.step(msg) {
                     tracing::debug!("peer message ignored: {e}");
@@ -367,8 +407,43 @@ impl Driver {
             self.on_ready(out)?;
             self.want_snapshot(out);
         }
+        self.check_caught_up()?;
         out.publish(self);
         Ok(())
+    }
+
+    /// Ends `rejoining` once the log holds, persisted, an entry (or a snapshot) of the term of
+    /// the leader this member follows.
+    fn check_caught_up(&mut self) -> Result<(), ConsensusError> {
+        let raft = &self.raw.raft;
+        if !self.rejoining || raft.state != StateRole::Follower || raft.leader_id == INVALID_ID {
+            return Ok(());
+        }
+        let store = self.raw.store();
+        let last = store.last();
+        let term = if last == store.first() - 1 {
+            store.snapshot_meta().term
+        } else {
+            store.term_of(last)?
+        };
+        if last == 0 || term != raft.term {
+            return Ok(());
+        }
+        tracing::info!(
+            leader = raft.leader_id,
+            term,
+            last,
+            "caught up after joining empty: voting again"
+        );
+        self.raw.mut_store().set_rejoining(false)?;
+        self.rejoining = false;
+        Ok(())
+    }
+
+    /// True while this member joined empty and has not caught up with a leader (it does not
+    /// vote or campaign meanwhile).
+    pub fn is_rejoining(&self) -> bool {
+        self.rejoining
     }
 
     /// raft wanted to send a peer a snapshot the store cannot give (the newest one predates the

@@ -35,6 +35,8 @@ const KEY_HARD_STATE: &[u8] = b"hard_state";
 const KEY_CONF_STATE: &[u8] = b"conf_state";
 const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
 const KEY_FIRST_INDEX: &[u8] = b"first_index";
+/// Present while a member that started empty and joined has not yet caught up (see `Driver`).
+const KEY_REJOINING: &[u8] = b"rejoining";
 
 /// Recent entries kept in memory: followers being replicated to and the applier read the tail.
 const CACHE_ENTRIES: usize = 4096;
@@ -62,6 +64,7 @@ pub struct LogStore {
     /// Set by `Storage::snapshot` when raft wanted to send a snapshot to this peer and the stored
     /// one cannot serve it; the driver turns it into `Event::SnapshotWanted`.
     snapshot_wanted: Cell<Option<u64>>,
+    rejoining: bool,
 }
 
 fn storage_err(e: impl std::fmt::Display) -> raft::Error {
@@ -115,6 +118,7 @@ impl LogStore {
             snapshot_dir: None,
             synced_writes: 0,
             snapshot_wanted: Cell::new(None),
+            rejoining: false,
         };
         store.load()?;
         Ok(store)
@@ -128,6 +132,7 @@ impl LogStore {
         if let Some(b) = self.db.get_cf(meta, KEY_CONF_STATE)? {
             self.conf_state = decode("conf_state", &b)?;
         }
+        self.rejoining = self.db.get_cf(meta, KEY_REJOINING)?.is_some();
         if let Some(b) = self.db.get_cf(meta, KEY_SNAPSHOT_META)? {
             self.snapshot_meta = decode("snapshot_meta", &b)?;
         }
@@ -336,6 +341,26 @@ impl LogStore {
     /// brings raft back to it.
     pub(crate) fn restart_with_conf_state(&mut self, cs: ConfState) {
         self.conf_state = cs;
+    }
+
+    /// True while this member, which started empty and joined an existing group, has not caught
+    /// up with a leader yet (it must not vote: see `Driver`). Survives restarts.
+    pub fn is_rejoining(&self) -> bool {
+        self.rejoining
+    }
+
+    /// Records (synced) that this member starts empty and joins, or that it has caught up.
+    pub fn set_rejoining(&mut self, rejoining: bool) -> Result<(), ConsensusError> {
+        let mut batch = WriteBatch::default();
+        let meta = cf(&self.db, CF_META);
+        if rejoining {
+            batch.put_cf(meta, KEY_REJOINING, b"1");
+        } else {
+            batch.delete_cf(meta, KEY_REJOINING);
+        }
+        self.write(batch, true)?;
+        self.rejoining = rejoining;
+        Ok(())
     }
 
     /// Persists a membership applied from a committed conf-change entry.

@@ -720,3 +720,79 @@ fn a_member_cut_off_for_many_election_timeouts_rejoins_without_deposing_the_lead
     assert_eq!(net.driver(3).status().commit, last);
     assert_eq!(net.payloads(3), net.payloads(1));
 }
+
+/// compat-tests/faults/BUGS.md P4: an entry committed by {1, 3} while 2 lagged; then 3 loses its
+/// data and rejoins empty and 1 dies. Were 3 to vote, 2 (without the entry) would win with its
+/// vote and the committed entry would be overwritten when 1 returns. A member that joined empty
+/// votes only once it has caught up with a leader, so 2 cannot be elected; when 1 returns it
+/// leads, nothing is lost, and 3 votes again once it holds an entry of 1's term.
+#[test]
+fn a_wiped_member_does_not_vote_until_caught_up_so_a_committed_entry_survives() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 3);
+    net.down.insert(2);
+    let committed = net.propose(1, "e", 2); // on 1 and 3 only
+    assert!(net.driver(2).status().last_index < committed);
+    // 3's disk is wiped; it comes back empty (not an initial member any more, like the server's
+    // join path), and 1 dies.
+    net.nodes.remove(&3);
+    net.add(Config {
+        voters: Vec::new(),
+        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
+    });
+    assert!(net.driver(3).is_rejoining());
+    net.down.insert(1);
+    net.down.remove(&2);
+
+    let seen = net.log.len();
+    net.nodes.get_mut(&2).unwrap().driver.campaign().unwrap();
+    for _ in 0..ELECTION_TICK * 4 {
+        net.tick();
+    }
+    assert_eq!(
+        net.leaders(),
+        Vec::<u64>::new(),
+        "2 lacks the entry; 3 abstains"
+    );
+    let answers_of_3 = net.log[seen..]
+        .iter()
+        .filter(|m| m.from == 3)
+        .map(|m| m.get_msg_type())
+        .collect::<Vec<_>>();
+    assert!(
+        !answers_of_3.iter().any(|t| matches!(
+            t,
+            MessageType::MsgRequestVoteResponse | MessageType::MsgRequestPreVoteResponse
+        )),
+        "3 answered a vote: {answers_of_3:?}"
+    );
+    assert!(
+        net.log[seen..].iter().any(|m| m.from == 2
+            && m.to == 3
+            && m.get_msg_type() == MessageType::MsgRequestPreVote),
+        "2 asked 3"
+    );
+
+    net.down.remove(&1);
+    for _ in 0..ELECTION_TICK * 4 {
+        net.tick();
+        if !net.leaders().is_empty() {
+            break;
+        }
+    }
+    assert_eq!(net.leaders(), vec![1], "only 1 holds every committed entry");
+    net.propose(1, "f", 1);
+    for _ in 0..ELECTION_TICK * (SNAPSHOT_ACK_ELECTIONS + 1) {
+        net.tick();
+    }
+    let kept = |id| {
+        net.payloads(id)
+            .into_iter()
+            .filter(|(_, d)| d.starts_with(b"e"))
+            .count()
+    };
+    assert_eq!((kept(1), kept(2)), (2, 2), "the committed entries survived");
+    assert!(!net.driver(3).is_rejoining(), "3 caught up and votes again");
+    assert_eq!(net.driver(3).status().commit, net.driver(1).status().commit);
+}
