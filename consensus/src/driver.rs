@@ -310,7 +310,8 @@ impl Driver {
                     tracing::info!(
                         from = msg.from,
                         kind = ?msg.get_msg_type(),
-                        "rejoining and not caught up yet: vote request ignored"
+                        "joined empty and not caught up yet: vote request ignored (if a majority \
+                         of the members lost their data, none can be elected: see ARCHITECTURE.md)"
                     );
                     return Ok(());
                 }
