@@ -76,6 +76,12 @@ final class ServerProcess {
         if (!this.view.isEmpty() && !this.view.contains(spec)) {
             throw new IllegalArgumentException(spec + " is not in its ensemble " + view);
         }
+        for (InstanceSpec m : this.view) {
+            // Every member's server.N line names all three ports, so none may be left to pick at start.
+            if (m.getPort() <= 0 || m.getQuorumPort() <= 0 || m.getElectionPort() <= 0 || m.getServerId() <= 0) {
+                throw new IllegalArgumentException("an ensemble member needs fixed ports and a server id: " + m);
+            }
+        }
     }
 
     boolean isMember() {
