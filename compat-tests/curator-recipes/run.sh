@@ -2,10 +2,11 @@
 # Apache Curator 5.9.0's own curator-recipes tests (the `tests` test-jar from Maven Central) against paddock.
 # src/test/java shadows curator-test's TestingServer with a class that starts the real paddock binary as a
 # separate process on a free port with its own data dir (restart() = SIGTERM + start on the same port and
-# dir), and TestingCluster with one that skips the test: paddock has no ensemble yet. Surefire scans the
-# test-jar (dependenciesToScan); see README.md.
+# dir), and TestingCluster / TestingZooKeeperServer with ones that start N paddock processes as a real
+# ensemble (zoo.cfg with server.N lines, myid; killServer = SIGKILL). Surefire scans the test-jar
+# (dependenciesToScan); see README.md.
 #
-#   compat-tests/curator-recipes/run.sh                      the CI subset (CI_TESTS, about 4 min on 2 cores)
+#   compat-tests/curator-recipes/run.sh                      the CI subset (CI_TESTS, about 6 min on 2 cores)
 #   compat-tests/curator-recipes/run.sh --full               every test in the jar (293; about 33 min)
 #   compat-tests/curator-recipes/run.sh --against-zookeeper  the same tests, TestingServer starting Apache
 #                                                            ZooKeeper 3.9.5 (scripts/zookeeper.sh's jars)
@@ -39,7 +40,10 @@ if ! (cd "$HERE" && mvn -q -B -o test -Dtest=NoSuchTest -Dsurefire.failIfNoSpeci
         compat_fail "could not resolve the Maven dependencies"
 fi
 
-PROPS=(-Dpaddock.target="$TARGET" -Dpaddock.logDir="$COMPAT_WORK/server-logs")
+# The servers' data directories (InstanceSpec's temp dirs, one per TestingServer or cluster member) go under
+# the work dir, so they are removed with it (or kept with KEEP_WORK=1) and follow TMPDIR.
+mkdir -p "$COMPAT_WORK/tmp"
+PROPS=(-Dpaddock.target="$TARGET" -Dpaddock.logDir="$COMPAT_WORK/server-logs" -Dpaddock.tmpDir="$COMPAT_WORK/tmp")
 if [[ "$TARGET" == zookeeper ]]; then
     ZK_CP="$(bash "$ROOT/scripts/zookeeper.sh" classpath)" || compat_fail "no ZooKeeper jars (scripts/zookeeper.sh fetch)"
     PROPS+=(-Dpaddock.zkClasspath="$ZK_CP")

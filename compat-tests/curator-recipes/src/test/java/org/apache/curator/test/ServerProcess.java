@@ -24,6 +24,11 @@ import org.slf4j.LoggerFactory;
  * ZooKeeperServerMain from the jars named by {@code -Dpaddock.zkClasspath}. It stands in for curator-test's
  * embedded server (TestingZooKeeperServer) with the same lifecycle: LATENT, STARTED, STOPPED, CLOSED.
  *
+ * <p>Given a view of more than one InstanceSpec (TestingCluster's members), the process is one member of a
+ * real ensemble: it gets a zoo.cfg in its data directory with one {@code server.<id>=127.0.0.1:<quorumPort>:
+ * <electionPort>;<clientPort>} line per spec of the view and {@code myid} in its dataDir (paddock serve
+ * --config, or ZooKeeper's QuorumPeerMain), and it serves once {@code srvr} reports Mode leader or follower.
+ *
  * <p>Settings follow what curator-test's QuorumConfigBuilder gives the embedded server: tickTime from the
  * InstanceSpec or Timing2 (1000 ms by default), minSessionTimeout = tickTime, maxClientCnxns and custom
  * properties from the spec. The server-side system properties Curator's tests set before creating a server
@@ -52,13 +57,35 @@ final class ServerProcess {
     }
 
     private final InstanceSpec spec;
+    /** Every member of the ensemble this server belongs to, itself included; empty when standalone. */
+    private final List<InstanceSpec> view;
     private volatile int port;
     private volatile State state = State.LATENT;
     private Process process;
+    private File logFile;
 
     ServerProcess(InstanceSpec spec) {
+        this(spec, List.of());
+    }
+
+    /** A member of the ensemble {@code view} (which contains {@code spec}); standalone when it has one spec. */
+    ServerProcess(InstanceSpec spec, List<InstanceSpec> view) {
         this.spec = spec;
+        this.view = view.size() > 1 ? List.copyOf(view) : List.of();
         this.port = spec.getPort();
+        if (!this.view.isEmpty() && !this.view.contains(spec)) {
+            throw new IllegalArgumentException(spec + " is not in its ensemble " + view);
+        }
+        for (InstanceSpec m : this.view) {
+            // Every member's server.N line names all three ports, so none may be left to pick at start.
+            if (m.getPort() <= 0 || m.getQuorumPort() <= 0 || m.getElectionPort() <= 0 || m.getServerId() <= 0) {
+                throw new IllegalArgumentException("an ensemble member needs fixed ports and a server id: " + m);
+            }
+        }
+    }
+
+    boolean isMember() {
+        return !view.isEmpty();
     }
 
     static String target() {
@@ -78,8 +105,18 @@ final class ServerProcess {
     }
 
     synchronized void start() throws Exception {
+        if (launch()) {
+            awaitServing();
+        }
+    }
+
+    /**
+     * Starts the process without waiting for it to serve (an ensemble's members must all be up before any
+     * of them can). Returns false when the server was not LATENT (then nothing happens, as in curator-test).
+     */
+    synchronized boolean launch() throws Exception {
         if (state != State.LATENT) {
-            return;
+            return false;
         }
         if (port == 0) {
             port = freePort();
@@ -90,7 +127,7 @@ final class ServerProcess {
         }
         File logDir = new File(System.getProperty("paddock.logDir", System.getProperty("java.io.tmpdir")));
         logDir.mkdirs();
-        File logFile = new File(logDir, target() + "-" + port + ".log");
+        logFile = new File(logDir, target() + "-" + port + ".log");
         List<String> cmd = target().equals("zookeeper") ? zookeeperCommand(dataDir) : paddockCommand(dataDir);
         ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().put("NO_COLOR", "1"); // plain server logs
@@ -100,8 +137,44 @@ final class ServerProcess {
         process = pb.start();
         LIVE.add(process);
         state = State.STARTED;
-        log.info("started {} on port {} (pid {}, data {}, log {})", target(), port, process.pid(), dataDir, logFile);
-        waitUntilServing(logFile);
+        log.info(
+                "started {} {}on port {} (pid {}, data {}, log {})",
+                target(),
+                isMember() ? "member " + spec.getServerId() + " of " + view.size() + " " : "",
+                port,
+                process.pid(),
+                dataDir,
+                logFile);
+        return true;
+    }
+
+    /** Waits until the launched server serves (see waitUntilServing); a no-op unless STARTED. */
+    synchronized void awaitServing() throws Exception {
+        if (state == State.STARTED && process != null) {
+            waitUntilServing(logFile);
+        }
+    }
+
+    /**
+     * SIGKILL, as curator-test's kill() drops the embedded server without a clean shutdown: no goodbye to
+     * clients or peers. The data stays; the state becomes STOPPED, so restart() starts it again.
+     */
+    synchronized void kill() {
+        if (state != State.STARTED) {
+            return;
+        }
+        state = State.STOPPED;
+        Process p = process;
+        process = null;
+        p.destroyForcibly();
+        try {
+            p.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            LIVE.remove(p);
+        }
+        log.info("killed {} on port {} (SIGKILL)", target(), port);
     }
 
     synchronized void stop() throws IOException {
@@ -165,18 +238,49 @@ final class ServerProcess {
         return s;
     }
 
-    private List<String> paddockCommand(File dataDir) {
+    /**
+     * An ensemble member's zoo.cfg lines (both targets): timing as curator-test's QuorumConfigBuilder gives
+     * its members (initLimit 10, syncLimit 5), the client port on loopback, and one server.N line per member
+     * of the view. Writes {@code myid} into {@code memberData}, the dataDir the file names.
+     */
+    private String memberConfig(File memberData) throws IOException {
+        if (!memberData.isDirectory() && !memberData.mkdirs()) {
+            throw new IOException("cannot create " + memberData);
+        }
+        java.nio.file.Files.writeString(new File(memberData, "myid").toPath(), spec.getServerId() + "\n");
+        StringBuilder sb = new StringBuilder();
+        sb.append("tickTime=").append(tickTime()).append('\n');
+        sb.append("initLimit=10\nsyncLimit=5\n");
+        sb.append("dataDir=").append(memberData.getAbsolutePath()).append('\n');
+        sb.append("clientPort=").append(port).append('\n');
+        sb.append("clientPortAddress=127.0.0.1\n");
+        sb.append("4lw.commands.whitelist=*\nadmin.enableServer=false\n");
+        for (InstanceSpec m : view) {
+            sb.append("server.").append(m.getServerId()).append("=127.0.0.1:")
+                    .append(m.getQuorumPort()).append(':').append(m.getElectionPort())
+                    .append(";127.0.0.1:").append(m.getPort()).append('\n');
+        }
+        return sb.toString();
+    }
+
+    private List<String> paddockCommand(File dataDir) throws IOException {
         String bin = System.getProperty("paddock.bin", System.getenv("PADDOCK_BIN"));
         if (bin == null || bin.isEmpty()) {
             throw new IllegalStateException("set -Dpaddock.bin or PADDOCK_BIN to the paddock binary");
         }
-        List<String> cmd = new ArrayList<>(List.of(
-                bin,
-                "serve",
-                "--port", Integer.toString(port),
-                "--data-dir", dataDir.getAbsolutePath(),
-                "--tick-time", Integer.toString(tickTime()),
-                "--extended-types"));
+        List<String> cmd = new ArrayList<>(List.of(bin, "serve"));
+        if (isMember()) {
+            // Raft state in a subdirectory: the spec's directory also holds zoo.cfg.
+            File cfg = new File(dataDir, "zoo.cfg");
+            java.nio.file.Files.writeString(cfg.toPath(), memberConfig(new File(dataDir, "paddock-data")));
+            cmd.addAll(List.of("--config", cfg.getAbsolutePath()));
+        } else {
+            cmd.addAll(List.of(
+                    "--port", Integer.toString(port),
+                    "--data-dir", dataDir.getAbsolutePath(),
+                    "--tick-time", Integer.toString(tickTime())));
+        }
+        cmd.add("--extended-types");
         if (spec.getMaxClientCnxns() >= 0) {
             cmd.add("--max-client-cnxns");
             cmd.add(Integer.toString(spec.getMaxClientCnxns()));
@@ -195,11 +299,15 @@ final class ServerProcess {
         }
         File cfg = new File(dataDir, "zoo.cfg");
         StringBuilder sb = new StringBuilder();
-        sb.append("tickTime=").append(tickTime()).append('\n');
-        sb.append("clientPort=").append(port).append('\n');
-        sb.append("clientPortAddress=127.0.0.1\n");
-        sb.append("dataDir=").append(new File(dataDir, "zk-data").getAbsolutePath()).append('\n');
-        sb.append("4lw.commands.whitelist=*\nadmin.enableServer=false\n");
+        if (isMember()) {
+            sb.append(memberConfig(new File(dataDir, "zk-data")));
+        } else {
+            sb.append("tickTime=").append(tickTime()).append('\n');
+            sb.append("clientPort=").append(port).append('\n');
+            sb.append("clientPortAddress=127.0.0.1\n");
+            sb.append("dataDir=").append(new File(dataDir, "zk-data").getAbsolutePath()).append('\n');
+            sb.append("4lw.commands.whitelist=*\nadmin.enableServer=false\n");
+        }
         if (spec.getMaxClientCnxns() >= 0) {
             sb.append("maxClientCnxns=").append(spec.getMaxClientCnxns()).append('\n');
         }
@@ -217,21 +325,32 @@ final class ServerProcess {
             }
         }
         java.nio.file.Files.writeString(cfg.toPath(), sb.toString());
-        cmd.addAll(List.of("-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg.getAbsolutePath()));
+        String main = isMember()
+                ? "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+                : "org.apache.zookeeper.server.ZooKeeperServerMain";
+        cmd.addAll(List.of("-cp", cp, main, cfg.getAbsolutePath()));
         return cmd;
     }
 
     /**
      * Waits until the server takes sessions: paddock answers ruok with imok once it serves; ZooKeeper answers
-     * imok slightly before it accepts sessions, so for it we wait for `srvr` to report a version.
+     * imok slightly before it accepts sessions, so for it we wait for `srvr` to report a version. An ensemble
+     * member (either target) serves once `srvr` reports Mode leader or follower, i.e. it is part of a quorum.
      */
     private void waitUntilServing(File logFile) throws Exception {
         boolean zk = target().equals("zookeeper");
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (true) {
-            String reply = fourLetter(zk ? "srvr" : "ruok");
-            if (zk ? reply.startsWith("Zookeeper version:") : reply.equals("imok")) {
-                return;
+            if (isMember()) {
+                String reply = fourLetter("srvr");
+                if (reply.contains("\nMode: leader") || reply.contains("\nMode: follower")) {
+                    return;
+                }
+            } else {
+                String reply = fourLetter(zk ? "srvr" : "ruok");
+                if (zk ? reply.startsWith("Zookeeper version:") : reply.equals("imok")) {
+                    return;
+                }
             }
             if (!process.isAlive() || System.nanoTime() > deadline) {
                 String why = process.isAlive() ? "did not serve within 60 s" : "exited with " + process.exitValue();

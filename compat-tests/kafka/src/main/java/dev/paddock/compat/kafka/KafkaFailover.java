@@ -41,15 +41,19 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * Two Kafka 3.9 brokers in ZooKeeper mode on one server (paddock, or Apache ZooKeeper to prove the checks):
- * registration, controller election, a replicated topic, produce and consume, a kill -9 of the controller's
- * broker (its registration must outlive it until the session expires, then the other broker takes over),
- * a restart, and a graceful stop (its registration must go at once, with the session's close).
+ * Two Kafka 3.9 brokers in ZooKeeper mode on a 3-member ensemble (paddock, or Apache ZooKeeper to prove the
+ * checks): registration, controller election, a replicated topic, produce and consume, a kill -9 of the
+ * ensemble member the controller broker's session is connected to while a producer writes (the sessions
+ * must move to the other members without expiring, no acked message may be lost, the controller stays),
+ * that member's restart (it must rejoin as a follower and catch up to the leader's zxid), a kill -9 of the
+ * controller's broker (its registration must outlive it until the session expires, then the other broker
+ * takes over), a restart, and a graceful stop (its registration must go at once, with the session's close).
  *
  * <p>The brokers are separate JVMs started by broker.sh (run.sh starts the first two); this program kills
- * them with signals (SIGKILL, SIGTERM) by the PIDs broker.sh records. System properties: zk (host:port),
- * chroot, work (the run's work dir), broker.script, listener.0 and listener.1 (host:port),
- * session.timeout.ms. Prints one ok/FAIL line per check and exits 0 only if every check passed.
+ * them with signals (SIGKILL, SIGTERM) by the PIDs broker.sh records. System properties: zk (the connect
+ * string, every member), chroot, work (the run's work dir), broker.script, listener.0 and listener.1
+ * (host:port), session.timeout.ms, members (the members' client ports, comma-separated), ensemble.dir and
+ * ensemble.script (scripts/ensemble.sh's --dir and path), ensemble.kind (paddock or zookeeper). Prints one ok/FAIL line per check and exits 0 only if every check passed.
  */
 public final class KafkaFailover {
     static final String TOPIC = "paddock-failover";
@@ -64,6 +68,12 @@ public final class KafkaFailover {
     static final String TOPIC_RF2 = "topic created with replication factor 2 (topic and partition state znodes)";
     static final String PRODUCE = "produce 20 messages acks=all";
     static final String CONSUME = "consume 20 messages back in order";
+    static final String MEMBER_KILLED =
+            "kill -9 of the member the controller's session is on, under produce load: acks go on";
+    static final String SESSIONS_MOVED =
+            "sessions move to the surviving members: /controller and /brokers/ids kept, controller stays";
+    static final String LOAD_CONSUMED = "every message acked around the member's kill is consumed, in order";
+    static final String MEMBER_REJOINS = "restarted member rejoins as follower and catches up to the leader's zxid";
     static final String KILL_EXPIRES = "kill -9 controller's broker: /brokers/ids entry goes at session expiry";
     static final String NEW_CONTROLLER = "other broker becomes controller";
     static final String EPOCH = "controller epoch incremented";
@@ -81,6 +91,7 @@ public final class KafkaFailover {
     private final String brokerScript;
     private final Map<Integer, String> listeners = new TreeMap<>();
     private final long sessionTimeoutMs;
+    private final Ensemble ensemble;
     private final Checks checks;
     private Znodes zn;
 
@@ -98,6 +109,8 @@ public final class KafkaFailover {
     private Znodes.Node handover;
     private double handoverSeconds;
     private String handoverError;
+    private int killedMember;
+    private final Map<Integer, List<String>> load = new TreeMap<>();
 
     private KafkaFailover(Checks checks) {
         this.checks = checks;
@@ -108,6 +121,12 @@ public final class KafkaFailover {
         listeners.put(0, prop("listener.0"));
         listeners.put(1, prop("listener.1"));
         sessionTimeoutMs = Long.parseLong(prop("session.timeout.ms"));
+        List<Integer> ports = new ArrayList<>();
+        for (String port : prop("members").split(",")) {
+            ports.add(Integer.parseInt(port.trim()));
+        }
+        ensemble = new Ensemble(ports, Path.of(prop("ensemble.dir")), prop("ensemble.script"),
+                prop("ensemble.kind").equals("zookeeper"));
     }
 
     private static String prop(String name) {
@@ -116,7 +135,8 @@ public final class KafkaFailover {
 
     public static void main(String[] args) throws Exception {
         Checks checks = new Checks(List.of(REGISTERED, LAYOUT, ELECTED, DUPLICATE, TOPIC_RF2, PRODUCE, CONSUME,
-                CONFIG_CHANGE, TOPIC_DELETED, KILL_EXPIRES,
+                MEMBER_KILLED, SESSIONS_MOVED, LOAD_CONSUMED, MEMBER_REJOINS, CONFIG_CHANGE, TOPIC_DELETED,
+                KILL_EXPIRES,
                 NEW_CONTROLLER, EPOCH, LEADERS_MOVED, PRODUCE_AFTER, CONSUME_AFTER, REREGISTERED, TERM_GONE,
                 TERM_CONTROLLER, CONSUME_LAST));
         KafkaFailover scenario = new KafkaFailover(checks);
@@ -149,6 +169,10 @@ public final class KafkaFailover {
         checks.run(TOPIC_RF2, this::topicCreated);
         checks.run(PRODUCE, this::produce);
         checks.run(CONSUME, this::consume);
+        checks.run(MEMBER_KILLED, this::memberKilled);
+        checks.run(SESSIONS_MOVED, this::sessionsMoved);
+        checks.run(LOAD_CONSUMED, this::loadConsumed);
+        checks.run(MEMBER_REJOINS, this::memberRejoins);
         checks.run(CONFIG_CHANGE, this::configChange);
         checks.run(TOPIC_DELETED, this::topicDeleted);
         int victim = controller;
@@ -282,6 +306,164 @@ public final class KafkaFailover {
         expect(List.of("0", "1").equals(zn.children(z("/brokers/ids"))), "/brokers/ids "
                 + zn.children(z("/brokers/ids")));
         return "refused: owner 0x" + refused.group(1) + " is not its session";
+    }
+
+    /**
+     * Kills (SIGKILL) the ensemble member that the controller broker's ZooKeeper session is connected to
+     * (cons lists it): the member whose loss the controller must ride out, with its /controller and
+     * /brokers/ids ephemerals, by moving its session to another member before it expires. A producer
+     * sends one message every 25 ms from 1.5 s before the kill to 6 s after it; every one must be acked.
+     */
+    private String memberKilled() throws Exception {
+        long session = owners.get(controller);
+        List<Integer> on = ensemble.membersWithSession(session);
+        require(on.size() == 1, "controller broker " + controller + "'s session 0x" + Long.toHexString(session)
+                + " is listed by cons on members " + on + ", want exactly one");
+        killedMember = on.get(0);
+        List<Integer> leaders = ensemble.leaders();
+        require(leaders.size() == 1, "srvr names leaders " + leaders);
+        List<Integer> affected = new ArrayList<>();
+        for (int id = 0; id <= 1; id++) {
+            if (ensemble.hasSession(killedMember, owners.get(id))) {
+                affected.add(id);
+            }
+        }
+        // run.sh allows connection-loss lines only in these brokers' logs: those connected to the killed
+        // member, or both when it is the leader (then the followers, too, drop their clients until a new
+        // leader is elected, on ZooKeeper as on paddock).
+        List<Integer> disconnected = killedMember == leaders.get(0) ? List.of(0, 1) : affected;
+        Files.writeString(work.resolve("member-kill.txt"),
+                disconnected.toString().replaceAll("[\\[\\],]", "") + "\n");
+        for (int p = 0; p <= 1; p++) {
+            load.put(p, new ArrayList<>());
+        }
+        List<CompletableFuture<RecordMetadata>> acks = new ArrayList<>();
+        List<Long> ackedAt = java.util.Collections.synchronizedList(new ArrayList<>());
+        long killAt = 0;
+        long start = System.nanoTime();
+        for (int i = 0; ; i++) {
+            long now = System.nanoTime();
+            if (killAt == 0 && now - start >= 1_500_000_000L) {
+                ensemble.kill(killedMember);
+                killAt = System.nanoTime();
+            }
+            if (killAt != 0 && now - killAt >= 6_000_000_000L) {
+                break;
+            }
+            int p = i % 2;
+            String value = "load-" + i;
+            load.get(p).add(value);
+            CompletableFuture<RecordMetadata> ack = send(p, value);
+            ack.thenRun(() -> ackedAt.add(System.nanoTime()));
+            acks.add(ack);
+            Thread.sleep(25);
+        }
+        int failed = 0;
+        String firstError = null;
+        for (CompletableFuture<RecordMetadata> ack : acks) {
+            try {
+                ack.get(90, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                failed++;
+                firstError = firstError == null ? e.getCause().toString() : firstError;
+            }
+        }
+        expect(failed == 0, failed + " of " + acks.size() + " sends failed, first: " + firstError);
+        List<Long> times = new ArrayList<>(ackedAt);
+        java.util.Collections.sort(times);
+        long afterKill = 0;
+        long gap = 0;
+        for (int i = 0; i < times.size(); i++) {
+            if (times.get(i) > killAt) {
+                afterKill++;
+            }
+            if (i > 0) {
+                gap = Math.max(gap, times.get(i) - times.get(i - 1));
+            }
+        }
+        expect(afterKill > 0, "no ack after the member's kill");
+        return String.format("member %d (%s; leader was member %d) killed with brokers %s on it; %d sent, "
+                        + "%d acked after the kill, longest pause between acks %.2fs", killedMember,
+                killedMember == leaders.get(0) ? "the leader" : "a follower", leaders.get(0), affected,
+                acks.size(), afterKill, gap / 1e9);
+    }
+
+    /**
+     * The killed member's clients (the controller broker, maybe the other broker and this checker) reconnect
+     * to a surviving member with the same session: no expiry, so /controller (same czxid, same owner) and
+     * both /brokers/ids entries stay, the brokers still name the same controller, and cons on a surviving
+     * member lists each broker's session.
+     */
+    private String sessionsMoved() throws Exception {
+        StringBuilder where = new StringBuilder();
+        for (int id = 0; id <= 1; id++) {
+            long session = owners.get(id);
+            List<Integer> on = poll("broker " + id + "'s session 0x" + Long.toHexString(session)
+                            + " on a surviving member", Duration.ofMillis(sessionTimeoutMs),
+                    () -> ensemble.membersWithSession(session), l -> l.size() == 1 && l.get(0) != killedMember, false);
+            where.append(" broker ").append(id).append(" on member ").append(on.get(0));
+        }
+        Znodes.Node node = poll("/controller readable", Duration.ofSeconds(20), () -> zn.get(z("/controller")),
+                n -> true, false);
+        expect(node.json().path("brokerid").asInt(-1) == controller, "/controller " + node.text()
+                + ", want broker " + controller);
+        expect(node.stat().getEphemeralOwner() == owners.get(controller), "/controller owned by 0x"
+                + Long.toHexString(node.stat().getEphemeralOwner()) + ", was 0x" + Long.toHexString(owners.get(controller)));
+        Znodes.Node epoch = zn.get(z("/controller_epoch"));
+        expect(epoch != null && Integer.parseInt(epoch.text()) == epoch0, "/controller_epoch "
+                + (epoch == null ? "missing" : epoch.text()) + ", want " + epoch0 + " (no new election)");
+        for (int id = 0; id <= 1; id++) {
+            Znodes.Node reg = zn.get(z("/brokers/ids/" + id));
+            expect(reg != null && reg.stat().getEphemeralOwner() == owners.get(id), "/brokers/ids/" + id + " "
+                    + (reg == null ? "gone" : "owned by 0x" + Long.toHexString(reg.stat().getEphemeralOwner())));
+        }
+        int seen = admin().describeCluster().controller().get(30, TimeUnit.SECONDS).id();
+        expect(seen == controller, "brokers report controller " + seen + ", want " + controller);
+        return where.toString().trim() + "; controller still broker " + controller + ", epoch " + epoch0;
+    }
+
+    /** The consumer from the consume check reads exactly the load messages, in order per partition. */
+    private String loadConsumed() throws Exception {
+        int count = load.get(0).size() + load.get(1).size();
+        Map<Integer, List<String>> got = read(consumer, count, Duration.ofSeconds(60));
+        expect(got.equals(load), "read " + summary(got) + ", want " + summary(load)
+                + (got.equals(load) ? "" : "; first difference " + firstDifference(got, load)));
+        return count + " messages";
+    }
+
+    /**
+     * ensemble.sh starts the killed member again with its data; it must come back as a follower whose last
+     * zxid equals the leader's (polled: both read back to back until they agree), and a client connected to
+     * it alone must read what the brokers wrote while it was down.
+     */
+    private String memberRejoins() throws Exception {
+        long started = System.nanoTime();
+        ensemble.restartDown();
+        String mode = poll("member " + killedMember + " serves", Duration.ofSeconds(30),
+                () -> ensemble.mode(killedMember), m -> !m.isEmpty(), false);
+        expect(mode.equals("follower"), "member " + killedMember + " came back as " + mode + ", want follower");
+        long[] pair = poll("member " + killedMember + "'s zxid == the leader's", Duration.ofSeconds(30), () -> {
+            List<Integer> leaders = ensemble.leaders();
+            if (leaders.size() != 1) {
+                return null;
+            }
+            return new long[] {ensemble.zxid(leaders.get(0)), ensemble.zxid(killedMember)};
+        }, z -> z[0] >= 0 && z[0] == z[1], false);
+        double seconds = Checks.seconds(started);
+        Znodes direct = Znodes.connect("127.0.0.1:" + ensemble.port(killedMember));
+        try {
+            Znodes.Node here = direct.get(z("/controller"));
+            Znodes.Node there = zn.get(z("/controller"));
+            expect(here != null && there != null && here.stat().equals(there.stat()), "/controller on member "
+                    + killedMember + ": " + (here == null ? "missing" : here.stat()) + ", elsewhere "
+                    + (there == null ? "missing" : there.stat()));
+            List<String> ids = direct.children(z("/brokers/ids"));
+            expect(List.of("0", "1").equals(ids), "/brokers/ids on member " + killedMember + ": " + ids);
+        } finally {
+            direct.close();
+        }
+        return String.format("member %d follower at zxid 0x%x, %.1fs after the restart began", killedMember,
+                pair[1], seconds);
     }
 
     /**
@@ -472,13 +654,15 @@ public final class KafkaFailover {
 
     private String produceAfter() throws Exception {
         List<CompletableFuture<RecordMetadata>> acks = new ArrayList<>();
+        List<Integer> offsets = new ArrayList<>();
         for (int p = 0; p <= 1; p++) {
+            offsets.add(sent.get(p).size());
             acks.add(send(p, "after-failover-" + p));
         }
         for (int p = 0; p <= 1; p++) {
             RecordMetadata md = acks.get(p).get(90, TimeUnit.SECONDS);
-            expect(md.partition() == p && md.offset() == PER_PARTITION, "after-failover-" + p + " acked at "
-                    + md.partition() + "/" + md.offset() + ", want " + p + "/" + PER_PARTITION);
+            expect(md.partition() == p && md.offset() == offsets.get(p), "after-failover-" + p + " acked at "
+                    + md.partition() + "/" + md.offset() + ", want " + p + "/" + offsets.get(p));
         }
         return null;
     }
@@ -491,7 +675,7 @@ public final class KafkaFailover {
         }
         expect(fresh.equals(want), "the consumer from before the failover read " + fresh + ", want " + want);
         try (KafkaConsumer<String, String> again = consumer(bootstrap())) {
-            Map<Integer, List<String>> all = read(again, 2 * PER_PARTITION + 2, Duration.ofSeconds(60));
+            Map<Integer, List<String>> all = read(again, sentCount(), Duration.ofSeconds(60));
             expect(all.equals(sent), "a new consumer read " + all + ", want " + sent);
         }
         return null;
@@ -549,13 +733,49 @@ public final class KafkaFailover {
 
     private String consumeLast(int last) throws Exception {
         try (KafkaConsumer<String, String> again = consumer(listeners.get(last))) {
-            Map<Integer, List<String>> all = read(again, 2 * PER_PARTITION + 2, Duration.ofSeconds(60));
+            Map<Integer, List<String>> all = read(again, sentCount(), Duration.ofSeconds(60));
             expect(all.equals(sent), "read " + all + ", want " + sent);
         }
         return null;
     }
 
     // ---- helpers ------------------------------------------------------------------------------------
+
+    private int sentCount() {
+        int n = 0;
+        for (List<String> values : sent.values()) {
+            n += values.size();
+        }
+        return n;
+    }
+
+    private static String summary(Map<Integer, List<String>> perPartition) {
+        StringBuilder sb = new StringBuilder("{");
+        for (Map.Entry<Integer, List<String>> e : perPartition.entrySet()) {
+            List<String> v = e.getValue();
+            sb.append(e.getKey()).append(": ").append(v.size()).append(" messages");
+            if (!v.isEmpty()) {
+                sb.append(' ').append(v.get(0)).append("..").append(v.get(v.size() - 1));
+            }
+            sb.append("; ");
+        }
+        return sb.append('}').toString();
+    }
+
+    private static String firstDifference(Map<Integer, List<String>> got, Map<Integer, List<String>> want) {
+        for (Integer p : want.keySet()) {
+            List<String> g = got.getOrDefault(p, List.of());
+            List<String> w = want.get(p);
+            for (int i = 0; i < Math.max(g.size(), w.size()); i++) {
+                String a = i < g.size() ? g.get(i) : "(nothing)";
+                String b = i < w.size() ? w.get(i) : "(nothing)";
+                if (!a.equals(b)) {
+                    return "partition " + p + " #" + i + ": " + a + " instead of " + b;
+                }
+            }
+        }
+        return "none";
+    }
 
     private JsonNode partitionState(int partition, Duration timeout, Predicate<JsonNode> ok) throws Exception {
         String path = z("/brokers/topics/" + TOPIC + "/partitions/" + partition + "/state");
@@ -578,7 +798,9 @@ public final class KafkaFailover {
                 if (last != null && ok.test(last)) {
                     return last;
                 }
-            } catch (Checks.Fail | java.util.concurrent.ExecutionException e) {
+            } catch (Checks.Fail | java.util.concurrent.ExecutionException
+                    | org.apache.zookeeper.KeeperException.ConnectionLossException e) {
+                // ConnectionLoss: this checker's own session is moving to another member (member kill).
                 lastError = e;
             }
             if (System.nanoTime() > deadline) {
