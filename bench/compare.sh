@@ -216,13 +216,17 @@ stop_all() {
     local entry kind pid dir
     for entry in "${STARTED[@]+"${STARTED[@]}"}"; do
         IFS=: read -r kind pid dir <<<"$entry"
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -9 "$pid" 2>/dev/null || true
-        fi
+        stop_pid "$pid"
     done
     STARTED=()
+}
+stop_pid() { # SIGTERM, SIGKILL after 5 s
+    local pid="$1"
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
 stop_ensembles() {
     local side
@@ -453,6 +457,10 @@ fill_and_restart() {
         "$side" "$rss0" "$rss" "$restart_ms" "$ZNODES" >"$OUT/$side-server.json"
     verify_pinned "$side" "after the restart"
     snapshot_stall "$side"
+    # This side is done: stop it and drop its data (a large fill would otherwise stay on the disk
+    # while the other side fills); its logs stay for the record.
+    stop_pid "${PIDOF[$side]}"
+    rm -rf "${DIROF[$side]}/data" "${DIROF[$side]}/zk-data"
 }
 
 # snapshot_stall <side>: a get (1 session, 1 in flight) for STALL_SECS while 8x4 writers set snapCount +

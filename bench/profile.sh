@@ -20,7 +20,8 @@
 # The release profile keeps symbols (no strip), so Rust function names show; frames are unwound with
 # DWARF (--call-graph dwarf), as the release build has no frame pointers.
 # Output: perf.data, report.txt (perf report --no-children, by symbol), report-children.txt
-# (--children: the callers' share), the load generator's report, and the server's log.
+# (--children: the callers' share), report-threads.txt (by thread name), the load generator's report
+# and the server's log. perf record runs with --no-buildid-cache (nothing written to ~/.debug).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -157,7 +158,7 @@ log "paddock (pid $SERVER_PID) serving on 127.0.0.1:$PORT; $WORKLOAD for $((DURA
 BENCH_PID=$!
 sleep 1
 PERF_RC=0
-"$PERF" record -F "$FREQ" --call-graph dwarf,8192 -p "$SERVER_PID" -o "$OUT/perf.data" -- sleep "$DURATION" \
+"$PERF" record --no-buildid-cache -F "$FREQ" --call-graph dwarf,8192 -p "$SERVER_PID" -o "$OUT/perf.data" -- sleep "$DURATION" \
     >"$OUT/perf-record.log" 2>&1 || PERF_RC=$?
 BENCH_RC=0
 wait "$BENCH_PID" || BENCH_RC=$?
@@ -169,12 +170,16 @@ if [[ $PERF_RC -ne 0 || ! -s "$OUT/perf.data" ]]; then
     exit 1
 fi
 [[ $BENCH_RC -eq 0 ]] || log "NOTE: the load generator reported a failure (exit $BENCH_RC; see $OUT/bench.log)"
-"$PERF" report -i "$OUT/perf.data" --no-children --sort symbol --stdio --percent-limit 0.3 -g none \
-    >"$OUT/report.txt" 2>"$OUT/perf-report.log" || { cat "$OUT/perf-report.log" >&2; die "perf report failed"; }
-"$PERF" report -i "$OUT/perf.data" --children --sort symbol --stdio --percent-limit 2 -g none \
-    >"$OUT/report-children.txt" 2>>"$OUT/perf-report.log" || true
-"$PERF" report -i "$OUT/perf.data" --no-children --sort comm --stdio -g none \
-    >"$OUT/report-threads.txt" 2>>"$OUT/perf-report.log" || true
+# -F overhead,sym: no IPC columns (a VM's cpu-clock event has none); trailing blanks trimmed.
+report() { # file, then perf report options
+    local file="$1"
+    shift
+    "$PERF" report -i "$OUT/perf.data" --stdio -g none "$@" 2>>"$OUT/perf-report.log" | sed 's/ *$//' >"$OUT/$file"
+}
+report report.txt --no-children -F overhead,sym --percent-limit 0.3 ||
+    { cat "$OUT/perf-report.log" >&2; die "perf report failed"; }
+report report-children.txt --children -F overhead_children,overhead,sym --percent-limit 2 || true
+report report-threads.txt --no-children -F overhead,comm || true
 python3 - "$OUT/bench.json" <<'EOF' >&2 || true
 import json, sys
 r = json.loads(open(sys.argv[1]).readline())
