@@ -59,7 +59,7 @@ ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=1
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0 PINNED=1 SERVER_CPU=0 CLIENT_CPUS="" SMOKE=0 SWEEP=0 QUICK=0
 SNAP_COUNT="" STALL_SECS=30 BIN_DIR="" CURVES_OUT=""
 SWEEP_SESSIONS="1,4,16,64,256" SWEEP_FILL="" SWEEP_DURATION=""
-usage() { sed -n '2,50p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 need() { [[ $# -ge 2 && -n "$2" ]] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case "$1" in

@@ -29,7 +29,7 @@ cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 log() { echo "profile.sh: $*" >&2; }
 die() { echo "profile.sh: error: $*" >&2; exit 2; }
 
