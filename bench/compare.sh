@@ -25,7 +25,8 @@
 #   --warmup S (3), --snap-count N (both servers' snapCount; default: each server's own, 100000),
 #   --stall-secs S (the snapshot-stall window, 30), --sweep-sessions LIST (1,4,16,64,256),
 #   --sweep-fill LIST (10000,100000,500000,1000000,2000000), --sweep-duration S (5; 2 with --quick),
-#   --curves-out DIR (also copy the sweep's CSV, PNG and params there), --no-build (use the binaries in
+#   --curves-out DIR (also copy the sweep's CSV, PNG and params there), --replot DIR (only redraw the
+#   PNGs of a sweep from the CSVs and params.json in DIR, such as bench/curves), --no-build (use the binaries in
 #   $CARGO_TARGET_DIR/release), --bin-dir DIR (take paddock and paddock-bench from DIR; implies
 #   --no-build), --out DIR.
 # Environment: CARGO_TARGET_DIR (default ~/.cache/paddock-target), ZK_HEAP (default 1g, ZooKeeper's own
@@ -57,7 +58,7 @@ PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
 ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=100 KEYS=1000 WARMUP=3
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0 PINNED=1 SERVER_CPU=0 CLIENT_CPUS="" SMOKE=0 SWEEP=0 QUICK=0
-SNAP_COUNT="" STALL_SECS=30 BIN_DIR="" CURVES_OUT=""
+SNAP_COUNT="" STALL_SECS=30 BIN_DIR="" CURVES_OUT="" REPLOT=""
 SWEEP_SESSIONS="1,4,16,64,256" SWEEP_FILL="" SWEEP_DURATION=""
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 need() { [[ $# -ge 2 && -n "$2" ]] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }; }
@@ -72,7 +73,7 @@ while [[ $# -gt 0 ]]; do
         --quick) QUICK=1 ;;
         --ensemble | --duration | --rounds | --clients | --inflight | --contenders | --znodes | --value-size | \
             --keys | --warmup | --snap-count | --stall-secs | --server-cpu | --client-cpus | --sweep-sessions | \
-            --sweep-fill | --sweep-duration | --bin-dir | --curves-out | --out)
+            --sweep-fill | --sweep-duration | --bin-dir | --curves-out | --replot | --out)
             need "$@"
             case "$1" in
                 --ensemble) ENSEMBLE="$2" ;;
@@ -94,6 +95,7 @@ while [[ $# -gt 0 ]]; do
                 --sweep-duration) SWEEP_DURATION="$2" ;;
                 --bin-dir) BIN_DIR="$2" BUILD=0 ;;
                 --curves-out) CURVES_OUT="$2" ;;
+                --replot) REPLOT="$2" ;;
                 --out) OUT="$2" ;;
             esac
             shift
@@ -106,6 +108,109 @@ done
 
 log() { echo "compare.sh: $(date -u +%T) $*" >&2; }
 die() { echo "compare.sh: error: $*" >&2; exit 2; }
+ensure_gnuplot() {
+    command -v gnuplot >/dev/null && return 0
+    # The plots need gnuplot (Debian's gnuplot-nox: no X11). Installed once, as install-deps.sh would.
+    log "installing gnuplot-nox (Debian) for the sweep's plots"
+    if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null; then
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox; } >&2 ||
+            log "NOTE: gnuplot-nox did not install: the CSVs are written, the plots are not"
+    else
+        log "NOTE: no gnuplot and no root apt-get: the CSVs are written, the plots are not"
+    fi
+}
+
+# draw_plots DIR: per-series data files (DIR/series/) and throughput.png, p99.png and fill.png from
+# DIR/sweep.csv, DIR/fill.csv and DIR/params.json (the sides, the value size, the label's load average).
+draw_plots() {
+    local dir="$1" label sides vsize kind w col ylab plots side spec meta tmp rc=0
+    # The per-series data and the gnuplot script are scratch: only the PNGs land in DIR.
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/paddock-plots.XXXXXX")"
+    python3 - "$dir" "$tmp" <<'PY'
+import csv, collections, os, sys
+out, scratch = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.join(scratch, "series"), exist_ok=True)
+series = collections.defaultdict(list)
+for r in csv.DictReader(open(os.path.join(out, "sweep.csv"))):
+    series[(r["side"], r["workload"])].append((int(r["sessions"]), r["ops_per_sec"], r["p99_us"]))
+for (side, w), rows in series.items():
+    with open(os.path.join(scratch, "series", f"{side}-{w}.dat"), "w") as f:
+        for s, ops, p99 in sorted(rows):
+            f.write(f"{s} {ops} {int(p99) / 1000:.3f}\n")
+fills = collections.defaultdict(list)
+if os.path.exists(os.path.join(out, "fill.csv")):
+    for r in csv.DictReader(open(os.path.join(out, "fill.csv"))):
+        fills[r["side"]].append((int(r["znodes"]), r))
+for side, rows in fills.items():
+    with open(os.path.join(scratch, "series", f"{side}-fill.dat"), "w") as f:
+        for n, r in sorted(rows):
+            f.write(f"{n} {r['fill_ops_per_sec']} {int(r['fill_p99_us']) / 1000:.3f} {r['rss_after_mib']} "
+                    f"{r['rss_growth_bytes_per_znode']} {r['restart_ms']}\n")
+PY
+    command -v gnuplot >/dev/null || { log "NOTE: no gnuplot: no plots drawn"; rm -rf "$tmp"; return 0; }
+    mapfile -t meta < <(python3 - "$dir/params.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+pin = "servers pinned to CPU " + p["server_cpus"] if p["pinned"] else "unpinned"
+print(f"{p['git_rev']}, {p['date_utc'] + ', ' if p.get('date_utc') else ''}loadavg {p['loadavg_start']} .. {p['loadavg_end']}, {pin}")
+print(p["sides"].replace(" ", ","))
+print(p["value_size"])
+PY
+    )
+    [[ ${#meta[@]} -eq 3 ]] || { log "cannot read $dir/params.json"; rm -rf "$tmp"; return 1; }
+    label="${meta[0]}" sides="${meta[1]}" vsize="${meta[2]}"
+    {
+        echo "set terminal pngcairo size 1500,900 font ',10'"
+        echo "set key top left; set grid; set logscale x 2"
+        for kind in throughput p99; do
+            echo "set output '$dir/$kind.png'"
+            echo "set multiplot layout 2,3 title '$kind against load ($label)'"
+            if [[ $kind == p99 ]]; then echo "set logscale y 10; set yrange [*:*]"; else echo "unset logscale y; set yrange [0:*]"; fi
+            for w in create set get mixed lock; do
+                col=2 ylab="ops/s"
+                [[ $w == lock ]] && ylab="hand-offs/s"
+                [[ $kind == p99 ]] && col=3 ylab="p99 ms (log scale)"
+                echo "set title '$w'; set xlabel 'sessions (1 request in flight each)'; set ylabel '$ylab'"
+                plots=()
+                for side in ${sides//,/ }; do
+                    [[ -f "$tmp/series/$side-$w.dat" ]] &&
+                        plots+=("'$tmp/series/$side-$w.dat' using 1:$col with linespoints title '$side'")
+                done
+                if [[ ${#plots[@]} -gt 0 ]]; then (IFS=,; echo "plot ${plots[*]}"); fi
+            done
+            echo "unset multiplot"
+        done
+        echo "set output '$dir/fill.png'"
+        echo "set multiplot layout 2,2 title 'fill of N znodes of $vsize bytes ($label)'"
+        echo "set logscale x 10; unset logscale y; set yrange [0:*]; set xlabel 'znodes'"
+        for spec in "4:RSS after the fill, MiB" "5:RSS growth per znode, bytes" "6:restart to serving, ms" "3:fill p99, ms"; do
+            col="${spec%%:*}" ylab="${spec#*:}"
+            echo "set title '$ylab'; set ylabel '$ylab'"
+            plots=()
+            for side in ${sides//,/ }; do
+                [[ -f "$tmp/series/$side-fill.dat" ]] &&
+                    plots+=("'$tmp/series/$side-fill.dat' using 1:$col with linespoints title '$side'")
+            done
+            if [[ ${#plots[@]} -gt 0 ]]; then (IFS=,; echo "plot ${plots[*]}"); fi
+        done
+        echo "unset multiplot"
+    } >"$tmp/plots.gp"
+    if ! gnuplot "$tmp/plots.gp" 2>"$tmp/gnuplot.log"; then
+        log "gnuplot failed: $(head -c 2000 "$tmp/gnuplot.log")"
+        rc=1
+    fi
+    rm -rf "$tmp"
+    return $rc
+}
+
+if [[ -n "$REPLOT" ]]; then
+    [[ -f "$REPLOT/sweep.csv" && -f "$REPLOT/params.json" ]] || die "--replot: no sweep.csv and params.json in $REPLOT"
+    ensure_gnuplot
+    command -v gnuplot >/dev/null || die "--replot needs gnuplot"
+    draw_plots "$REPLOT" || exit 1
+    log "plots redrawn in $REPLOT"
+    exit 0
+fi
 [[ "$ENSEMBLE" == 0 || "$ENSEMBLE" == 3 || "$ENSEMBLE" == 5 ]] || die "--ensemble takes 3 or 5, got '$ENSEMBLE'"
 for v in ROUNDS DURATION CLIENTS INFLIGHT CONTENDERS ZNODES VALUE_SIZE KEYS WARMUP STALL_SECS; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || die "--$(tr 'A-Z_' 'a-z-' <<<"$v") takes a whole number, got '${!v}'"
@@ -191,16 +296,7 @@ elif [[ $ZK_VS_ZK -eq 1 ]]; then
 else
     SIDES=(paddock zookeeper)
 fi
-if [[ $SWEEP -eq 1 ]] && ! command -v gnuplot >/dev/null; then
-    # The plots need gnuplot (Debian's gnuplot-nox: no X11). Installed once, as install-deps.sh would.
-    log "installing gnuplot-nox (Debian) for the sweep's plots"
-    if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null; then
-        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox; } >&2 ||
-            log "NOTE: gnuplot-nox did not install: the CSVs are written, the plots are not"
-    else
-        log "NOTE: no gnuplot and no root apt-get: the CSVs are written, the plots are not"
-    fi
-fi
+if [[ $SWEEP -eq 1 ]]; then ensure_gnuplot; fi
 
 OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -524,7 +620,7 @@ write_params() {
     LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
     python3 - "$OUT/params.json" <<EOF
 import json, sys
-json.dump({"mode": "$mode", "git_rev": "$GIT_REV", "loadavg_start": "$LOAD_START", "loadavg_end": "$LOAD_END",
+json.dump({"mode": "$mode", "date_utc": "$(date -u +%Y-%m-%dT%H:%MZ)", "git_rev": "$GIT_REV", "loadavg_start": "$LOAD_START", "loadavg_end": "$LOAD_END",
     "nproc": $(nproc), "pinned": $PINNED == 1, "server_cpus": "${SERVER_SET:-}", "client_cpus": "${CLIENT_SET:-}",
     "full": $FULL == 1, "smoke": $SMOKE == 1, "zk_vs_zk": $ZK_VS_ZK == 1, "rounds": $ROUNDS,
     "duration_secs": $DURATION, "clients": $CLIENTS, "inflight": $INFLIGHT, "contenders": $CONTENDERS,
@@ -618,65 +714,7 @@ EOF
         done
     done
     write_params sweep
-    # Per-series data files and the plots.
-    python3 - "$OUT" <<'EOF'
-import csv, collections, os, sys
-out = sys.argv[1]
-os.makedirs(os.path.join(out, "series"), exist_ok=True)
-series = collections.defaultdict(list)
-for r in csv.DictReader(open(os.path.join(out, "sweep.csv"))):
-    series[(r["side"], r["workload"])].append((int(r["sessions"]), r["ops_per_sec"], r["p99_us"]))
-for (side, w), rows in series.items():
-    with open(os.path.join(out, "series", f"{side}-{w}.dat"), "w") as f:
-        for s, ops, p99 in sorted(rows):
-            f.write(f"{s} {ops} {int(p99) / 1000:.3f}\n")
-fills = collections.defaultdict(list)
-for r in csv.DictReader(open(os.path.join(out, "fill.csv"))):
-    fills[r["side"]].append((int(r["znodes"]), r))
-for side, rows in fills.items():
-    with open(os.path.join(out, "series", f"{side}-fill.dat"), "w") as f:
-        for n, r in sorted(rows):
-            f.write(f"{n} {r['fill_ops_per_sec']} {int(r['fill_p99_us']) / 1000:.3f} {r['rss_after_mib']} "
-                    f"{r['rss_growth_bytes_per_znode']} {r['restart_ms']}\n")
-EOF
-    if command -v gnuplot >/dev/null; then
-        LABEL="$GIT_REV, $(date -u +%Y-%m-%d), loadavg ${LOAD_START} .. ${LOAD_END}, $([[ $PINNED -eq 1 ]] && echo "servers pinned to CPU $SERVER_SET" || echo unpinned)"
-        {
-            echo "set terminal pngcairo size 1500,900 font ',10'"
-            echo "set datafile missing '?'"
-            echo "set key top left; set grid; set logscale x 2"
-            for kind in throughput p99; do
-                echo "set output '$OUT/$kind.png'"
-                echo "set multiplot layout 2,3 title '$kind against load ($LABEL)'"
-                for w in create set get mixed lock; do
-                    col=2 ylab="ops/s"
-                    [[ $w == lock ]] && ylab="hand-offs/s"
-                    [[ $kind == p99 ]] && col=3 ylab="p99 ms"
-                    echo "set title '$w'; set xlabel 'sessions'; set ylabel '$ylab'"
-                    plots=()
-                    for side in "${SIDES[@]}"; do
-                        [[ -f "$OUT/series/$side-$w.dat" ]] && plots+=("'$OUT/series/$side-$w.dat' using 1:$col with linespoints title '$side'")
-                    done
-                    if [[ ${#plots[@]} -gt 0 ]]; then (IFS=,; echo "plot ${plots[*]}"); fi
-                done
-                echo "unset multiplot"
-            done
-            echo "set output '$OUT/fill.png'"
-            echo "set multiplot layout 2,2 title 'fill of N znodes of $VALUE_SIZE bytes ($LABEL)'"
-            echo "set logscale x 10; set xlabel 'znodes'"
-            for spec in "4:RSS after the fill, MiB" "5:RSS growth per znode, bytes" "6:restart to serving, ms" "3:fill p99, ms"; do
-                col="${spec%%:*}" ylab="${spec#*:}"
-                echo "set title '$ylab'; set ylabel '$ylab'"
-                plots=()
-                for side in "${SIDES[@]}"; do
-                    [[ -f "$OUT/series/$side-fill.dat" ]] && plots+=("'$OUT/series/$side-fill.dat' using 1:$col with linespoints title '$side'")
-                done
-                if [[ ${#plots[@]} -gt 0 ]]; then (IFS=,; echo "plot ${plots[*]}"); fi
-            done
-            echo "unset multiplot"
-        } >"$OUT/plots.gp"
-        gnuplot "$OUT/plots.gp" 2>>"$OUT/bench.log" || { log "gnuplot failed (see $OUT/bench.log)"; FAILED=1; }
-    fi
+    draw_plots "$OUT" || FAILED=1
     if [[ -n "$CURVES_OUT" ]]; then
         mkdir -p "$CURVES_OUT"
         cp "$OUT"/sweep.csv "$OUT"/fill.csv "$OUT"/params.json "$CURVES_OUT"/
