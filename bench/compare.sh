@@ -1,30 +1,53 @@
 #!/usr/bin/env bash
-# Runs the same paddock-bench workloads against paddock and Apache ZooKeeper 3.9 on this machine and
-# prints paddock/ZooKeeper ratios next to the issue's targets.
+# Runs the same paddock-bench workloads against paddock and Apache ZooKeeper 3.9 on this machine, the
+# sides alternating, and prints one table in the order of issue #12's targets:
+#   measure | paddock | ZooKeeper | ratio | target | met?
 #
-#   bench/compare.sh                 modest defaults: the whole comparison takes a few minutes
-#   bench/compare.sh --full          the issue's sizes: fill of 500k znodes of 100 bytes
+#   bench/compare.sh                 pinned (the default): every server thread on --server-cpu, the load
+#                                    generator on --client-cpus; 3 rounds, fill of 100k znodes
+#   bench/compare.sh --unpinned      no CPU pinning (servers and load generator share every core)
+#   bench/compare.sh --full          the issue's sizes: fill of 1M znodes of 100 bytes
+#   bench/compare.sh --smoke         CI smoke (about a minute): 1 s per workload, one round, a tiny fill,
+#                                    snapCount 500; asserts only correctness and that every table cell
+#                                    was produced (exit code 1 otherwise)
+#   bench/compare.sh --sweep         each workload over 1, 4, 16, 64, 256 sessions and the fill over
+#                                    10k..2M znodes, both servers; CSV and PNG plots (gnuplot) in the
+#                                    results directory. --quick: short runs and fills of 10k..100k
 #   bench/compare.sh --zk-vs-zk      both sides are ZooKeeper (dry run of this script)
 #   bench/compare.sh --ensemble 3    each side a 3-member ensemble on loopback (scripts/ensemble.sh, the
-#                                    same zoo.cfg for both), clients spread evenly over the members;
-#                                    the workloads only (no fill/restart: that is a one-server measure)
+#                                    same zoo.cfg for both), clients spread over the members; pinned,
+#                                    all members of a side share --server-cpu. Workloads only (the fill,
+#                                    restart and snapshot stall are one-server measures)
 #
-# Options: --rounds R (default 3), --duration S (per workload and round, default 5), --clients C (8), --inflight I (4),
-#   --contenders K (8), --znodes N (20000; 500000 with --full), --value-size B (100), --keys N (1000),
-#   --no-build (use the binaries already in $CARGO_TARGET_DIR/release), --out DIR.
+# Options: --server-cpu LIST (default 0), --client-cpus LIST (default: every other CPU this process may
+#   use), --rounds R (3), --duration S (per workload and round, 5), --clients C (8), --inflight I (4),
+#   --contenders K (8), --znodes N (100000; 1000000 with --full), --value-size B (100), --keys N (1000),
+#   --warmup S (3), --snap-count N (both servers' snapCount; default: each server's own, 100000),
+#   --stall-secs S (the snapshot-stall window, 30), --sweep-sessions LIST (1,4,16,64,256),
+#   --sweep-fill LIST (10000,100000,500000,1000000,2000000), --sweep-duration S (5; 2 with --quick),
+#   --curves-out DIR (also copy the sweep's CSV, PNG and params there), --replot DIR (only redraw the
+#   PNGs of a sweep from the CSVs and params.json in DIR, such as bench/curves), --no-build (use the binaries in
+#   $CARGO_TARGET_DIR/release), --bin-dir DIR (take paddock and paddock-bench from DIR; implies
+#   --no-build), --out DIR.
 # Environment: CARGO_TARGET_DIR (default ~/.cache/paddock-target), ZK_HEAP (default 1g, ZooKeeper's own
 #   distribution default), PADDOCK_EXTRA_ARGS (default "--max-client-cnxns 0", like the ZK config).
 #
-# Each side gets a fresh server and data directory and a 3 s unrecorded warm-up (the JVM's JIT would
-# otherwise lose the first workload). Both servers stay up, but only one is under load at a time: the
-# rounds of create, set, get, mixed, lock alternate between the sides (a shared 2-core machine drifts;
-# alternating spreads the drift over both). Then, per side, fill, the server's VmRSS, SIGKILL, start
-# again, and the time until the last filled znode is readable. Results: bench/results/<timestamp>/.
-# Besides rates and latencies, each run records the server's own CPU time (from /proc), reported as
-# CPU microseconds per op: on a small machine the load generator takes a core of its own, which
-# caps both sides' throughput alike and hides how much cheaper one server is per op.
-# Exit code: 0 when every run was correct (no failed op, no lock exclusion violation), whatever the
-# ratios; 1 otherwise; 2 for bad usage or a server that did not start.
+# Method. Each side gets a fresh server and data directory and an unrecorded warm-up (the JVM's JIT
+# would otherwise lose the first workload). Pinned, each server is started under `taskset -c
+# <server-cpu>` (the JVM and every thread it starts inherit it) and every thread is checked with
+# `taskset -a -p` after the warm-up and again after the rounds; the load generator runs under
+# `taskset -c <client-cpus>`. Both servers stay up, but only one is under load at a time: the rounds
+# of create, set, get, mixed, lock and lone (one session, one request in flight: a set) alternate
+# between the sides and flip their order each round. Every run records the server's CPU time (from
+# /proc, so CPU per op) and its VmRSS. Then, per side: VmRSS, fill, VmRSS again (growth per znode),
+# SIGKILL, restart, the time until the last filled znode reads; then on the restarted server a get
+# (1 session, 1 in flight) alongside snapCount + 10% writes, so at least one snapshot of the filled
+# tree is taken while it runs: its longest latency is the stall (the number of snapshots taken is
+# checked: paddock's mntr zk_paddock_last_snapshot_index, ZooKeeper's snapshot files). The disk's own
+# fsync cost (append + fdatasync, up to 200 times in 2 s) is measured for the lone-write target.
+# Results: bench/results/<timestamp>/ (table.txt, one JSON per run, params.json with the load average).
+# Exit code: 0 when every run was correct (no failed op, no lock exclusion violation, pinning held) and,
+# with --smoke, every table cell was produced; 1 otherwise; 2 for bad usage or a server that did not start.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,36 +56,228 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 export ZK_HEAP="${ZK_HEAP:-1g}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
-ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=20000 VALUE_SIZE=100 KEYS=1000
-FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0
-usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=100 KEYS=1000 WARMUP=3
+FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0 PINNED=1 SERVER_CPU=0 CLIENT_CPUS="" SMOKE=0 SWEEP=0 QUICK=0
+SNAP_COUNT="" STALL_SECS=30 BIN_DIR="" CURVES_OUT="" REPLOT=""
+SWEEP_SESSIONS="1,4,16,64,256" SWEEP_FILL="" SWEEP_DURATION=""
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
+need() { [[ $# -ge 2 && -n "$2" ]] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        --full) FULL=1 ZNODES=500000 ;;
+        --full) FULL=1 ZNODES=1000000 ;;
         --zk-vs-zk) ZK_VS_ZK=1 ;;
         --no-build) BUILD=0 ;;
-        --ensemble) ENSEMBLE="$2"; shift ;;
-        --duration) DURATION="$2"; shift ;;
-        --rounds) ROUNDS="$2"; shift ;;
-        --clients) CLIENTS="$2"; shift ;;
-        --inflight) INFLIGHT="$2"; shift ;;
-        --contenders) CONTENDERS="$2"; shift ;;
-        --znodes) ZNODES="$2"; shift ;;
-        --value-size) VALUE_SIZE="$2"; shift ;;
-        --keys) KEYS="$2"; shift ;;
-        --out) OUT="$2"; shift ;;
-        -h|--help) usage ;;
+        --unpinned) PINNED=0 ;;
+        --smoke) SMOKE=1 ;;
+        --sweep) SWEEP=1 ;;
+        --quick) QUICK=1 ;;
+        --ensemble | --duration | --rounds | --clients | --inflight | --contenders | --znodes | --value-size | \
+            --keys | --warmup | --snap-count | --stall-secs | --server-cpu | --client-cpus | --sweep-sessions | \
+            --sweep-fill | --sweep-duration | --bin-dir | --curves-out | --replot | --out)
+            need "$@"
+            case "$1" in
+                --ensemble) ENSEMBLE="$2" ;;
+                --duration) DURATION="$2" ;;
+                --rounds) ROUNDS="$2" ;;
+                --clients) CLIENTS="$2" ;;
+                --inflight) INFLIGHT="$2" ;;
+                --contenders) CONTENDERS="$2" ;;
+                --znodes) ZNODES="$2" ;;
+                --value-size) VALUE_SIZE="$2" ;;
+                --keys) KEYS="$2" ;;
+                --warmup) WARMUP="$2" ;;
+                --snap-count) SNAP_COUNT="$2" ;;
+                --stall-secs) STALL_SECS="$2" ;;
+                --server-cpu) SERVER_CPU="$2" ;;
+                --client-cpus) CLIENT_CPUS="$2" ;;
+                --sweep-sessions) SWEEP_SESSIONS="$2" ;;
+                --sweep-fill) SWEEP_FILL="$2" ;;
+                --sweep-duration) SWEEP_DURATION="$2" ;;
+                --bin-dir) BIN_DIR="$2" BUILD=0 ;;
+                --curves-out) CURVES_OUT="$2" ;;
+                --replot) REPLOT="$2" ;;
+                --out) OUT="$2" ;;
+            esac
+            shift
+            ;;
+        -h | --help) usage ;;
         *) echo "compare.sh: unknown option $1" >&2; usage ;;
     esac
     shift
 done
 
-log() { echo "compare.sh: $*" >&2; }
+log() { echo "compare.sh: $(date -u +%T) $*" >&2; }
 die() { echo "compare.sh: error: $*" >&2; exit 2; }
-[[ "$ENSEMBLE" == 0 || "$ENSEMBLE" == 3 || "$ENSEMBLE" == 5 ]] || die "--ensemble takes 3 or 5, got '$ENSEMBLE'"
+ensure_gnuplot() {
+    command -v gnuplot >/dev/null && return 0
+    # The plots need gnuplot (Debian's gnuplot-nox: no X11). Installed once, as install-deps.sh would.
+    log "installing gnuplot-nox (Debian) for the sweep's plots"
+    if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null; then
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox; } >&2 ||
+            log "NOTE: gnuplot-nox did not install: the CSVs are written, the plots are not"
+    else
+        log "NOTE: no gnuplot and no root apt-get: the CSVs are written, the plots are not"
+    fi
+}
 
-BENCH="$CARGO_TARGET_DIR/release/paddock-bench"
-PADDOCK="$CARGO_TARGET_DIR/release/paddock"
+# draw_plots DIR: per-series data files (DIR/series/) and throughput.png, p99.png and fill.png from
+# DIR/sweep.csv, DIR/fill.csv and DIR/params.json (the sides, the value size, the label's load average).
+draw_plots() {
+    local dir="$1" label sides vsize kind w col ylab plots side spec meta tmp rc=0
+    # The per-series data and the gnuplot script are scratch: only the PNGs land in DIR.
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/paddock-plots.XXXXXX")"
+    python3 - "$dir" "$tmp" <<'PY'
+import csv, collections, os, sys
+out, scratch = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.join(scratch, "series"), exist_ok=True)
+series = collections.defaultdict(list)
+for r in csv.DictReader(open(os.path.join(out, "sweep.csv"))):
+    series[(r["side"], r["workload"])].append((int(r["sessions"]), r["ops_per_sec"], r["p99_us"]))
+for (side, w), rows in series.items():
+    with open(os.path.join(scratch, "series", f"{side}-{w}.dat"), "w") as f:
+        for s, ops, p99 in sorted(rows):
+            f.write(f"{s} {ops} {int(p99) / 1000:.3f}\n")
+fills = collections.defaultdict(list)
+if os.path.exists(os.path.join(out, "fill.csv")):
+    for r in csv.DictReader(open(os.path.join(out, "fill.csv"))):
+        fills[r["side"]].append((int(r["znodes"]), r))
+for side, rows in fills.items():
+    with open(os.path.join(scratch, "series", f"{side}-fill.dat"), "w") as f:
+        for n, r in sorted(rows):
+            f.write(f"{n} {r['fill_ops_per_sec']} {int(r['fill_p99_us']) / 1000:.3f} {r['rss_after_mib']} "
+                    f"{r['rss_growth_bytes_per_znode']} {r['restart_ms']}\n")
+PY
+    command -v gnuplot >/dev/null || { log "NOTE: no gnuplot: no plots drawn"; rm -rf "$tmp"; return 0; }
+    mapfile -t meta < <(python3 - "$dir/params.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+pin = "servers pinned to CPU " + p["server_cpus"] if p["pinned"] else "unpinned"
+print(f"{p['git_rev']}, {p['date_utc'] + ', ' if p.get('date_utc') else ''}loadavg {p['loadavg_start']} .. {p['loadavg_end']}, {pin}")
+print(p["sides"].replace(" ", ","))
+print(p["value_size"])
+PY
+    )
+    [[ ${#meta[@]} -eq 3 ]] || { log "cannot read $dir/params.json"; rm -rf "$tmp"; return 1; }
+    label="${meta[0]}" sides="${meta[1]}" vsize="${meta[2]}"
+    {
+        echo "set terminal pngcairo size 1500,900 font ',10'"
+        echo "set key top left; set grid; set logscale x 2"
+        for kind in throughput p99; do
+            echo "set output '$dir/$kind.png'"
+            echo "set multiplot layout 2,3 title '$kind against load ($label)'"
+            if [[ $kind == p99 ]]; then echo "set logscale y 10; set yrange [*:*]"; else echo "unset logscale y; set yrange [0:*]"; fi
+            for w in create set get mixed lock; do
+                col=2 ylab="ops/s"
+                [[ $w == lock ]] && ylab="hand-offs/s"
+                [[ $kind == p99 ]] && col=3 ylab="p99 ms (log scale)"
+                echo "set title '$w'; set xlabel 'sessions (1 request in flight each)'; set ylabel '$ylab'"
+                plots=()
+                for side in ${sides//,/ }; do
+                    [[ -f "$tmp/series/$side-$w.dat" ]] &&
+                        plots+=("'$tmp/series/$side-$w.dat' using 1:$col with linespoints title '$side'")
+                done
+                if [[ ${#plots[@]} -gt 0 ]]; then (IFS=,; echo "plot ${plots[*]}"); fi
+            done
+            echo "unset multiplot"
+        done
+        echo "set output '$dir/fill.png'"
+        echo "set multiplot layout 2,2 title 'fill of N znodes of $vsize bytes ($label)'"
+        echo "set logscale x 10; unset logscale y; set yrange [0:*]; set xlabel 'znodes'"
+        for spec in "4:RSS after the fill, MiB" "5:RSS growth per znode, bytes" "6:restart to serving, ms" "3:fill p99, ms"; do
+            col="${spec%%:*}" ylab="${spec#*:}"
+            echo "set title '$ylab'; set ylabel '$ylab'"
+            plots=()
+            for side in ${sides//,/ }; do
+                [[ -f "$tmp/series/$side-fill.dat" ]] &&
+                    plots+=("'$tmp/series/$side-fill.dat' using 1:$col with linespoints title '$side'")
+            done
+            if [[ ${#plots[@]} -gt 0 ]]; then (IFS=,; echo "plot ${plots[*]}"); fi
+        done
+        echo "unset multiplot"
+    } >"$tmp/plots.gp"
+    if ! gnuplot "$tmp/plots.gp" 2>"$tmp/gnuplot.log"; then
+        log "gnuplot failed: $(head -c 2000 "$tmp/gnuplot.log")"
+        rc=1
+    fi
+    rm -rf "$tmp"
+    return $rc
+}
+
+if [[ -n "$REPLOT" ]]; then
+    [[ -f "$REPLOT/sweep.csv" && -f "$REPLOT/params.json" ]] || die "--replot: no sweep.csv and params.json in $REPLOT"
+    ensure_gnuplot
+    command -v gnuplot >/dev/null || die "--replot needs gnuplot"
+    draw_plots "$REPLOT" || exit 1
+    log "plots redrawn in $REPLOT"
+    exit 0
+fi
+[[ "$ENSEMBLE" == 0 || "$ENSEMBLE" == 3 || "$ENSEMBLE" == 5 ]] || die "--ensemble takes 3 or 5, got '$ENSEMBLE'"
+for v in ROUNDS DURATION CLIENTS INFLIGHT CONTENDERS ZNODES VALUE_SIZE KEYS WARMUP STALL_SECS; do
+    [[ "${!v}" =~ ^[0-9]+$ ]] || die "--$(tr 'A-Z_' 'a-z-' <<<"$v") takes a whole number, got '${!v}'"
+done
+[[ -z "$SNAP_COUNT" || "$SNAP_COUNT" =~ ^[1-9][0-9]*$ ]] || die "--snap-count takes a number > 0, got '$SNAP_COUNT'"
+((SMOKE + SWEEP < 2)) || die "--smoke and --sweep do not go together"
+((QUICK == 0 || SWEEP == 1)) || die "--quick is a --sweep option"
+if [[ $SMOKE -eq 1 ]]; then
+    ROUNDS=1 DURATION=1 CLIENTS=4 INFLIGHT=2 CONTENDERS=4 ZNODES=1000 KEYS=100 WARMUP=1 STALL_SECS=2
+    SNAP_COUNT="${SNAP_COUNT:-500}"
+fi
+if [[ $SWEEP -eq 1 ]]; then
+    if [[ $QUICK -eq 1 ]]; then
+        SWEEP_FILL="${SWEEP_FILL:-10000,50000,100000}" SWEEP_DURATION="${SWEEP_DURATION:-2}" WARMUP=2
+    else
+        SWEEP_FILL="${SWEEP_FILL:-10000,100000,500000,1000000,2000000}" SWEEP_DURATION="${SWEEP_DURATION:-5}"
+    fi
+    for l in "$SWEEP_SESSIONS" "$SWEEP_FILL"; do
+        [[ "$l" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "a sweep list is numbers separated by commas, got '$l'"
+    done
+    [[ "$SWEEP_DURATION" =~ ^[1-9][0-9]*$ ]] || die "--sweep-duration takes a number > 0"
+    [[ $ENSEMBLE -eq 0 ]] || die "--sweep measures standalone servers (no --ensemble)"
+fi
+
+# CPU sets: pinned, the servers get SERVER_CPU and the load generator the rest of what we may use.
+cpu_expand() { # LIST: the sorted CPU numbers of a taskset-style list (0,2-3), one line; empty if invalid
+    python3 -c '
+import sys
+out = set()
+try:
+    for part in sys.argv[1].split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+except ValueError:
+    sys.exit(1)
+print(",".join(map(str, sorted(out))))' "$1" 2>/dev/null || true
+}
+SERVER_PIN=() CLIENT_PIN=()
+if [[ $PINNED -eq 1 ]]; then
+    ALLOWED="$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')"
+    SERVER_SET="$(cpu_expand "$SERVER_CPU")"
+    [[ -n "$SERVER_SET" ]] || die "--server-cpu '$SERVER_CPU' is not a CPU list (like 0 or 0-1)"
+    if [[ -z "$CLIENT_CPUS" ]]; then
+        CLIENT_CPUS="$(python3 -c 'import sys; a=set(sys.argv[1].split(",")); s=set(sys.argv[2].split(",")); print(",".join(sorted(a - s, key=int)))' "$ALLOWED" "$SERVER_SET")"
+    fi
+    CLIENT_SET="$(cpu_expand "$CLIENT_CPUS")"
+    if [[ -z "$CLIENT_SET" ]]; then
+        [[ $SMOKE -eq 1 ]] || die "pinned mode needs a CPU for the load generator besides --server-cpu $SERVER_CPU (this process may use CPUs $ALLOWED); use --unpinned"
+        log "NOTE: only CPUs $ALLOWED here: the smoke runs unpinned"
+        PINNED=0
+    else
+        for c in ${SERVER_SET//,/ } ${CLIENT_SET//,/ }; do
+            [[ ",$ALLOWED," == *",$c,"* ]] || die "CPU $c is not one this process may use ($ALLOWED)"
+        done
+        for c in ${SERVER_SET//,/ }; do
+            [[ ",$CLIENT_SET," != *",$c,"* ]] || die "CPU $c is in both --server-cpu and --client-cpus"
+        done
+        SERVER_PIN=(taskset -c "$SERVER_SET") CLIENT_PIN=(taskset -c "$CLIENT_SET")
+        log "pinned: servers on CPU(s) $SERVER_SET, load generator on CPU(s) $CLIENT_SET"
+    fi
+fi
+
+if [[ -n "$BIN_DIR" ]]; then
+    BENCH="$BIN_DIR/paddock-bench" PADDOCK="$BIN_DIR/paddock"
+else
+    BENCH="$CARGO_TARGET_DIR/release/paddock-bench" PADDOCK="$CARGO_TARGET_DIR/release/paddock"
+fi
 if [[ $BUILD -eq 1 ]]; then
     log "building release binaries (cargo build --release -p paddock -p paddock-bench)"
     if ! cargo build --release --locked -p paddock -p paddock-bench >&2; then
@@ -72,6 +287,7 @@ if [[ $BUILD -eq 1 ]]; then
 fi
 [[ -x "$BENCH" ]] || die "no load generator at $BENCH (run without --no-build)"
 if [[ $ZK_VS_ZK -eq 0 && ! -x "$PADDOCK" ]]; then
+    [[ $SMOKE -eq 0 ]] || die "no paddock binary at $PADDOCK"
     log "NOTE: no paddock binary at $PADDOCK: measuring ZooKeeper alone; the paddock column stays empty."
     log "      Build it with: cargo build --release -p paddock   (or dry-run this script with --zk-vs-zk)"
     SIDES=(zookeeper)
@@ -80,6 +296,7 @@ elif [[ $ZK_VS_ZK -eq 1 ]]; then
 else
     SIDES=(paddock zookeeper)
 fi
+if [[ $SWEEP -eq 1 ]]; then ensure_gnuplot; fi
 
 OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -95,13 +312,17 @@ stop_all() {
     local entry kind pid dir
     for entry in "${STARTED[@]+"${STARTED[@]}"}"; do
         IFS=: read -r kind pid dir <<<"$entry"
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -9 "$pid" 2>/dev/null || true
-        fi
+        stop_pid "$pid"
     done
     STARTED=()
+}
+stop_pid() { # SIGTERM, SIGKILL after 5 s
+    local pid="$1"
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
 stop_ensembles() {
     local side
@@ -117,27 +338,35 @@ trap 'exit 130' INT TERM
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
+four_letter() { # port word
+    timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf %s '"$2"' >&3 && cat <&3' 2>/dev/null || true
+}
 
-# start_server <side> <port> <datadir>: starts it in the background and sets PID. Does not wait
-# for it to serve; callers probe. (Not run in $(...): the trap must learn of every server.)
+# start_server <side> <port> <datadir>: starts it in the background (pinned to SERVER_CPU unless
+# --unpinned) and sets PID. Does not wait for it to serve; callers probe. (Not run in $(...): the
+# trap must learn of every server.)
 start_server() {
-    local side="$1" port="$2" dir="$3" pid
+    local side="$1" port="$2" dir="$3" pid snap=()
     mkdir -p "$dir"
     case "$side" in
         paddock)
+            [[ -n "$SNAP_COUNT" ]] && snap=(-D "snapCount=$SNAP_COUNT")
             # shellcheck disable=SC2086
-            "$PADDOCK" serve --port "$port" --data-dir "$dir/data" $PADDOCK_EXTRA_ARGS \
-                >>"$dir/paddock.log" 2>&1 </dev/null &
+            "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" "$PADDOCK" serve --port "$port" --data-dir "$dir/data" \
+                $PADDOCK_EXTRA_ARGS "${snap[@]+"${snap[@]}"}" >>"$dir/paddock.log" 2>&1 </dev/null &
             pid=$!
             disown "$pid" # the SIGKILL for the restart test is on purpose; bash need not report it
             ;;
         zookeeper*)
             # zookeeper.sh writes the pid file at once and prints the pid once ruok answers;
-            # run it in the background so the probe below times the real readiness.
+            # run it in the background so the probe below times the real readiness. Under taskset the
+            # script and the JVM it starts (every thread of it) inherit the CPU set.
             # A SIGKILLed server leaves its pid file behind; reading that stale pid would lose
             # track of the new server (and leak it past the trap).
             rm -f "$dir/zk.pid"
-            bash scripts/zookeeper.sh start "$port" "$dir" >"$dir/start.out" 2>>"$dir/start.err" &
+            ZK_JVMFLAGS="${ZK_JVMFLAGS:-}${SNAP_COUNT:+ -Dzookeeper.snapCount=$SNAP_COUNT}" \
+                "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" bash scripts/zookeeper.sh start "$port" "$dir" \
+                >"$dir/start.out" 2>>"$dir/start.err" &
             for _ in $(seq 1 200); do [[ -s "$dir/zk.pid" ]] && break; sleep 0.05; done
             [[ -s "$dir/zk.pid" ]] || { cat "$dir/start.err" >&2; die "ZooKeeper did not start"; }
             pid="$(cat "$dir/zk.pid")"
@@ -151,11 +380,15 @@ start_server() {
 
 # probe <port> <path> <timeout_s> <json>: waits until <path> is readable; fails if it never is.
 probe() {
-    "$BENCH" --hosts "127.0.0.1:$1" --workload probe --path "$2" --duration-secs "$3" --label probe \
-        --json "$4" 2>>"$OUT/bench.log"
+    "${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" "$BENCH" --hosts "127.0.0.1:$1" --workload probe --path "$2" \
+        --duration-secs "$3" --label probe --json "$4" 2>>"$OUT/bench.log"
 }
 
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+rss_kb() { # pids: the sum of their VmRSS
+    local p t=0
+    for p in $1; do t=$((t + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status"))); done
+    echo "$t"
+}
 # CPU the process has used, user plus system, in clock ticks (fields 14 and 15 of /proc/PID/stat,
 # counted after the command name, which may hold spaces).
 # With --ensemble the argument is a space-separated list of pids (every member): their sum.
@@ -166,57 +399,132 @@ cpu_ticks() {
 }
 CLK_TCK="$(getconf CLK_TCK)"
 
+# verify_pinned <side> <when>: every thread of every process of the side (the JVM's GC and JIT threads
+# too) may run on SERVER_SET only, as `taskset -a -p` reports it. A thread elsewhere fails the run.
+PIN_FAILED=0
+verify_pinned() {
+    [[ $PINNED -eq 1 ]] || return 0
+    local side="$1" when="$2" p out verdict
+    for p in ${PIDOF[$side]}; do
+        if ! out="$(taskset -a -p -c "$p" 2>&1)"; then
+            log "[$side] taskset -a -p $p failed: $out"
+            PIN_FAILED=1
+            continue
+        fi
+        verdict="$(python3 -c '
+import sys
+want = set(sys.argv[1].split(","))
+def expand(l):
+    s = set()
+    for part in l.split(","):
+        a, _, b = part.partition("-")
+        s.update(str(c) for c in range(int(a), int(b or a) + 1))
+    return s
+lines = [l for l in sys.stdin.read().splitlines() if "affinity list:" in l]
+bad = [l for l in lines if expand(l.rsplit(":", 1)[1].strip()) != want]
+print(("BAD " + "; ".join(bad[:3])) if bad or not lines else f"ok {len(lines)}")' "$SERVER_SET" <<<"$out")"
+        if [[ "$verdict" == ok* ]]; then
+            echo "$side pid $p $when: ${verdict#ok } threads, all on CPU(s) $SERVER_SET" >>"$OUT/pinning.txt"
+        else
+            log "[$side] pid $p $when: threads off CPU(s) $SERVER_SET: ${verdict#BAD }"
+            echo "$side pid $p $when: NOT PINNED: ${verdict#BAD }" >>"$OUT/pinning.txt"
+            PIN_FAILED=1
+        fi
+    done
+}
+
 FAILED=0
-COMMON=(--clients "$CLIENTS" --value-size "$VALUE_SIZE" --keys "$KEYS")
+COMMON=(--value-size "$VALUE_SIZE" --keys "$KEYS")
 declare -A PORT PIDOF DIROF HOSTS
 SPREAD=()
 [[ $ENSEMBLE -ne 0 ]] && SPREAD=(--spread)
 
-bench_on() { # side, then paddock-bench arguments
+bench_on() { # side, then paddock-bench arguments (--clients among them)
     local side="$1"
     shift
-    "$BENCH" --hosts "${HOSTS[$side]}" --label "$side" "${SPREAD[@]+"${SPREAD[@]}"}" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
+    "${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" "$BENCH" --hosts "${HOSTS[$side]}" --label "$side" \
+        "${SPREAD[@]+"${SPREAD[@]}"}" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
 }
 
+# start_side <side> [datadir]: a fresh server (or ensemble), probed until it serves, then warmed up.
 start_side() {
     local side="$1"
     if [[ $ENSEMBLE -ne 0 ]]; then
         start_ensemble "$side"
-        return
+    else
+        PORT[$side]="$(free_port)"
+        DIROF[$side]="${2:-$WORK/$side}"
+        log "[$side] starting on 127.0.0.1:${PORT[$side]}"
+        start_server "$side" "${PORT[$side]}" "${DIROF[$side]}"
+        PIDOF[$side]="$PID"
+        HOSTS[$side]="127.0.0.1:${PORT[$side]}"
+        probe "${PORT[$side]}" / 90 "$OUT/$side-ready.json" || die "$side did not serve within 90 s (see ${DIROF[$side]})"
     fi
-    PORT[$side]="$(free_port)"
-    DIROF[$side]="$WORK/$side"
-    log "[$side] starting on 127.0.0.1:${PORT[$side]}"
-    start_server "$side" "${PORT[$side]}" "${DIROF[$side]}"
-    PIDOF[$side]="$PID"
-    HOSTS[$side]="127.0.0.1:${PORT[$side]}"
-    probe "${PORT[$side]}" / 90 "$OUT/$side-ready.json" || die "$side did not serve within 90 s (see ${DIROF[$side]})"
-    bench_on "$side" --workload mixed --inflight "$INFLIGHT" --duration-secs 3 >/dev/null || true
+    bench_on "$side" --workload mixed --clients "$CLIENTS" --inflight "$INFLIGHT" --duration-secs "$WARMUP" \
+        >/dev/null || true
+    verify_pinned "$side" "after the warm-up"
 }
 
-# start_ensemble <side>: an ENSEMBLE-member ensemble of that kind from scripts/ensemble.sh; its connect
-# string and every member's pid (for the CPU rows), then the same warm-up.
+# start_ensemble <side>: an ENSEMBLE-member ensemble of that kind from scripts/ensemble.sh, every member
+# under the same taskset (one CPU set per side, as for a standalone server: the comparison is of the
+# cost of the whole replicated service on equal cores); its connect string and every member's pid.
 start_ensemble() {
     local side="$1" flag="" k pids=""
     [[ "$side" == zookeeper* ]] && flag=--zookeeper
     DIROF[$side]="$WORK/$side"
     log "[$side] starting a $ENSEMBLE-member ensemble"
     # shellcheck disable=SC2086
-    HOSTS[$side]="$(PADDOCK_BIN="$PADDOCK" bash scripts/ensemble.sh start "$ENSEMBLE" --dir "${DIROF[$side]}" $flag \
-        2>>"$OUT/ensemble.log")" || die "$side ensemble did not start (see $OUT/ensemble.log)"
+    HOSTS[$side]="$(PADDOCK_BIN="$PADDOCK" "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" bash scripts/ensemble.sh start \
+        "$ENSEMBLE" --dir "${DIROF[$side]}" $flag 2>>"$OUT/ensemble.log")" ||
+        die "$side ensemble did not start (see $OUT/ensemble.log)"
     for ((k = 1; k <= ENSEMBLE; k++)); do pids+="${pids:+ }$(cat "${DIROF[$side]}/m$k/server.pid")"; done
     PIDOF[$side]="$pids"
     log "[$side] serving on ${HOSTS[$side]} (pids $pids)"
-    bench_on "$side" --workload mixed --inflight "$INFLIGHT" --duration-secs 3 >/dev/null || true
 }
 
-# fill_and_restart <side>: fill, resident size, SIGKILL, restart, time until the last znode reads.
+# run_measured <side> <json> <server-json> paddock-bench args...: one run, with the server's CPU
+# seconds over it and its VmRSS after it written to <server-json>.
+run_measured() {
+    local side="$1" json="$2" srv="$3" cpu0 rc=0
+    shift 3
+    cpu0="$(cpu_ticks "${PIDOF[$side]}")"
+    bench_on "$side" "$@" --json "$json" || rc=1
+    # The server's own CPU over the run (its set-up and clean-up included): the load generator
+    # shares the machine, so throughput alone understates a cheaper server.
+    printf '{"server_cpu_secs":%s,"rss_kb":%s}\n' \
+        "$(echo "$(cpu_ticks "${PIDOF[$side]}") $cpu0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
+        "$(rss_kb "${PIDOF[$side]}")" >"$srv"
+    return $rc
+}
+
+workload_args() { # workload clients inflight contenders: the paddock-bench arguments of one measured run
+    case "$1" in
+        lone) echo "--workload set --clients 1 --inflight 1" ;;
+        lock) echo "--workload lock --clients $2 --inflight 1 --contenders $4" ;;
+        *) echo "--workload $1 --clients $2 --inflight $3" ;;
+    esac
+}
+
+# snapshots_of <side>: how many snapshots the server has taken so far, as far as it tells:
+# paddock's mntr zk_paddock_last_snapshot_index (changes with each one), ZooKeeper's snapshot files.
+snapshots_of() {
+    local side="$1"
+    case "$side" in
+        paddock) four_letter "${PORT[$side]}" mntr | awk '$1 == "zk_paddock_last_snapshot_index" {print $2}' ;;
+        *) find "${DIROF[$side]}/zk-data" -name 'snapshot.*' 2>/dev/null | wc -l ;;
+    esac
+}
+
+# fill_and_restart <side>: VmRSS, fill, VmRSS (growth per znode), SIGKILL, restart, time until the last
+# znode reads; then the snapshot stall on the restarted server.
 fill_and_restart() {
-    local side="$1" pid t0 t1 rss last restart_ms
+    local side="$1" pid t0 t1 rss0 rss last restart_ms
     pid="${PIDOF[$side]}"
-    log "[$side] fill $ZNODES znodes"
+    sleep 1
+    rss0="$(rss_kb "$pid")"
+    log "[$side] fill $ZNODES znodes (VmRSS before: $rss0 kB)"
     # Fill is about the end state: more requests in flight so it finishes sooner on both sides.
-    if ! bench_on "$side" --workload fill --znodes "$ZNODES" --inflight $((INFLIGHT * 4)) --keep \
+    if ! bench_on "$side" --workload fill --clients "$CLIENTS" --znodes "$ZNODES" --inflight $((INFLIGHT * 4)) --keep \
         --root /bench-fill --json "$OUT/$side-fill.json"; then
         log "[$side] fill FAILED (see $OUT/bench.log)"
         FAILED=1
@@ -236,14 +544,197 @@ fill_and_restart() {
     if ! probe "${PORT[$side]}" "$last" 300 "$OUT/$side-restart.json"; then
         log "[$side] $last not readable within 300 s after restart"
         FAILED=1
+        return
     fi
     t1="$(date +%s%N)"
     restart_ms=$(((t1 - t0) / 1000000))
     log "[$side] serving $last again after $restart_ms ms"
-    printf '{"side":"%s","rss_after_fill_kb":%s,"restart_ms":%s,"znodes":%s}\n' \
-        "$side" "$rss" "$restart_ms" "$ZNODES" >"$OUT/$side-server.json"
+    printf '{"side":"%s","rss_before_fill_kb":%s,"rss_after_fill_kb":%s,"restart_ms":%s,"znodes":%s}\n' \
+        "$side" "$rss0" "$rss" "$restart_ms" "$ZNODES" >"$OUT/$side-server.json"
+    verify_pinned "$side" "after the restart"
+    snapshot_stall "$side"
+    # This side is done: stop it and drop its data (a large fill would otherwise stay on the disk
+    # while the other side fills); its logs stay for the record.
+    stop_pid "${PIDOF[$side]}"
+    rm -rf "${DIROF[$side]}/data" "${DIROF[$side]}/zk-data"
 }
 
+# snapshot_stall <side>: a get (1 session, 1 in flight) for STALL_SECS while 8x4 writers set snapCount +
+# 10% times, so the server snapshots the filled tree at least once in the window. Records the number of
+# snapshots taken; the get's max latency is the stall.
+snapshot_stall() {
+    local side="$1" n0 n1 writes writer
+    writes=$((${SNAP_COUNT:-100000} + ${SNAP_COUNT:-100000} / 10 + 100))
+    n0="$(snapshots_of "$side")"
+    log "[$side] snapshot stall: a get for ${STALL_SECS}s beside $writes sets (snapshots so far: ${n0:-?})"
+    bench_on "$side" --workload set --clients 8 --inflight 4 --ops "$writes" \
+        --duration-secs "$STALL_SECS" --json "$OUT/$side-stall-set.json" &
+    writer=$!
+    if ! bench_on "$side" --workload get --clients 1 --inflight 1 --duration-secs "$STALL_SECS" \
+        --json "$OUT/$side-stall-get.json"; then
+        log "[$side] stall get FAILED (see $OUT/bench.log)"
+        FAILED=1
+    fi
+    if ! wait "$writer"; then
+        log "[$side] stall writers FAILED (see $OUT/bench.log)"
+        FAILED=1
+    fi
+    sleep 1
+    n1="$(snapshots_of "$side")"
+    local taken=0
+    if [[ "$n0" =~ ^[0-9]+$ && "$n1" =~ ^[0-9]+$ ]]; then
+        if [[ "$side" == paddock ]]; then
+            [[ "$n1" != "$n0" ]] && taken=1
+        else
+            taken=$((n1 - n0))
+        fi
+    fi
+    log "[$side] snapshots taken in the window: $taken (before ${n0:-?}, after ${n1:-?})"
+    printf '{"side":"%s","snapshots_taken":%s,"writes":%s,"snap_count":"%s"}\n' \
+        "$side" "$taken" "$writes" "${SNAP_COUNT:-default}" >"$OUT/$side-stall.json"
+}
+
+# fsync_cost: the disk's own cost of a small synced append (what one durable write cannot go below).
+fsync_cost() {
+    python3 - "$WORK" >"$OUT/fsync.json" <<'EOF'
+import json, os, statistics, sys, time
+path = os.path.join(sys.argv[1], "fsync-probe")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+times = []
+deadline = time.monotonic() + 2  # at most 200 of them, at most 2 s on a disk that others keep busy
+while len(times) < 200 and (len(times) < 10 or time.monotonic() < deadline):
+    t = time.perf_counter()
+    os.write(fd, b"x" * 512)
+    os.fdatasync(fd)
+    times.append((time.perf_counter() - t) * 1e6)
+os.close(fd)
+os.unlink(path)
+times.sort()
+print(json.dumps({"append_fdatasync_p50_us": round(statistics.median(times), 1),
+                  "append_fdatasync_p90_us": round(times[int(len(times) * 0.9)], 1)}))
+EOF
+}
+
+write_params() {
+    local mode="$1"
+    LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
+    python3 - "$OUT/params.json" <<EOF
+import json, sys
+json.dump({"mode": "$mode", "date_utc": "$(date -u +%Y-%m-%dT%H:%MZ)", "git_rev": "$GIT_REV", "loadavg_start": "$LOAD_START", "loadavg_end": "$LOAD_END",
+    "nproc": $(nproc), "pinned": $PINNED == 1, "server_cpus": "${SERVER_SET:-}", "client_cpus": "${CLIENT_SET:-}",
+    "full": $FULL == 1, "smoke": $SMOKE == 1, "zk_vs_zk": $ZK_VS_ZK == 1, "rounds": $ROUNDS,
+    "duration_secs": $DURATION, "clients": $CLIENTS, "inflight": $INFLIGHT, "contenders": $CONTENDERS,
+    "znodes": $ZNODES, "value_size": $VALUE_SIZE, "keys": $KEYS, "snap_count": "${SNAP_COUNT:-default}",
+    "stall_secs": $STALL_SECS, "sweep_sessions": "$SWEEP_SESSIONS", "sweep_fill": "$SWEEP_FILL",
+    "sweep_duration_secs": "$SWEEP_DURATION", "zk_heap": "$ZK_HEAP", "sides": "${SIDES[*]}",
+    "ensemble": $ENSEMBLE}, open(sys.argv[1], "w"))
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------------
+# --sweep: cost against load. Workloads over SWEEP_SESSIONS sessions (one request in flight each; the
+# lock with that many contenders), then the fill over SWEEP_FILL znodes on a fresh server per size.
+if [[ $SWEEP -eq 1 ]]; then
+    for side in "${SIDES[@]}"; do start_side "$side"; done
+    echo "side,workload,sessions,ops_per_sec,p50_us,p99_us,p999_us,max_us,server_cpu_us_per_op,rss_mib,errors" \
+        >"$OUT/sweep.csv"
+    point=0
+    for w in create set get mixed lock; do
+        for s in ${SWEEP_SESSIONS//,/ }; do
+            order=("${SIDES[@]}")
+            ((point++ % 2 == 1)) && order=("${SIDES[1]:-}" "${SIDES[0]}")
+            for side in "${order[@]}"; do
+                [[ -n "$side" ]] || continue
+                log "[$side] sweep: $w with $s sessions for ${SWEEP_DURATION}s"
+                # shellcheck disable=SC2046
+                if ! run_measured "$side" "$OUT/sweep-$side-$w-$s.json" "$OUT/sweep-srv-$side-$w-$s.json" \
+                    $(workload_args "$w" "$s" 1 "$s") --duration-secs "$SWEEP_DURATION"; then
+                    log "[$side] sweep $w/$s FAILED (see $OUT/bench.log)"
+                    FAILED=1
+                fi
+                python3 - "$OUT/sweep-$side-$w-$s.json" "$OUT/sweep-srv-$side-$w-$s.json" "$side" "$w" "$s" \
+                    >>"$OUT/sweep.csv" <<'EOF' || true
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+srv = json.loads(open(sys.argv[2]).readline())
+ops = r["lock"]["handoffs_per_sec"] if r.get("lock") else r["ops_per_sec"]
+count = r["lock"]["handoffs"] if r.get("lock") else r["count"]
+lat = r["latency_us"]
+cpu = round(srv["server_cpu_secs"] * 1e6 / count, 1) if count else ""
+print(",".join(str(x) for x in (sys.argv[3], sys.argv[4], sys.argv[5], round(ops, 1), lat["p50"], lat["p99"],
+                                lat["p999"], lat["max"], cpu, round(srv["rss_kb"] / 1024, 1), r["errors"])))
+EOF
+            done
+        done
+    done
+    for side in "${SIDES[@]}"; do verify_pinned "$side" "after the workload sweep"; done
+    stop_all
+    echo "side,znodes,fill_ops_per_sec,fill_p99_us,rss_before_mib,rss_after_mib,rss_growth_bytes_per_znode,restart_ms" \
+        >"$OUT/fill.csv"
+    for n in ${SWEEP_FILL//,/ }; do
+        for side in "${SIDES[@]}"; do
+            dir="$WORK/$side-fill-$n"
+            start_side "$side" "$dir"
+            # fill_and_restart without the stall: the sweep's fill curve is memory and restart.
+            pid="${PIDOF[$side]}"
+            sleep 1
+            rss0="$(rss_kb "$pid")"
+            log "[$side] sweep: fill $n znodes"
+            if bench_on "$side" --workload fill --clients "$CLIENTS" --znodes "$n" --inflight $((INFLIGHT * 4)) \
+                --keep --root /bench-fill --json "$OUT/sweep-$side-fill-$n.json"; then
+                sleep 2
+                rss1="$(rss_kb "$pid")"
+                last="$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["fill"]["last_path"])' \
+                    "$OUT/sweep-$side-fill-$n.json")"
+                kill -9 "$pid"
+                while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+                t0="$(date +%s%N)"
+                start_server "$side" "${PORT[$side]}" "$dir"
+                PIDOF[$side]="$PID"
+                if probe "${PORT[$side]}" "$last" 600 "$OUT/sweep-$side-restart-$n.json"; then
+                    t1="$(date +%s%N)"
+                    python3 - "$OUT/sweep-$side-fill-$n.json" "$side" "$n" "$rss0" "$rss1" $(((t1 - t0) / 1000000)) \
+                        >>"$OUT/fill.csv" <<'EOF'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+side, n, rss0, rss1, ms = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+print(f"{side},{n},{r['ops_per_sec']:.1f},{r['latency_us']['p99']},{rss0 / 1024:.1f},{rss1 / 1024:.1f},"
+      f"{(rss1 - rss0) * 1024 / n:.1f},{ms}")
+EOF
+                else
+                    log "[$side] sweep: $last not readable after restart"
+                    FAILED=1
+                fi
+            else
+                log "[$side] sweep fill $n FAILED (see $OUT/bench.log)"
+                FAILED=1
+            fi
+            stop_all
+            rm -rf "$dir" # the big fills would otherwise add up on the disk
+        done
+    done
+    write_params sweep
+    draw_plots "$OUT" || FAILED=1
+    if [[ -n "$CURVES_OUT" ]]; then
+        mkdir -p "$CURVES_OUT"
+        cp "$OUT"/sweep.csv "$OUT"/fill.csv "$OUT"/params.json "$CURVES_OUT"/
+        cp "$OUT"/*.png "$CURVES_OUT"/ 2>/dev/null || true
+        [[ -f "$OUT/pinning.txt" ]] && cp "$OUT/pinning.txt" "$CURVES_OUT"/
+        log "curves copied to $CURVES_OUT"
+    fi
+    column -s, -t <"$OUT/sweep.csv" >&2 || true
+    column -s, -t <"$OUT/fill.csv" >&2 || true
+    if [[ $FAILED -ne 0 || $PIN_FAILED -ne 0 ]]; then
+        log "some sweep runs FAILED (or pinning did not hold); see $OUT/bench.log and $OUT/pinning.txt"
+        exit 1
+    fi
+    log "done: $OUT"
+    exit 0
+fi
+
+# ---------------------------------------------------------------------------------------------------
+WORKLOADS=(create set get mixed lock lone)
+fsync_cost
 for side in "${SIDES[@]}"; do
     start_side "$side"
 done
@@ -255,23 +746,19 @@ for round in $(seq 1 "$ROUNDS"); do
         order=()
         for ((i = ${#SIDES[@]} - 1; i >= 0; i--)); do order+=("${SIDES[$i]}"); done
     fi
-    for w in create set get mixed lock; do
+    for w in "${WORKLOADS[@]}"; do
         for side in "${order[@]}"; do
             log "[$side] round $round: $w for ${DURATION}s"
-            cpu0="$(cpu_ticks "${PIDOF[$side]}")"
-            if ! bench_on "$side" --workload "$w" --inflight "$INFLIGHT" --duration-secs "$DURATION" \
-                --contenders "$CONTENDERS" --json "$OUT/$side-$w-r$round.json"; then
+            # shellcheck disable=SC2046
+            if ! run_measured "$side" "$OUT/$side-$w-r$round.json" "$OUT/srv-$side-$w-r$round.json" \
+                $(workload_args "$w" "$CLIENTS" "$INFLIGHT" "$CONTENDERS") --duration-secs "$DURATION"; then
                 log "[$side] $w FAILED (see $OUT/bench.log)"
                 FAILED=1
             fi
-            # The server's own CPU over the run (its set-up and clean-up included): the load
-            # generator shares the machine, so throughput alone understates a cheaper server.
-            printf '{"server_cpu_secs":%s}\n' \
-                "$(echo "$(cpu_ticks "${PIDOF[$side]}") $cpu0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
-                >"$OUT/cpu-$side-$w-r$round.json"
         done
     done
 done
+for side in "${SIDES[@]}"; do verify_pinned "$side" "after the rounds"; done
 if [[ $ENSEMBLE -eq 0 ]]; then
     for side in "${SIDES[@]}"; do
         fill_and_restart "$side"
@@ -279,107 +766,190 @@ if [[ $ENSEMBLE -eq 0 ]]; then
 fi
 stop_all
 [[ $ENSEMBLE -ne 0 ]] && stop_ensembles
-
-# The machine is shared: keep what was running besides the benchmark next to the numbers.
-LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '{"git_rev":"%s","loadavg_start":"%s","loadavg_end":"%s","full":%s,"zk_vs_zk":%s,"rounds":%s,"duration_secs":%s,"clients":%s,"inflight":%s,"contenders":%s,"znodes":%s,"value_size":%s,"keys":%s,"zk_heap":"%s","sides":"%s","ensemble":%s}\n' \
-    "$GIT_REV" "$LOAD_START" "$LOAD_END" "$FULL" "$ZK_VS_ZK" "$ROUNDS" "$DURATION" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" "$ZNODES" "$VALUE_SIZE" "$KEYS" \
-    "$ZK_HEAP" "${SIDES[*]}" "$ENSEMBLE" >"$OUT/params.json"
+write_params "$([[ $SMOKE -eq 1 ]] && echo smoke || echo compare)"
 
 # Side A is the candidate (paddock, or the second ZooKeeper in a dry run); side B is ZooKeeper.
 A="${SIDES[0]}" B="zookeeper"
 [[ ${#SIDES[@]} -eq 1 ]] && A="paddock"
 [[ $ZK_VS_ZK -eq 1 ]] && A="zookeeper-b"
-python3 - "$OUT" "$A" "$B" "$FULL" <<'EOF' | tee "$OUT/table.txt"
+TABLE_RC=0
+python3 - "$OUT" "$A" "$B" "$SMOKE" "$ENSEMBLE" >"$OUT/table.txt" <<'EOF' || TABLE_RC=$?
 import glob, json, os, statistics, sys
 
-out, a, b, full = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+out, a, b, smoke, ensemble = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5] != "0"
+params = json.load(open(os.path.join(out, "params.json")))
 
 def load(path):
-    with open(path) as f:
-        line = f.readline()
+    try:
+        with open(path) as f:
+            line = f.readline()
+    except OSError:
+        return None
     return json.loads(line) if line.strip() else None
 
-def rounds(side, file):
-    """Reports of every round for side/file, by round number (one entry for fill and server)."""
+def rounds(side, w):
+    """{round: (report, server record)} of every round of side/w."""
     found = {}
-    for p in glob.glob(os.path.join(out, f"{side}-{file}-r*.json")):
-        found[int(p.rsplit("-r", 1)[1][:-5])] = load(p)
-    single = os.path.join(out, f"{side}-{file}.json")
-    if not found and os.path.exists(single):
-        found[1] = load(single)
-    return found
+    for p in glob.glob(os.path.join(out, f"{side}-{w}-r*.json")):
+        k = int(p.rsplit("-r", 1)[1][:-5])
+        found[k] = (load(p), load(os.path.join(out, f"srv-{side}-{w}-r{k}.json")))
+    return {k: v for k, v in found.items() if v[0]}
 
 def median(values):
     values = [v for v in values if isinstance(v, (int, float))]
     return statistics.median(values) if values else None
 
-# (workload, metric, how to read a report, target on a/b: (">=", x) or ("<=", x), or None, file)
-rows = []
-for w, t in [("create", 2.0), ("set", 2.0), ("get", 1.5), ("mixed", None)]:
-    rows.append((w, "ops/s", lambda r: r["ops_per_sec"], (">=", t) if t else None, w))
-    rows.append((w, "p99 us", lambda r: r["latency_us"]["p99"], ("<=", 1.0), w))
-rows.append(("lock", "hand-offs/s", lambda r: r["lock"]["handoffs_per_sec"], (">=", 2.0), "lock"))
-rows.append(("lock", "p99 acquire us", lambda r: r["latency_us"]["p99"], ("<=", 1.0), "lock"))
-rows.append(("lock", "violations", lambda r: r["lock"]["exclusion_violations"], None, "lock"))
-rows.append(("fill", "ops/s", lambda r: r["ops_per_sec"], None, "fill"))
-rows.append(("fill", "p99 us", lambda r: r["latency_us"]["p99"], ("<=", 1.0), "fill"))
-rows.append(("fill", "RSS after MiB", lambda r: round(r["rss_after_fill_kb"] / 1024, 1), ("<=", 1 / 3), "server"))
-rows.append(("restart", "to serving ms", lambda r: r["restart_ms"], None, "server"))
+def count_of(r):
+    return r["lock"]["handoffs"] if r.get("lock") else r["count"]
 
-def cell(v):
+def rate(r, s):
+    return r["lock"]["handoffs_per_sec"] if r.get("lock") else r["ops_per_sec"]
+
+def lat(q):
+    return lambda r, s: r["latency_us"][q]
+
+def cpu(r, s):
+    return s["server_cpu_secs"] * 1e6 / count_of(r) if s and count_of(r) else None
+
+def rss(r, s):
+    return s["rss_kb"] / 1024 if s else None
+
+rows = []  # (measure, va, vb, ratio text, target text, met text, required cells)
+
+def fmt(v):
     if v is None:
         return "-"
-    return f"{v:.0f}" if isinstance(v, float) and v >= 100 else str(v)
+    if isinstance(v, float):
+        return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    return str(v)
 
-header = ("workload", "metric", a, b, "ratio", "per-round ratios", "target")
-lines = [header]
-for w, metric, get, target, file in rows:
-    va_all = {k: get(r) for k, r in rounds(a, file).items() if r}
-    vb_all = {k: get(r) for k, r in rounds(b, file).items() if r}
-    # Violations are a count to add up; everything else is a rate or latency to take the middle of.
-    pick = (lambda vs: sum(vs) if vs else None) if metric == "violations" else median
-    va, vb = pick(list(va_all.values())), pick(list(vb_all.values()))
-    ratio = va / vb if va is not None and vb else None
-    per = [va_all[k] / vb_all[k] for k in sorted(va_all) if vb_all.get(k)]
-    spread = f"{min(per):.2f}..{max(per):.2f}" if len(per) > 1 else ""
-    tcell = ""
-    if target and ratio is not None:
-        op, x = target
-        ok = ratio >= x if op == ">=" else ratio <= x
-        tcell = f"{op} {x:.2f} {'ok' if ok else 'MISS'}"
-    if w == "restart" and va is not None:
-        tcell = f"{a} <= 5000 ms {'ok' if va <= 5000 else 'MISS'}" + ("" if full else " (at --full)")
-    if w == "fill" and metric.startswith("RSS") and not full and tcell:
-        tcell += " (at --full)"
-    lines.append((w, metric, cell(va), cell(vb), "-" if ratio is None else f"{ratio:.2f}", spread, tcell))
-
-def cpu_per_op(side, w):
-    """The server's CPU microseconds per counted op (per hand-off for lock), by round."""
-    found = {}
-    for k, r in rounds(side, w).items():
-        c = os.path.join(out, f"cpu-{side}-{w}-r{k}.json")
-        if r and r.get("count") and os.path.exists(c):
-            found[k] = round(load(c)["server_cpu_secs"] * 1e6 / r["count"], 1)
-    return found
-
-for w in ("create", "set", "get", "mixed", "lock"):
-    va_all, vb_all = cpu_per_op(a, w), cpu_per_op(b, w)
+def per_round(w, get):
+    ra, rb = rounds(a, w), rounds(b, w)
+    va_all = {k: get(*v) for k, v in ra.items()}
+    vb_all = {k: get(*v) for k, v in rb.items()}
     va, vb = median(list(va_all.values())), median(list(vb_all.values()))
-    ratio = va / vb if va is not None and vb else None
-    per = [va_all[k] / vb_all[k] for k in sorted(va_all) if vb_all.get(k)]
-    spread = f"{min(per):.2f}..{max(per):.2f}" if len(per) > 1 else ""
-    lines.append((w, "server CPU us/op", cell(va), cell(vb), "-" if ratio is None else f"{ratio:.2f}", spread, ""))
-widths = [max(len(str(l[i])) for l in lines) for i in range(len(header))]
-for i, l in enumerate(lines):
-    print(" | ".join(str(c).ljust(widths[j]) for j, c in enumerate(l)).rstrip())
-    if i == 0:
-        print("-+-".join("-" * wd for wd in widths))
-print(f"{a} and {b}: medians over rounds; ratio = {a}/{b}")
-print("server CPU us/op: the server process's user+system CPU over a run (set-up and clean-up included)")
-print("  divided by the ops it counted; the load generator shares the machine's cores, so this is the")
-print("  cost per op that throughput alone hides")
+    per = [va_all[k] / vb_all[k] for k in sorted(va_all) if isinstance(va_all[k], (int, float))
+           and isinstance(vb_all.get(k), (int, float)) and vb_all[k]]
+    return va, vb, per
+
+def ratio_text(va, vb, per=()):
+    if va is None or not vb:
+        return None, "-"
+    r = va / vb
+    spread = f" [{min(per):.2f}..{max(per):.2f}]" if len(per) > 1 else ""
+    return r, f"{r:.2f}{spread}"
+
+def add(measure, va, vb, per=(), target=None):
+    """target: (">=" | "<=", x) on the ratio, or a function (va, vb, ratio) -> (text, met)."""
+    r, rt = ratio_text(va, vb, per)
+    ttext, met = "", ""
+    if callable(target):
+        ttext, met = target(va, vb, r)
+    elif target:
+        op, x = target
+        ttext = f"{op} {x:g}x"
+        if r is not None:
+            met = "yes" if (r >= x if op == ">=" else r <= x) else "no"
+        else:
+            met = "-"
+    rows.append((measure, fmt(va), fmt(vb), rt, ttext, met))
+
+names = {"create": "create ops/s", "set": "set ops/s", "mixed": "mixed 90/10 ops/s", "get": "get ops/s",
+         "lock": f"lock hand-offs/s, {params['contenders']} contenders"}
+for w in ("create", "set", "mixed", "get", "lock"):
+    add(names[w], *per_round(w, rate), target=(">=", 3))
+for w in ("create", "set", "mixed", "get", "lock"):
+    add(f"{w} p99 us" + (" (acquire)" if w == "lock" else ""), *per_round(w, lat("p99")), target=("<=", 0.5))
+
+fs = load(os.path.join(out, "fsync.json")) or {}
+fsync = fs.get("append_fdatasync_p50_us")
+def lone_target(va, vb, r):
+    if fsync is None:
+        return "<= fsync + 100 us, < ZooKeeper", "-"
+    bound = fsync + 100
+    text = f"<= {bound:.0f} us (fsync {fsync:.0f} + 100), < ZK"
+    if va is None or vb is None:
+        return text, "-"
+    return text, "yes" if va <= bound and va < vb else "no"
+add("lone client's write (set) p50 us", *per_round("lone", lat("p50")), target=lone_target)
+
+if not ensemble:
+    sa, sb = load(os.path.join(out, f"{a}-server.json")), load(os.path.join(out, f"{b}-server.json"))
+    def growth(s):
+        return (s["rss_after_fill_kb"] - s["rss_before_fill_kb"]) * 1024 / s["znodes"] if s else None
+    n = params["znodes"]
+    add(f"RSS growth per znode, bytes ({n} of {params['value_size']} B)", growth(sa), growth(sb),
+        target=("<=", 0.2))
+    def restart_target(va, vb, r):
+        text = "<= 1000 ms" + ("" if n >= 1_000_000 else " (at 1M)")
+        return text, "-" if va is None else ("yes" if va <= 1000 else "no")
+    add(f"restart to serving, ms ({n} znodes)", sa and sa["restart_ms"], sb and sb["restart_ms"],
+        target=restart_target)
+    ga, gb = load(os.path.join(out, f"{a}-stall-get.json")), load(os.path.join(out, f"{b}-stall-get.json"))
+    ka, kb = load(os.path.join(out, f"{a}-stall.json")), load(os.path.join(out, f"{b}-stall.json"))
+    def stall(g, k):
+        # Only a window in which a snapshot was taken measures the stall.
+        return g["latency_us"]["max"] / 1000 if g and k and k["snapshots_taken"] > 0 else None
+    def stall_target(va, vb, r):
+        return "<= 10 ms", "-" if va is None else ("yes" if va <= 10 else "no")
+    add(f"longest get during a snapshot, ms ({n} znodes)", stall(ga, ka), stall(gb, kb), target=stall_target)
+
+# Details, no targets: each workload's other percentiles, CPU per op and resident size.
+for w in ("create", "set", "mixed", "get", "lock", "lone"):
+    unit = "hand-off" if w == "lock" else "op"
+    if w == "lone":
+        add("lone ops/s", *per_round(w, rate))
+        add("lone p99 us", *per_round(w, lat("p99")))
+    else:
+        add(f"{w} p50 us", *per_round(w, lat("p50")))
+    add(f"{w} p99.9 us", *per_round(w, lat("p999")))
+    add(f"{w} server CPU us/{unit}", *per_round(w, cpu))
+    add(f"{w} server RSS after, MiB", *per_round(w, rss))
+viol = [(sum(r["lock"]["exclusion_violations"] for r, _ in rounds(s, "lock").values()) if rounds(s, "lock") else None)
+        for s in (a, b)]
+rows.append(("lock exclusion violations", fmt(viol[0]), fmt(viol[1]), "", "= 0",
+             "-" if None in viol else ("yes" if viol == [0, 0] else "no")))
+if not ensemble:
+    fa, fb = load(os.path.join(out, f"{a}-fill.json")), load(os.path.join(out, f"{b}-fill.json"))
+    add("fill ops/s", fa and fa["ops_per_sec"], fb and fb["ops_per_sec"])
+    add("fill RSS after, MiB", sa and sa["rss_after_fill_kb"] / 1024, sb and sb["rss_after_fill_kb"] / 1024)
+    add("snapshots taken in the stall window", ka and ka["snapshots_taken"], kb and kb["snapshots_taken"])
+
+header = ("measure", a, b, "ratio", "target", "met?")
+widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+print(" | ".join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip())
+print("-+-".join("-" * wd for wd in widths))
+for r in rows:
+    print(" | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+mode = (f"pinned: servers on CPU {params['server_cpus']}, load generator on CPU {params['client_cpus']}"
+        if params["pinned"] else "unpinned")
+print(f"{a} and {b}: medians over {params['rounds']} round(s) of {params['duration_secs']} s, "
+      f"{params['clients']} sessions x {params['inflight']} in flight; ratio = {a}/{b} [per-round spread]")
+print(f"{mode}; loadavg {params['loadavg_start']} at the start, {params['loadavg_end']} at the end; "
+      f"{params['nproc']} CPUs; git {params['git_rev']}")
+if fsync is not None:
+    print(f"this disk: a 512-byte append + fdatasync takes {fsync:.0f} us at the median "
+          f"({fs['append_fdatasync_p90_us']:.0f} us p90)")
+print("server CPU: the server process's user+system CPU over a run (set-up and clean-up included) divided by")
+print("  the ops it counted; lone: one session, one request in flight (a set)")
+if smoke:
+    missing = [f"{r[0]}: {header[i]}" for r in rows for i in (1, 2, 3) if r[i] in ("-", "")
+               and not (i == 3 and r[0] == "lock exclusion violations")]
+    missing += [f"{r[0]}: met?" for r in rows if r[4] and r[5] in ("-", "")]
+    if missing:
+        print("SMOKE: cells not produced: " + "; ".join(missing))
+        sys.exit(3)
+    print(f"SMOKE: all {len(rows)} rows complete")
 EOF
+cat "$OUT/table.txt"
+if [[ $TABLE_RC -ne 0 ]]; then
+    log "the table is incomplete (exit $TABLE_RC): see $OUT/table.txt"
+    FAILED=1
+fi
+if [[ $PIN_FAILED -ne 0 ]]; then
+    log "pinning did NOT hold for every server thread; see $OUT/pinning.txt"
+    FAILED=1
+fi
 if [[ $FAILED -ne 0 ]]; then
     log "some runs FAILED their correctness checks; see $OUT/bench.log"
     exit 1

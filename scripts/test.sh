@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE test command: installs dependencies, builds the workspace from the committed Cargo.lock, runs every
 # Rust test, then the whole compatibility suite (compat-tests/run.sh: real clients against servers each
-# suite starts itself, and back-to-back runs against Apache ZooKeeper). Needs no running services
+# suite starts itself, and back-to-back runs against Apache ZooKeeper), then a smoke of bench/compare.sh
+# (seconds per workload: it keeps the benchmark working, it measures nothing). Needs no running services
 # (CI=true works): every server is started on a free loopback port and stopped on exit.
 #
 # Ends with one `<suite>: N passed, N failed[, N skipped]` line per suite, the reasons for skips, and
@@ -107,6 +108,19 @@ if [[ "$compat_rc" -ne 0 ]]; then
         echo "test.sh: compat-tests/run.sh exited $compat_rc with no table" >&2
         record compat 0 1
     fi
+fi
+
+note "benchmark smoke (bench/compare.sh --smoke)"
+# Not a benchmark: about a second per workload against paddock and ZooKeeper, pinned, to keep compare.sh
+# working; it starts and stops its own servers and passes when every run was correct and every cell of
+# its table was produced. The debug binaries built above are enough for that.
+if timeout 600 bash bench/compare.sh --smoke --bin-dir "$CARGO_TARGET_DIR/debug" --out "$LOG_DIR/bench-smoke" \
+    >"$LOG_DIR/bench-smoke.log" 2>&1; then
+    record bench-smoke 1 0
+else
+    echo "test.sh: bench/compare.sh --smoke failed; its output:" >&2
+    tail -n 40 "$LOG_DIR/bench-smoke.log" >&2
+    record bench-smoke 0 1
 fi
 
 note "summary"

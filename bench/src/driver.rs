@@ -140,6 +140,18 @@ pub async fn create_all(client: &Client, paths: &[String], data: &[u8]) -> anyho
     Ok(())
 }
 
+/// Brings every client's server up to date with the leader as of now (ZooKeeper's `sync`), so
+/// a session on a follower sees what the set-up session just created. Without it, a read through
+/// a lagging follower of an ensemble (`--spread`) may find a prepared key missing, which is
+/// ZooKeeper's ordinary consistency for another session, not a server fault.
+pub async fn sync_all(clients: &[Client], path: &str) -> anyhow::Result<()> {
+    let pending: Vec<_> = clients.iter().map(|c| c.sync(path)).collect();
+    for reply in pending {
+        reply.await.with_context(|| format!("sync {path}"))?;
+    }
+    Ok(())
+}
+
 /// Creates `path` and its missing ancestors.
 pub async fn ensure_path(client: &Client, path: &str) -> anyhow::Result<()> {
     match client.mkdir(path, &PERSISTENT).await {

@@ -175,6 +175,7 @@ pub async fn run_keys(
         .map(|k| format!("{dir}/k{k:07}"))
         .collect();
     driver::create_all(setup, &keys, &value).await?;
+    driver::sync_all(clients, &dir).await?;
     let name = match mix {
         KeyMix::Set => "set",
         KeyMix::Get => "get",
