@@ -219,6 +219,8 @@ pub struct ServerView {
     pub leader: Option<LeaderView>,
     /// Further `mntr` metrics, appended as `zk_<key>\t<value>`.
     pub extra_metrics: Vec<(String, String)>,
+    /// Latency summaries for `/metrics` (ZooKeeper's and paddock's write stages, `latency.rs`).
+    pub summaries: Vec<crate::latency::SummaryView>,
     /// The current text trace mask (`gtmk`; after `stmk` the newly set one).
     pub trace_mask: i64,
     /// `(zxid, digest)` pairs for `hash`.

@@ -117,6 +117,7 @@ fn view() -> ServerView {
         quorum_size: None,
         leader: None,
         extra_metrics: vec![],
+        summaries: vec![],
         trace_mask: 306,
         digest_log: vec![(0x100000002, 1234567), (-1, -5)],
     }

@@ -447,7 +447,15 @@ fn server_view(core: &mut Core) -> ServerView {
                 "paddock_last_snapshot_index".into(),
                 core.last_snapshot_index.to_string(),
             ),
-        ],
+            (
+                "looking_count".into(),
+                core.latency.looking_count().to_string(),
+            ),
+        ]
+        .into_iter()
+        .chain(core.latency.mntr())
+        .collect(),
+        summaries: core.latency.summaries(&core.raft().entry_times().fsync),
         trace_mask: core.trace_mask(),
         digest_log: vec![(zxid, core.tree().digest() as i64)],
     }
