@@ -2,7 +2,9 @@
 # Side by side: paddock's Prometheus /metrics and AdminServer against Apache ZooKeeper 3.9.5 started with
 # PrometheusMetricsProvider and its Jetty AdminServer (the extra jars: ./pom.xml, fetched through mvn).
 # Both get the same client activity (zkCli: an ephemeral node and a data watch), then:
-#   - every metric in provided.txt must have that TYPE on both servers;
+#   - every metric in provided.txt must have that TYPE on both servers (a summary: the same quantile
+#     labels, and _count and _sum);
+#   - every sample in moves.txt must have grown by at least that much on both servers;
 #   - every command in commands.txt must give the same JSON shape (field names and JSON types);
 #   - an unknown command must give the same JSON on both.
 # Prints ZooKeeper's metric families paddock does not serve (a skip line with the count; the list in
@@ -69,9 +71,12 @@ for _ in $(seq 1 200); do
     sleep 0.3
 done
 
-# The same activity on both: a session with an ephemeral node and a data watch, kept open while we look.
+curl -s --max-time 10 "http://127.0.0.1:$ZK_METRICS/metrics" >"$COMPAT_WORK/zk-metrics-before.txt"
+curl -s --max-time 10 "http://127.0.0.1:$PD_METRICS/metrics" >"$COMPAT_WORK/pd-metrics-before.txt"
+# The same activity on both: a session with an ephemeral node, five more znodes and a data watch, kept
+# open while we look (moves.txt: what it must add to the metrics).
 activity() { # port
-    (echo "create -e /e1 x"; echo "get -w /e1"; sleep 15) |
+    (echo "create -e /e1 x"; for i in 1 2 3 4 5; do echo "create /w$i x"; done; echo "get -w /e1"; sleep 15) |
         timeout 25 bash "$ROOT/scripts/zookeeper.sh" cli -- -server "127.0.0.1:$1" >/dev/null 2>&1 &
 }
 activity "$ZK_PORT"; activity "$PD_PORT"
@@ -92,7 +97,7 @@ while read -r cmd; do
     curl -s --max-time 10 "http://127.0.0.1:$ZK_ADMIN/commands/$cmd" >"$COMPAT_WORK/zk-$cmd.json"
     curl -s --max-time 10 "http://127.0.0.1:$PD_ADMIN/commands/$cmd" >"$COMPAT_WORK/pd-$cmd.json"
 done < <(grep -v '^#' "$HERE/commands.txt"; echo no_such_command)
-python3 "$HERE/compare.py" "$HERE/provided.txt" "$HERE/commands.txt" "$COMPAT_WORK" | tee "$COMPAT_WORK/compare.txt"
+python3 "$HERE/compare.py" "$HERE/provided.txt" "$HERE/commands.txt" "$HERE/moves.txt" "$COMPAT_WORK" | tee "$COMPAT_WORK/compare.txt"
 read -r _ passed _ failed < <(tail -1 "$COMPAT_WORK/compare.txt")
 
 # What ZooKeeper serves and paddock does not (informational; README explains each group).

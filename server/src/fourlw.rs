@@ -238,6 +238,18 @@ pub struct LeaderView {
     pub last_proposal_size: i64,
     pub min_proposal_size: i64,
     pub max_proposal_size: i64,
+    /// The observers (raft learners) the leader heard from within an election timeout.
+    pub observers: Vec<ObserverView>,
+}
+
+/// One observer as the leader sees it (the AdminServer's `observers`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObserverView {
+    pub sid: u64,
+    /// The highest index known replicated on it.
+    pub last_zxid: i64,
+    /// Wall-clock ms since which this leader replicates to it: its term's start.
+    pub established_ms: i64,
 }
 
 /// The reply to `word`, given the server's state and the whitelist. The caller writes it and

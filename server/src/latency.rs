@@ -23,7 +23,8 @@
 //! The ZooKeeper 3.9 families (`ServerMetrics`) kept here, in ZooKeeper's unit (milliseconds):
 //! `readlatency` and `updatelatency` (request received to answered, as `ServerStats.updateLatency`
 //! splits them), `snapshottime`, `election_time`, `startup_snap_load_time`,
-//! `startup_txns_load_time`, `startup_txns_loaded` (a count), and `looking_count` (times this
+//! `startup_txns_load_time`, `startup_txns_loaded` (a count), `dbinittime` (snapshot load and
+//! replay together, ZKDatabase.loadDataBase), and `looking_count` (times this
 //! member lost its leader and looked for one). `fsynctime` is the raft thread's
 //! (`consensus::timing::EntryTimes::fsync`, microseconds there, milliseconds on export).
 
@@ -80,6 +81,7 @@ pub struct Latency {
     pub startup_snap_load: Histogram,
     pub startup_txns_load: Histogram,
     pub startup_txns_loaded: Histogram,
+    pub db_init: Histogram,
     looking_count: AtomicU64,
     /// Transactions applied since start (`startup_txns_loaded` counts those of the replay).
     applied_txns: AtomicU64,
@@ -110,6 +112,7 @@ impl Latency {
             startup_snap_load: Histogram::new(),
             startup_txns_load: Histogram::new(),
             startup_txns_loaded: Histogram::new(),
+            db_init: Histogram::new(),
             looking_count: AtomicU64::new(member as u64),
             applied_txns: AtomicU64::new(0),
             looking_since: Mutex::new(member.then(Instant::now)),
@@ -228,6 +231,7 @@ impl Latency {
             zk("startup_snap_load_time", &self.startup_snap_load, BASIC),
             zk("startup_txns_load_time", &self.startup_txns_load, BASIC),
             zk("startup_txns_loaded", &self.startup_txns_loaded, BASIC),
+            zk("dbinittime", &self.db_init, BASIC),
         ];
         for (name, h) in STAGES.iter().zip(&self.stages) {
             let secs = |v: u64| v as f64 / 1e6;

@@ -195,6 +195,9 @@ impl Server {
             .await?;
         rx.await.context("core stopped during replay")?;
         info!(applied = replay_to, "log replayed");
+        latency
+            .db_init
+            .record_ms(snap_load_took + replay_started.elapsed());
         // The transactions applied so far: clients cannot connect yet, so all were replayed (a
         // new term's no-op entry is none).
         let replayed = latency.applied_txns();

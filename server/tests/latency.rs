@@ -35,8 +35,12 @@ fn stage(m: &HashMap<String, u64>, stage: &str, what: &str) -> u64 {
 }
 
 async fn scrape(addr: SocketAddr) -> String {
+    http_get(addr, "/metrics").await
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
         .await
         .unwrap();
     let mut out = Vec::new();
@@ -141,6 +145,7 @@ async fn every_write_is_timed_stage_by_stage() {
         ("startup_snap_load_time", &["0.5"]),
         ("startup_txns_load_time", &["0.5"]),
         ("startup_txns_loaded", &["0.5"]),
+        ("dbinittime", &["0.5"]),
         (
             "paddock_write_stage_persist_seconds",
             &["0.5", "0.9", "0.99"],
@@ -172,6 +177,7 @@ async fn every_write_is_timed_stage_by_stage() {
     assert_eq!(sample(&body, "looking_count"), 0.0);
     // Started on an empty directory: one (empty) snapshot load, no log replayed.
     assert_eq!(sample(&body, "startup_snap_load_time_count"), 1.0);
+    assert_eq!(sample(&body, "dbinittime_count"), 1.0);
     assert_eq!(sample(&body, "startup_txns_loaded_count"), 0.0);
     // One snapshot every 10 entries: at least two by now (taken off the core task).
     for _ in 0..100 {
@@ -215,4 +221,148 @@ async fn every_write_is_timed_stage_by_stage() {
     // Nothing written since this start.
     assert_eq!(sample(&body, "updatelatency_count"), 0.0);
     server.shutdown().await;
+}
+
+/// Three voters and an observer in this process, over loopback, each with its AdminServer and
+/// `/metrics` on a free port; Raft ticks of 20 ms.
+fn ensemble(root: &std::path::Path) -> Vec<paddock::config::Config> {
+    let port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let ids: Vec<(u64, u16, u16)> = (1..=4).map(|id| (id, port(), port())).collect();
+    let mut lines = String::new();
+    for (id, peer, _) in &ids {
+        let role = if *id == 4 { ":observer" } else { "" };
+        lines.push_str(&format!(
+            "server.{id}=127.0.0.1:{peer}:{}{role}\n",
+            peer + 1
+        ));
+    }
+    ids.iter()
+        .map(|(id, _, client)| {
+            let dir = root.join(format!("m{id}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let text = format!(
+                "tickTime=100\ndataDir={}\nclientPort={client}\nclientPortAddress=127.0.0.1\n\
+                 4lw.commands.whitelist=*\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n\
+                 paddock.raft.tickMs=20\n{lines}",
+                dir.display()
+            );
+            let mut cfg =
+                paddock::config::Config::parse_zoo_cfg(&text, &dir.join("zoo.cfg")).unwrap();
+            cfg.my_id = Some(*id);
+            cfg.metrics = Some(MetricsConfig {
+                host: "127.0.0.1".parse().unwrap(),
+                port: 0,
+            });
+            cfg
+        })
+        .collect()
+}
+
+async fn admin(server: &paddock::startup::Server, command: &str) -> serde_json::Value {
+    let body = http_get(
+        server.admin_addr().unwrap(),
+        &format!("/commands/{command}"),
+    )
+    .await;
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{command}: {e}: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_through_an_observer_are_timed_there_and_the_leader_lists_its_observer() {
+    let root = tempfile::tempdir().unwrap();
+    let cfgs = ensemble(root.path());
+    let starts: Vec<_> = cfgs
+        .iter()
+        .cloned()
+        .map(|c| tokio::spawn(paddock::startup::Server::start(c)))
+        .collect();
+    let mut servers = Vec::new();
+    for h in starts {
+        servers.push(h.await.unwrap().expect("member starts"));
+    }
+    let observer = &servers[3];
+    // The observer serves once it knows the leader.
+    let mut zk = None;
+    for _ in 0..200 {
+        if common::four_letter_try(observer.local_addr(), "srvr")
+            .await
+            .is_some_and(|t| t.contains("Mode: observer"))
+        {
+            zk = Some(common::client(observer.local_addr()).await);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let zk = zk.expect("the observer serves");
+    let k = 10;
+    for i in 0..k {
+        zk.create(
+            &format!("/o{i}"),
+            b"x",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    }
+    // Forwarded writes: every stage timed on the observer, which holds the session...
+    let m = settled(observer.local_addr(), k).await;
+    for s in STAGES {
+        assert_eq!(stage(&m, s, "count"), k, "{s}: {m:?}");
+    }
+    // ...and none on the members that only applied them.
+    for member in &servers[..3] {
+        let m = mntr(member.local_addr()).await;
+        assert_eq!(stage(&m, "total", "count"), 0, "{m:?}");
+    }
+    // Every member looked for a leader once at start and found one.
+    for member in &servers {
+        let body = scrape(member.metrics_addr().unwrap()).await;
+        assert!(sample(&body, "looking_count") >= 1.0, "{body}");
+        assert!(sample(&body, "election_time_count") >= 1.0, "{body}");
+    }
+
+    // The leader lists the observer, as ZooKeeper's leader does; followers list none.
+    let mut leader = None;
+    for (i, member) in servers[..3].iter().enumerate() {
+        if admin(member, "leader").await["is_leader"] == true {
+            leader = Some(i);
+        }
+    }
+    let leader = &servers[leader.expect("a leader")];
+    let peer_port = cfgs[3].servers[3].peer_port;
+    let mut listed = serde_json::Value::Null;
+    for _ in 0..100 {
+        listed = admin(leader, "observers").await;
+        if listed["observers"][0]["last_zxid"].as_i64().unwrap_or(0) >= 2 + k as i64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(listed["synced_observers"], 1, "{listed}");
+    let o = &listed["observers"][0];
+    assert_eq!(o["sid"], 4, "{listed}");
+    assert_eq!(
+        o["remote_socket_address"],
+        format!("/127.0.0.1:{peer_port}"),
+        "{listed}"
+    );
+    assert!(o["last_zxid"].as_i64().unwrap() >= 2 + k as i64, "{listed}");
+    for member in &servers[..3] {
+        if std::ptr::eq(member, leader) {
+            continue;
+        }
+        let v = admin(member, "observers").await;
+        assert_eq!(v["synced_observers"], 0, "{v}");
+        assert_eq!(v["observers"], serde_json::json!([]), "{v}");
+    }
+    drop(zk);
+    for s in servers {
+        s.shutdown().await;
+    }
 }

@@ -368,6 +368,15 @@ fn server_view(core: &mut Core) -> ServerView {
                 last_proposal_size: -1,
                 min_proposal_size: -1,
                 max_proposal_size: -1,
+                observers: active
+                    .iter()
+                    .filter(|p| p.is_learner)
+                    .map(|p| fourlw::ObserverView {
+                        sid: p.id,
+                        last_zxid: p.matched as i64,
+                        established_ms: now_ms - core.leader_uptime().as_millis() as i64,
+                    })
+                    .collect(),
             }
         });
         (Some(voters.len() as u64), leader)
