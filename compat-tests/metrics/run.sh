@@ -74,14 +74,15 @@ done
 curl -s --max-time 10 "http://127.0.0.1:$ZK_METRICS/metrics" >"$COMPAT_WORK/zk-metrics-before.txt"
 curl -s --max-time 10 "http://127.0.0.1:$PD_METRICS/metrics" >"$COMPAT_WORK/pd-metrics-before.txt"
 # The same activity on both: a session with an ephemeral node, five more znodes and a data watch, kept
-# open while we look (moves.txt: what it must add to the metrics).
+# open while we look (moves.txt: what it must add to the metrics). zkCli reads the commands as they come;
+# the sleep keeps its stdin open, so the session lasts 30 s however slowly a loaded machine starts the JVM.
 activity() { # port
-    (echo "create -e /e1 x"; for i in 1 2 3 4 5; do echo "create /w$i x"; done; echo "get -w /e1"; sleep 15) |
-        timeout 25 bash "$ROOT/scripts/zookeeper.sh" cli -- -server "127.0.0.1:$1" >/dev/null 2>&1 &
+    (echo "create -e /e1 x"; for i in 1 2 3 4 5; do echo "create /w$i x"; done; echo "get -w /e1"; sleep 30) |
+        timeout 40 bash "$ROOT/scripts/zookeeper.sh" cli -- -server "127.0.0.1:$1" >/dev/null 2>&1 &
 }
 activity "$ZK_PORT"; activity "$PD_PORT"
 wait_watch() { # adminPort
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 150); do
         [[ "$(curl -s --max-time 10 "http://127.0.0.1:$1/commands/watch_summary")" =~ \"num_total_watches\"\ ?:\ 1 ]] && return 0
         sleep 0.2
     done
