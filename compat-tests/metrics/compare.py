@@ -113,6 +113,24 @@ def main():
         diffs = [f"{p or '.'}: ZooKeeper {zs.get(p)}, paddock {ps.get(p)}"
                  for p in sorted(set(zs) | set(ps)) if zs.get(p) != ps.get(p)]
         verdict(not diffs, f"admin {cmd}" + (": " + "; ".join(diffs) if diffs else ""))
+    # `observers` in an ensemble of two participants and observer 3: the leader lists it, a follower
+    # (no observer master) lists none; the same JSON shape on both servers.
+    for who in ("leader", "follower"):
+        try:
+            zo = json.load(open(f"{work}/zk-ens-observers-{who}.json"))
+            po = json.load(open(f"{work}/pd-ens-observers-{who}.json"))
+        except (OSError, ValueError) as e:
+            verdict(False, f"admin observers on the ensemble's {who}: {e}")
+            continue
+        problems = [f"{p or '.'}: ZooKeeper {t}, paddock {shape(po).get(p)}"
+                    for p, t in sorted(shape(zo).items()) if shape(po).get(p) != t]
+        problems += [f"{p}: only paddock has it" for p in shape(po) if p not in shape(zo)]
+        want = (1, [3]) if who == "leader" else (0, [])
+        for side, o in (("ZooKeeper", zo), ("paddock", po)):
+            got = (o.get("synced_observers"), [x.get("sid") for x in o.get("observers", [])])
+            if got != want:
+                problems.append(f"{side} lists {got}, want {want}")
+        verdict(not problems, f"admin observers on the ensemble's {who}" + (": " + "; ".join(problems) if problems else ""))
     # An unknown command: the same JSON, value for value.
     zu = json.load(open(f"{work}/zk-no_such_command.json"))
     pu = json.load(open(f"{work}/pd-no_such_command.json"))
