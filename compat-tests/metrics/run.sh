@@ -2,9 +2,13 @@
 # Side by side: paddock's Prometheus /metrics and AdminServer against Apache ZooKeeper 3.9.5 started with
 # PrometheusMetricsProvider and its Jetty AdminServer (the extra jars: ./pom.xml, fetched through mvn).
 # Both get the same client activity (zkCli: an ephemeral node and a data watch), then:
-#   - every metric in provided.txt must have that TYPE on both servers;
+#   - every metric in provided.txt must have that TYPE on both servers (a summary: the same quantile
+#     labels, and _count and _sum);
+#   - every sample in moves.txt must have grown by at least that much on both servers;
 #   - every command in commands.txt must give the same JSON shape (field names and JSON types);
-#   - an unknown command must give the same JSON on both.
+#   - an unknown command must give the same JSON on both;
+#   - in an ensemble of two participants and an observer of each (same zoo.cfg lines), the leader's
+#     `observers` must list the observer and a follower's none, with the same JSON shape.
 # Prints ZooKeeper's metric families paddock does not serve (a skip line with the count; the list in
 # $COMPAT_WORK/zk-only.txt with KEEP_WORK=1), see README "Metrics and the AdminServer".
 set -euo pipefail
@@ -53,9 +57,11 @@ write_cfg "$ZK_DIR" "$ZK_PORT" "$ZK_ADMIN" "$ZK_METRICS"
 write_cfg "$PD_DIR" "$PD_PORT" "$PD_ADMIN" "$PD_METRICS"
 
 ZK_PID=""
+ZK_ENS_PIDS=()
 cleanup() {
     set +e
     [[ -n "$ZK_PID" ]] && kill "$ZK_PID" 2>/dev/null && wait "$ZK_PID" 2>/dev/null
+    for pid in "${ZK_ENS_PIDS[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
     compat_cleanup
 }
 trap cleanup EXIT
@@ -69,14 +75,18 @@ for _ in $(seq 1 200); do
     sleep 0.3
 done
 
-# The same activity on both: a session with an ephemeral node and a data watch, kept open while we look.
+curl -s --max-time 10 "http://127.0.0.1:$ZK_METRICS/metrics" >"$COMPAT_WORK/zk-metrics-before.txt"
+curl -s --max-time 10 "http://127.0.0.1:$PD_METRICS/metrics" >"$COMPAT_WORK/pd-metrics-before.txt"
+# The same activity on both: a session with an ephemeral node, five more znodes and a data watch, kept
+# open while we look (moves.txt: what it must add to the metrics). zkCli reads the commands as they come;
+# the sleep keeps its stdin open, so the session lasts 30 s however slowly a loaded machine starts the JVM.
 activity() { # port
-    (echo "create -e /e1 x"; echo "get -w /e1"; sleep 15) |
-        timeout 25 bash "$ROOT/scripts/zookeeper.sh" cli -- -server "127.0.0.1:$1" >/dev/null 2>&1 &
+    (echo "create -e /e1 x"; for i in 1 2 3 4 5; do echo "create /w$i x"; done; echo "get -w /e1"; sleep 30) |
+        timeout 40 bash "$ROOT/scripts/zookeeper.sh" cli -- -server "127.0.0.1:$1" >/dev/null 2>&1 &
 }
 activity "$ZK_PORT"; activity "$PD_PORT"
 wait_watch() { # adminPort
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 150); do
         [[ "$(curl -s --max-time 10 "http://127.0.0.1:$1/commands/watch_summary")" =~ \"num_total_watches\"\ ?:\ 1 ]] && return 0
         sleep 0.2
     done
@@ -92,7 +102,68 @@ while read -r cmd; do
     curl -s --max-time 10 "http://127.0.0.1:$ZK_ADMIN/commands/$cmd" >"$COMPAT_WORK/zk-$cmd.json"
     curl -s --max-time 10 "http://127.0.0.1:$PD_ADMIN/commands/$cmd" >"$COMPAT_WORK/pd-$cmd.json"
 done < <(grep -v '^#' "$HERE/commands.txt"; echo no_such_command)
-python3 "$HERE/compare.py" "$HERE/provided.txt" "$HERE/commands.txt" "$COMPAT_WORK" | tee "$COMPAT_WORK/compare.txt"
+{ kill "$ZK_PID" && wait "$ZK_PID"; } 2>/dev/null || true
+ZK_PID=""
+stop_paddock pd
+
+# The AdminServer's `observers` in an ensemble: two participants and an observer of each, from the same
+# zoo.cfg lines; the leader's answer and a follower's (compare.py: same JSON shape, the observer listed).
+ens_cfg() { # dir id servers clientPort adminPort
+    mkdir -p "$1/data"
+    echo "$2" >"$1/data/myid"
+    printf 'tickTime=200\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=%s\n%s\n' \
+        "$1/data" "$4" "$5" "$3" >"$1/zoo.cfg"
+    [[ $2 == 3 ]] && echo "peerType=observer" >>"$1/zoo.cfg"
+    return 0
+}
+ens_servers() {
+    local s="" i
+    for i in 1 2 3; do
+        s+="server.$i=127.0.0.1:$(free_port):$(free_port)$([[ $i == 3 ]] && echo :observer)"$'\n'
+    done
+    printf '%s' "$s"
+}
+ens_leader() { # side adminPorts...: the admin port of the participant that says it leads
+    local side=$1 port
+    shift
+    for _ in $(seq 1 300); do
+        for port in "$@"; do
+            [[ "$(curl -s --max-time 5 "http://127.0.0.1:$port/commands/leader")" =~ \"is_leader\"\ ?:\ true ]] && { echo "$port"; return 0; }
+        done
+        sleep 0.2
+    done
+    echo "$COMPAT_SUITE: no $side ensemble leader" >&2
+    return 1
+}
+ens_observers() { # prefix leaderAdmin followerAdmin: waits for the observer on the leader, saves both answers
+    for _ in $(seq 1 300); do
+        curl -s --max-time 5 "http://127.0.0.1:$2/commands/observers" >"$COMPAT_WORK/$1-ens-observers-leader.json"
+        [[ "$(cat "$COMPAT_WORK/$1-ens-observers-leader.json")" =~ \"synced_observers\"\ ?:\ 1 ]] && break
+        sleep 0.2
+    done
+    curl -s --max-time 5 "http://127.0.0.1:$3/commands/observers" >"$COMPAT_WORK/$1-ens-observers-follower.json"
+}
+ZK_SERVERS="$(ens_servers)"; PD_SERVERS="$(ens_servers)"
+ZK_ENS_ADMIN=(); PD_ENS_ADMIN=()
+for i in 1 2 3; do
+    ZK_ENS_ADMIN+=("$(free_port)"); PD_ENS_ADMIN+=("$(free_port)")
+    ens_cfg "$COMPAT_WORK/zkens$i" "$i" "$ZK_SERVERS" "$(free_port)" "${ZK_ENS_ADMIN[i - 1]}"
+    java -Xmx128m -Dzookeeper.log.dir="$COMPAT_WORK/zkens$i" -cp "$ZK_CP:$EXTRA/lib/*" \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$COMPAT_WORK/zkens$i/zoo.cfg" \
+        >"$COMPAT_WORK/zkens$i/zk.log" 2>&1 </dev/null &
+    ZK_ENS_PIDS+=($!)
+    ens_cfg "$COMPAT_WORK/pdens$i" "$i" "$PD_SERVERS" "$(free_port)" "${PD_ENS_ADMIN[i - 1]}"
+    "$BIN" serve --config "$COMPAT_WORK/pdens$i/zoo.cfg" >>"$COMPAT_WORK/pdens$i.log" 2>&1 </dev/null &
+    PADDOCK_PIDS[pdens$i]=$!
+done
+ZK_LEAD="$(ens_leader ZooKeeper "${ZK_ENS_ADMIN[0]}" "${ZK_ENS_ADMIN[1]}")" || compat_fail "the ZooKeeper ensemble elected no leader"
+PD_LEAD="$(ens_leader paddock "${PD_ENS_ADMIN[0]}" "${PD_ENS_ADMIN[1]}")" || compat_fail "the paddock ensemble elected no leader"
+ZK_FOLLOW=${ZK_ENS_ADMIN[0]}; [[ $ZK_FOLLOW == "$ZK_LEAD" ]] && ZK_FOLLOW=${ZK_ENS_ADMIN[1]}
+PD_FOLLOW=${PD_ENS_ADMIN[0]}; [[ $PD_FOLLOW == "$PD_LEAD" ]] && PD_FOLLOW=${PD_ENS_ADMIN[1]}
+ens_observers zk "$ZK_LEAD" "$ZK_FOLLOW"
+ens_observers pd "$PD_LEAD" "$PD_FOLLOW"
+
+python3 "$HERE/compare.py" "$HERE/provided.txt" "$HERE/commands.txt" "$HERE/moves.txt" "$COMPAT_WORK" | tee "$COMPAT_WORK/compare.txt"
 read -r _ passed _ failed < <(tail -1 "$COMPAT_WORK/compare.txt")
 
 # What ZooKeeper serves and paddock does not (informational; README explains each group).

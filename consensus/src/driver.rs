@@ -107,6 +107,12 @@ pub trait Output {
     fn publish(&mut self, driver: &Driver) {
         let _ = driver;
     }
+    /// A Ready's synced write starts (the raft thread reads its clock here; the driver has none).
+    fn persisting(&mut self) {}
+    /// That write is done; `entries` is the first and last index it appended, if any.
+    fn persisted(&mut self, entries: Option<(u64, u64)>) {
+        let _ = entries;
+    }
 }
 
 /// `RawNode` plus paddock's rules; see the module docs.
@@ -523,9 +529,16 @@ impl Driver {
         self.deliver(rd.take_committed_entries(), out)?;
 
         // 4. Group commit: everything this Ready must persist, in one synced batch.
+        let appended = rd
+            .entries()
+            .first()
+            .zip(rd.entries().last())
+            .map(|(f, l)| (f.index, l.index));
+        out.persisting();
         self.raw
             .mut_store()
             .write_ready(installed.as_ref(), rd.entries(), rd.hs())?;
+        out.persisted(appended);
 
         // 5. Read barriers.
         for rs in rd.take_read_states() {

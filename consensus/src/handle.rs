@@ -251,6 +251,12 @@ impl Handle {
         self.inner.shared.status()
     }
 
+    /// When recent entries became durable and committed on this node, and how long the raft
+    /// thread's synced appends took (see `timing`).
+    pub fn entry_times(&self) -> &crate::timing::EntryTimes {
+        &self.inner.shared.times
+    }
+
     /// The current membership: (voters, learners), each ascending.
     pub fn membership(&self) -> (Vec<u64>, Vec<u64>) {
         let d = self.inner.shared.detail();

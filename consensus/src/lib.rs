@@ -80,6 +80,7 @@ mod raft_loop;
 pub mod snapshot_file;
 mod status;
 pub mod storage;
+pub mod timing;
 mod transport;
 
 pub use config::Config;

@@ -33,6 +33,8 @@ struct ThreadOutput {
     events: Sender<Event>,
     writer: Option<Sender<SnapshotJob>>,
     shared: Arc<Shared>,
+    /// When the current Ready's synced write started.
+    sync_started: Option<std::time::Instant>,
 }
 
 impl Output for ThreadOutput {
@@ -41,6 +43,12 @@ impl Output for ThreadOutput {
     }
 
     fn event(&mut self, event: Event) {
+        if let Event::Committed(batch) = &event {
+            let now = std::time::Instant::now();
+            for ce in batch {
+                self.shared.times.committed(ce.index, now);
+            }
+        }
         if self.events.send(event).is_err() {
             tracing::debug!("event dropped: the applier is gone");
         }
@@ -67,6 +75,19 @@ impl Output for ThreadOutput {
             .uncommitted
             .store(driver.uncommitted_bytes(), Ordering::SeqCst);
     }
+
+    fn persisting(&mut self) {
+        self.sync_started = Some(std::time::Instant::now());
+    }
+
+    fn persisted(&mut self, entries: Option<(u64, u64)>) {
+        let (Some(started), Some((first, last))) = (self.sync_started.take(), entries) else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        self.shared.times.fsync.record_us(now - started);
+        self.shared.times.persisted(first, last, now);
+    }
 }
 
 pub(crate) fn spawn(
@@ -90,6 +111,7 @@ pub(crate) fn spawn(
         events,
         writer: Some(job_tx),
         shared,
+        sync_started: None,
     };
     out.publish(&driver);
     let mut raft_loop = RaftLoop {

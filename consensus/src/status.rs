@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     /// publishes a proposal's effect before it un-queues it, so the sum never under-counts.
     pub uncommitted: AtomicU64,
     pub queued: AtomicU64,
+    /// When each recent entry became durable and committed, and the synced writes' durations.
+    pub times: crate::timing::EntryTimes,
 }
 
 impl Shared {

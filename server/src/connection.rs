@@ -19,6 +19,7 @@ use tracing::{debug, Instrument};
 use wire::frame::{self, Check};
 use wire::{FourLetterWord, Writer};
 
+use crate::latency::{Latency, ReplyStamps};
 use crate::msg::{ConnId, CoreMsg};
 use crate::outbound::{self, Outbound, OutboundRx};
 use crate::stats::ResponseSizes;
@@ -36,6 +37,8 @@ pub struct ConnParams {
     pub response_sizes: Arc<ResponseSizes>,
     /// `globalOutstandingLimit`, shared by every connection.
     pub throttle: Arc<Throttle>,
+    /// Where the writers record the last stage of each write they put on the wire.
+    pub latency: Arc<Latency>,
 }
 
 pub async fn serve(
@@ -115,6 +118,7 @@ async fn run(
         wr,
         out_rx,
         params.response_sizes.clone(),
+        params.latency.clone(),
         writer_done_tx,
     ));
     core.send(CoreMsg::Connect {
@@ -176,11 +180,17 @@ async fn write_loop(
     mut wr: OwnedWriteHalf,
     mut rx: OutboundRx,
     sizes: Arc<ResponseSizes>,
+    latency: Arc<Latency>,
     _done: oneshot::Sender<()>,
 ) {
     let mut w = Writer::with_capacity(64 * 1024);
+    // The write replies in `w`, timed once the write returns (reused: no allocation per batch).
+    let mut timed: Vec<ReplyStamps> = Vec::with_capacity(64);
     // Encodes one message; false once it is `Close`.
-    let encode = |msg: Outbound, w: &mut Writer| {
+    let encode = |msg: Outbound, w: &mut Writer, timed: &mut Vec<ReplyStamps>| {
+        if let Outbound::WriteReply { stamps, .. } = &msg {
+            timed.push(*stamps);
+        }
         let before = w.len();
         if !msg.encode(w) {
             return false;
@@ -192,10 +202,10 @@ async fn write_loop(
         true
     };
     while let Some(msg) = rx.recv().await {
-        let mut close = !encode(msg, &mut w);
+        let mut close = !encode(msg, &mut w, &mut timed);
         while !close && w.len() < 1 << 20 {
             match rx.try_recv() {
-                Some(msg) => close = !encode(msg, &mut w),
+                Some(msg) => close = !encode(msg, &mut w, &mut timed),
                 None => break,
             }
         }
@@ -204,6 +214,12 @@ async fn write_loop(
                 return;
             }
             w.buf.clear();
+        }
+        if !timed.is_empty() {
+            let now = std::time::Instant::now();
+            for stamps in timed.drain(..) {
+                latency.written(&stamps, now);
+            }
         }
         if close {
             let _ = wr.shutdown().await;

@@ -219,6 +219,8 @@ pub struct ServerView {
     pub leader: Option<LeaderView>,
     /// Further `mntr` metrics, appended as `zk_<key>\t<value>`.
     pub extra_metrics: Vec<(String, String)>,
+    /// Latency summaries for `/metrics` (ZooKeeper's and paddock's write stages, `latency.rs`).
+    pub summaries: Vec<crate::latency::SummaryView>,
     /// The current text trace mask (`gtmk`; after `stmk` the newly set one).
     pub trace_mask: i64,
     /// `(zxid, digest)` pairs for `hash`.
@@ -236,6 +238,18 @@ pub struct LeaderView {
     pub last_proposal_size: i64,
     pub min_proposal_size: i64,
     pub max_proposal_size: i64,
+    /// The observers (raft learners) the leader heard from within an election timeout.
+    pub observers: Vec<ObserverView>,
+}
+
+/// One observer as the leader sees it (the AdminServer's `observers`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObserverView {
+    pub sid: u64,
+    /// The highest index known replicated on it.
+    pub last_zxid: i64,
+    /// Wall-clock ms since which this leader replicates to it: its term's start.
+    pub established_ms: i64,
 }
 
 /// The reply to `word`, given the server's state and the whitelist. The caller writes it and

@@ -16,6 +16,7 @@
 //! - `config` and `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5
 //!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
 //!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts;
+//!   `latency` times every write's stages and keeps ZooKeeper's latency summaries;
 //! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
 //! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
@@ -33,6 +34,7 @@ pub mod fourlw;
 pub mod http;
 pub mod identity;
 pub mod jaas;
+pub mod latency;
 pub mod msg;
 pub mod outbound;
 pub mod sasl;

@@ -27,6 +27,13 @@ pub enum Outbound {
         header: ReplyHeader,
         body: Option<Response>,
     },
+    /// A write's reply, with the stamps the writer needs to time the write's last stage
+    /// (`latency.rs`); on the wire the same as `Reply`.
+    WriteReply {
+        header: ReplyHeader,
+        body: Option<Response>,
+        stamps: crate::latency::ReplyStamps,
+    },
     /// A watch notification (xid -1).
     Event { zxid: i64, event: WatcherEvent },
     /// Flush what is queued, then close the socket.
@@ -38,7 +45,9 @@ impl Outbound {
     pub fn encode(&self, w: &mut Writer) -> bool {
         match self {
             Outbound::Connect(resp) => wire::encode_connect_response(w, resp),
-            Outbound::Reply { header, body } => wire::encode_reply(w, header, body.as_ref()),
+            Outbound::Reply { header, body } | Outbound::WriteReply { header, body, .. } => {
+                wire::encode_reply(w, header, body.as_ref())
+            }
             Outbound::Event { zxid, event } => wire::encode_notification(w, *zxid, event),
             Outbound::Close => return false,
         }
@@ -51,6 +60,9 @@ impl Outbound {
         const FIXED: usize = 128;
         match self {
             Outbound::Reply {
+                body: Some(body), ..
+            }
+            | Outbound::WriteReply {
                 body: Some(body), ..
             } => FIXED + response_size(body),
             Outbound::Event { event, .. } => FIXED + event.path.len(),

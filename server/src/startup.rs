@@ -129,6 +129,7 @@ impl Server {
             tokio::spawn(publish_local_info(net.clone(), raft.clone()));
         }
 
+        let snap_load_started = std::time::Instant::now();
         let (tree, applied, term) = match started.snapshot {
             Some(snap) => {
                 let tree = cfg
@@ -143,6 +144,7 @@ impl Server {
             }
             None => (Tree::new(cfg.tree_config()), 0, 0),
         };
+        let snap_load_took = snap_load_started.elapsed();
         // A member replays what is known committed; a group of one all it has (its own votes
         // commit it).
         let replay_to = if is_ensemble {
@@ -156,6 +158,10 @@ impl Server {
             .as_ref()
             .map(|n| crate::core::Ensemble::new(n.clone(), core_tx.clone()));
         let core = Core::new(cfg.clone(), tree, raft.clone(), applied, term, ensemble);
+        let latency = core.latency();
+        // ZooKeeper's start-up summaries (FileTxnSnapLog.restore): the snapshot's load, then the
+        // log's replay below.
+        latency.startup_snap_load.record_ms(snap_load_took);
         if let Some(net) = &net {
             crate::forward::serve_followers(net.clone(), raft.clone(), core_tx.clone());
         }
@@ -164,6 +170,7 @@ impl Server {
             stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
             response_sizes: core.response_sizes(),
             throttle: Throttle::new(cfg.global_outstanding_limit),
+            latency: latency.clone(),
         });
         let core = tokio::spawn(core.run(core_rx));
 
@@ -182,6 +189,7 @@ impl Server {
             .context("spawning the raft event bridge")?;
 
         // Replay the log into the tree before anyone can connect.
+        let replay_started = std::time::Instant::now();
         let (tx, rx) = oneshot::channel();
         core_tx
             .send(CoreMsg::WaitApplied {
@@ -191,6 +199,18 @@ impl Server {
             .await?;
         rx.await.context("core stopped during replay")?;
         info!(applied = replay_to, "log replayed");
+        latency
+            .db_init
+            .record_ms(snap_load_took + replay_started.elapsed());
+        // The transactions applied so far: clients cannot connect yet, so all were replayed (a
+        // new term's no-op entry is none).
+        let replayed = latency.applied_txns();
+        if replayed > 0 {
+            latency
+                .startup_txns_load
+                .record_ms(replay_started.elapsed());
+            latency.startup_txns_loaded.record(replayed);
+        }
 
         let bind = SocketAddr::new(cfg.client_port_address, cfg.client_port);
         let listener = TcpListener::bind(bind)

@@ -117,6 +117,7 @@ fn view() -> ServerView {
         quorum_size: None,
         leader: None,
         extra_metrics: vec![],
+        summaries: vec![],
         trace_mask: 306,
         digest_log: vec![(0x100000002, 1234567), (-1, -5)],
     }
@@ -311,6 +312,7 @@ fn mntr_on_a_leader_adds_leader_gauges_quorum_size_and_extras() {
         last_proposal_size: 80,
         min_proposal_size: 40,
         max_proposal_size: 200,
+        observers: vec![],
     });
     v.extra_metrics = vec![("paddock_raft_term".into(), "4".into())];
     let out = render(W::Mntr, &v, &all());

@@ -30,6 +30,7 @@ impl Core {
                 term,
             } => {
                 info!(is_leader, leader_id, term, "raft role changed");
+                self.latency.leader_changed(leader_id);
                 if self.ensemble.is_some() {
                     self.ensemble_role_changed(is_leader, leader_id, term);
                     return;
@@ -137,6 +138,7 @@ impl Core {
         };
         let zxid = ce.index as i64;
         let applied = self.tree.apply(zxid, &entry);
+        self.latency.count_applied();
 
         let conns = &self.conns;
         let tree_cfg = self.tree.config();
@@ -195,8 +197,11 @@ impl Core {
             }
             Txn::Write(_) => {
                 if let Some(&id) = self.by_session.get(&entry.session_id) {
-                    if let Some(received) = self.pop_write(id, entry.xid) {
+                    if let Some((received, stamps)) = self.pop_write(id, entry.xid) {
                         self.record_latency(id, received);
+                        let applied_at = std::time::Instant::now();
+                        let durable = self.raft.entry_times().get(ce.index);
+                        self.latency.applied(&stamps, durable, applied_at);
                         let (err, body) = match applied.reply {
                             Ok(Response::Empty) => (0, None),
                             Ok(body) => (0, Some(body)),
@@ -204,13 +209,17 @@ impl Core {
                         };
                         self.send(
                             id,
-                            Outbound::Reply {
+                            Outbound::WriteReply {
                                 header: ReplyHeader {
                                     xid: entry.xid,
                                     zxid,
                                     err,
                                 },
                                 body,
+                                stamps: crate::latency::ReplyStamps {
+                                    received: stamps.received,
+                                    applied: applied_at,
+                                },
                             },
                         );
                         self.drain(id);
@@ -295,10 +304,13 @@ impl Core {
             let view_ms = started.elapsed().as_millis() as u64;
             let (index, term) = (self.applied_index, self.applied_term);
             let raft = self.raft.clone();
+            let latency = self.latency.clone();
+            let view_took = started.elapsed();
             tokio::task::spawn_blocking(move || {
                 let started = std::time::Instant::now();
                 let data = view.encode();
                 drop(view);
+                latency.snapshot.record_ms(view_took + started.elapsed());
                 let ms = started.elapsed().as_millis() as u64;
                 info!(index, bytes = data.len(), view_ms, ms, "snapshot taken");
                 if let Err(e) = raft.save_snapshot(index, term, data) {

@@ -90,7 +90,7 @@ impl Core {
         if conn.closed {
             return;
         }
-        if let Outbound::Reply { header, .. } = &msg {
+        if let Outbound::Reply { header, .. } | Outbound::WriteReply { header, .. } = &msg {
             if header.zxid > 0 {
                 conn.stats.last_zxid = header.zxid;
             }

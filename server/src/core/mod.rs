@@ -110,6 +110,9 @@ pub struct Core {
     stats: ServerStats,
     /// Filled in by the connection writers, which see the encoded replies.
     response_sizes: Arc<ResponseSizes>,
+    /// Per-stage write latency and ZooKeeper's latency summaries (`latency.rs`), shared with
+    /// the connection writers.
+    latency: Arc<crate::latency::Latency>,
     /// Set by `stmk`, read by `gtmk`. paddock logs through `tracing` filters, not ZooKeeper's
     /// trace mask, so the mask is only kept and reported, as a tool that sets it expects.
     trace_mask: i64,
@@ -154,6 +157,7 @@ impl Core {
             );
         }
         let server_id = cfg.my_id.unwrap_or(1).min(254);
+        let ensemble_member = ensemble.is_some();
         Core {
             next_session_id: handshake::initial_session_id(server_id, now_ms()),
             cfg,
@@ -179,6 +183,7 @@ impl Core {
             resume_left,
             stats: ServerStats::default(),
             response_sizes: Arc::default(),
+            latency: Arc::new(crate::latency::Latency::new(ensemble_member)),
             trace_mask: crate::fourlw::DEFAULT_TRACE_MASK,
             started: now,
             applied_waiters: Vec::new(),
@@ -287,5 +292,10 @@ impl Core {
     /// Handed to every connection's writer.
     pub(crate) fn response_sizes(&self) -> Arc<ResponseSizes> {
         self.response_sizes.clone()
+    }
+
+    /// Handed to every connection's writer, and to start-up for its own timings.
+    pub(crate) fn latency(&self) -> Arc<crate::latency::Latency> {
+        self.latency.clone()
     }
 }

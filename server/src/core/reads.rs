@@ -119,6 +119,7 @@ impl Core {
             }
         };
         self.record_latency(id, received);
+        self.latency.read.record_ms(received.elapsed());
         let (err, body) = match result {
             Ok(body) => (0, Some(body)),
             Err(code) => (code.code(), None),

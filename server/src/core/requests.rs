@@ -22,6 +22,7 @@ pub(super) enum Pending {
         xid: i32,
         received: Instant,
         link: Option<u64>,
+        stamps: crate::latency::WriteStamps,
     },
     /// A read (or an op answered like one) that waits behind earlier writes.
     Read {
@@ -207,14 +208,21 @@ impl Core {
     }
 
     /// Removes the head write of a connection if it is the one with `xid`.
-    pub(super) fn pop_write(&mut self, id: ConnId, xid: i32) -> Option<Instant> {
+    pub(super) fn pop_write(
+        &mut self,
+        id: ConnId,
+        xid: i32,
+    ) -> Option<(Instant, crate::latency::WriteStamps)> {
         let conn = self.conns.get_mut(&id)?;
         match conn.queue.front().map(|q| &q.pending) {
             Some(Pending::Write { xid: x, .. }) if *x == xid => match conn.queue.pop_front() {
                 Some(Queued {
-                    pending: Pending::Write { received, .. },
+                    pending:
+                        Pending::Write {
+                            received, stamps, ..
+                        },
                     ..
-                }) => Some(received),
+                }) => Some((received, stamps)),
                 _ => None,
             },
             _ => None,

@@ -37,6 +37,7 @@ impl Core {
         received: Instant,
         slot: Slot,
     ) {
+        let queued = std::time::Instant::now();
         let conn = self.conns.get_mut(&id).unwrap();
         let entry = stamp(
             conn.session_id,
@@ -45,14 +46,22 @@ impl Core {
             conn.auth.clone(),
             txn,
         );
+        // Read before the hand-off: the raft thread may persist the entry before `submit` returns.
+        let proposed = std::time::Instant::now();
         match self.submit(&entry) {
             Ok(link) => {
+                let stamps = crate::latency::WriteStamps {
+                    received: received.into_std(),
+                    queued,
+                    proposed,
+                };
                 let conn = self.conns.get_mut(&id).unwrap();
                 conn.queue.push_back(Queued {
                     pending: Pending::Write {
                         xid: header.xid,
                         received,
                         link,
+                        stamps,
                     },
                     _slot: Some(slot),
                 });

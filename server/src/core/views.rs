@@ -368,6 +368,15 @@ fn server_view(core: &mut Core) -> ServerView {
                 last_proposal_size: -1,
                 min_proposal_size: -1,
                 max_proposal_size: -1,
+                observers: active
+                    .iter()
+                    .filter(|p| p.is_learner)
+                    .map(|p| fourlw::ObserverView {
+                        sid: p.id,
+                        last_zxid: p.matched as i64,
+                        established_ms: now_ms - core.leader_uptime().as_millis() as i64,
+                    })
+                    .collect(),
             }
         });
         (Some(voters.len() as u64), leader)
@@ -447,7 +456,15 @@ fn server_view(core: &mut Core) -> ServerView {
                 "paddock_last_snapshot_index".into(),
                 core.last_snapshot_index.to_string(),
             ),
-        ],
+            (
+                "looking_count".into(),
+                core.latency.looking_count().to_string(),
+            ),
+        ]
+        .into_iter()
+        .chain(core.latency.mntr())
+        .collect(),
+        summaries: core.latency.summaries(&core.raft().entry_times().fsync),
         trace_mask: core.trace_mask(),
         digest_log: vec![(zxid, core.tree().digest() as i64)],
     }

@@ -374,10 +374,39 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
             }))
         }
         "monitor" => monitor(v),
-        "observers" => obj(json!({
-            "synced_observers": v.leader.as_ref().map_or(0, |l| l.synced_observers),
-            "observers": [],
-        })),
+        // ZooKeeper's leader lists its observers' LearnerHandler info; paddock keeps no per-link
+        // packet queues or counters, so those fields are 0. The address is the observer's
+        // configured peer address (ZooKeeper prints the link's remote socket), `established` the
+        // start of this leader's term, `last_zxid` the highest index replicated on it.
+        "observers" => {
+            let observers: Vec<Value> = v
+                .leader
+                .iter()
+                .flat_map(|l| &l.observers)
+                .map(|o| {
+                    let addr = cfg
+                        .servers
+                        .iter()
+                        .find(|s| s.id == o.sid)
+                        .map_or(String::new(), |s| format!("/{}:{}", s.host, s.peer_port));
+                    json!({
+                        "remote_socket_address": addr,
+                        "sid": o.sid,
+                        "established": o.established_ms,
+                        "queued_packets": 0,
+                        "queued_packets_size": 0,
+                        "packets_received": 0,
+                        "packets_sent": 0,
+                        "requests": 0,
+                        "last_zxid": o.last_zxid,
+                    })
+                })
+                .collect();
+            obj(json!({
+                "synced_observers": observers.len(),
+                "observers": observers,
+            }))
+        }
         "server_stats" | "stats" => {
             let mut m = obj(json!({
                 "version": full_version(),

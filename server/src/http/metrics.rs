@@ -7,7 +7,9 @@
 //! `compat-tests/metrics/provided.txt` is the list of ZooKeeper names claimed here; the compat
 //! suite checks them against a ZooKeeper 3.9 started with its Prometheus provider.
 
-use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
+use prometheus::proto::{
+    Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType, Quantile, Summary,
+};
 use prometheus::{Encoder, TextEncoder};
 
 use crate::fourlw::{Mode, ServerView};
@@ -54,6 +56,28 @@ impl Families {
         m.set_counter(c);
         self.0
             .push(family(name, help, MetricType::COUNTER, vec![m]));
+    }
+
+    /// A summary: its quantiles (NaN while empty, as simpleclient prints them), _count, _sum.
+    fn summary(&mut self, s: &crate::latency::SummaryView) {
+        let mut sum = Summary::default();
+        sum.set_sample_count(s.count);
+        sum.set_sample_sum(s.sum);
+        sum.set_quantile(
+            s.quantiles
+                .iter()
+                .map(|&(q, v)| {
+                    let mut x = Quantile::default();
+                    x.set_quantile(q);
+                    x.set_value(v.unwrap_or(f64::NAN));
+                    x
+                })
+                .collect(),
+        );
+        let mut m = Metric::default();
+        m.set_summary(sum);
+        self.0
+            .push(family(&s.name, &s.help, MetricType::SUMMARY, vec![m]));
     }
 
     fn info(&mut self, name: &str, help: &str, labels: &[(&str, &str)]) {
@@ -136,6 +160,14 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
         f.zk_gauge("synced_observers", l.synced_observers as f64);
         f.zk_gauge("pending_syncs", l.pending_syncs as f64);
         f.zk_gauge("leader_uptime", l.leader_uptime_ms as f64);
+    }
+    // ZooKeeper's latency summaries (ServerMetrics), then paddock's write stages.
+    for s in &v.summaries {
+        f.summary(s);
+    }
+    // QuorumPeer counts each time it goes LOOKING (0 on a standalone server).
+    if let Some(n) = extra(v, "looking_count") {
+        f.counter("looking_count", "looking_count", n);
     }
     // simpleclient_hotspot's process collector, same names.
     if let Some(n) = v.open_file_descriptor_count {
