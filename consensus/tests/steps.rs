@@ -708,7 +708,11 @@ fn a_member_cut_off_for_many_election_timeouts_rejoins_without_deposing_the_lead
         net.tick();
     }
     assert_eq!(net.leaders(), vec![1]);
-    assert_eq!(net.role_changes(1), roles_before, "the leader never wavered");
+    assert_eq!(
+        net.role_changes(1),
+        roles_before,
+        "the leader never wavered"
+    );
     for id in [1, 2, 3] {
         let s = net.driver(id).status();
         assert_eq!((s.leader_id, s.term), (1, term), "node {id}");
