@@ -60,6 +60,9 @@ pub(crate) struct Membership {
     waiting: Vec<WaitingReply>,
     /// When the leader last proposed a membership change or a hand-over.
     last_step: Option<Instant>,
+    /// When this member last applied a config write: a leader hands over only a few heartbeats
+    /// later, so the followers have applied it and answered their clients first.
+    applied_at: Option<Instant>,
 }
 
 struct WaitingReply {
@@ -176,9 +179,16 @@ impl Core {
                     learners: members.observers(),
                     since: Instant::now(),
                 };
-                // A member the new config drops may never hear raft's change: it answers now.
+                // A member the new config drops may never hear raft's change, and a leader
+                // that leaves the voters hands over before raft changes, which fails every write
+                // in flight (the leader-change rule): both answer now, the change being committed
+                // in the log and finished by the (next) leader.
                 let leaving = !members.servers.iter().any(|s| s.id == me);
-                if leaving || self.membership_matches(&waiting.voters, &waiting.learners) {
+                let leader_leaves = !waiting.voters.contains(&self.leader_id);
+                if leaving
+                    || leader_leaves
+                    || self.membership_matches(&waiting.voters, &waiting.learners)
+                {
                     self.send_reconfig_reply(waiting);
                 } else {
                     self.membership.waiting.push(waiting);
@@ -292,6 +302,7 @@ impl Core {
             self.membership.known_addrs.insert(s.id, s.peer_address());
         }
         self.membership.members = members;
+        self.membership.applied_at = Some(Instant::now());
         self.update_address_book();
         let me = self.cfg.my_id.unwrap_or(0);
         let listed = &self.membership.members.servers;
@@ -371,8 +382,7 @@ impl Core {
         if cur_v == target_v && cur_l == target_l {
             return;
         }
-        let (_, election, _) = self.cfg.raft_timing();
-        let (tick, _, _) = self.cfg.raft_timing();
+        let (tick, election, heartbeat) = self.cfg.raft_timing();
         let pause = tick * election;
         let now = Instant::now();
         if self
@@ -405,7 +415,18 @@ impl Core {
         }
         if changes.is_empty() {
             // What is left is this leader's own removal or demotion: hand over first; the next
-            // leader finishes the change.
+            // leader finishes the change. Not before the followers had two heartbeats to apply
+            // the config write (and answer the reconfig's client): the hand-over fails every
+            // write still in flight on them.
+            let settle = tick * heartbeat * 2;
+            if self
+                .membership
+                .applied_at
+                .is_some_and(|t| now.duration_since(t) < settle)
+            {
+                self.membership.last_step = None;
+                return;
+            }
             let to = target_v.intersection(&cur_v).copied().find(|v| *v != me);
             if let Some(to) = to {
                 info!(
