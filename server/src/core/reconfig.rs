@@ -331,8 +331,10 @@ impl Core {
         let Some(ens) = self.ensemble.as_ref() else {
             return;
         };
-        if self.membership.members.servers.is_empty() {
-            return; // zoo.cfg's book, set at start-up, stands
+        if self.membership.members.servers.is_empty() || !self.cfg.reconfig_enabled {
+            // zoo.cfg's book, set at start-up, stands: without reconfig zoo.cfg is the
+            // membership (and a member's own line may name a bind address such as 0.0.0.0).
+            return;
         }
         let me = self.cfg.my_id.unwrap_or(0);
         let (voters, learners) = self.raft.membership();
