@@ -284,6 +284,34 @@ async fn a_fourth_member_joins_as_a_voter_and_a_removed_member_stops_counting() 
     .unwrap();
     assert!(stat.czxid > zxid);
     drop(z);
+
+    // Member 3 restarts from its zoo.cfg, which lists 1, 2 and 3 but not 4: its membership and
+    // member 4's address come from the replicated state, so {3, 4} elect and commit again.
+    let cfg3 = members[2].cfg.clone();
+    members[2].server.take().unwrap().shutdown().await;
+    members[2].server = Some(
+        paddock::startup::Server::start(cfg3)
+            .await
+            .expect("member 3 restarts"),
+    );
+    wait_until("member 3 serves again", Duration::from_secs(20), || {
+        serving(members[2].addr())
+    })
+    .await;
+    let z = connect(members[2].addr(), Duration::from_secs(10)).await;
+    let (data, _) = tokio::time::timeout(Duration::from_secs(20), z.get_data("/after-reconfig"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(data, b"x");
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        z.create("/after-restart", b"y", &persistent()),
+    )
+    .await
+    .expect("a write commits after the restart")
+    .unwrap();
+    drop(z);
     drop(c);
     shutdown(&mut members).await;
 }
