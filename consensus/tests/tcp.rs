@@ -497,7 +497,7 @@ fn a_lagging_node_catches_up_by_a_chunked_multi_megabyte_snapshot() {
 
 /// Node 3 differs from nodes 1 and 2 in cluster id or fingerprint: it is refused both ways and
 /// never applies the group's entries, while 1 and 2 commit.
-fn refused_member(idents: &[(u64, u64, u64)], names: &[&str]) {
+fn refused_member(idents: &[(u64, u64, u64)], names: &[&str], probe_answers: bool) {
     let c = Cluster::with_idents(1000, idents);
     let leader = c.leader_among(&[1, 2]);
     let last = c.propose_all_among(&[1, 2], &batch("g", 20));
@@ -506,11 +506,19 @@ fn refused_member(idents: &[(u64, u64, u64)], names: &[&str]) {
     wait_until("refusals on both sides", || {
         c.net(3).net_stats().refused >= 2 && c.net(leader).net_stats().refused >= 2
     });
-    let err = c.rt.block_on(c.net(1).probe(3)).unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+    let probed = c.rt.block_on(c.net(1).probe(3));
+    if probe_answers {
+        // A probe is answered across clusters: it names node 3's own cluster.
+        assert_eq!(probed.unwrap().cluster_id, idents[2].1);
+    } else {
+        let err = probed.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+        for n in names {
+            assert!(err.to_string().contains(n), "probe error {err} lacks {n:?}");
+        }
+    }
     let last_refusal = c.net(1).net_stats().last_refusal.unwrap();
     for n in names {
-        assert!(err.to_string().contains(n), "probe error {err} lacks {n:?}");
         assert!(last_refusal.contains(n), "{last_refusal} lacks {n:?}");
     }
     assert!(
@@ -552,6 +560,7 @@ fn a_node_of_another_cluster_is_refused() {
     refused_member(
         &[(1, CLUSTER, 0), (2, CLUSTER, 0), (3, 8, 0)],
         &["cluster_id differs", "node 1 has 7", "node 3 has 8"],
+        true,
     );
 }
 
@@ -568,6 +577,7 @@ fn a_node_with_another_fingerprint_is_refused() {
             "node 1 has 0x0000000000000abc",
             "node 3 has 0x0000000000000def",
         ],
+        false,
     );
 }
 

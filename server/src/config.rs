@@ -169,6 +169,13 @@ impl ServerSpec {
     }
 }
 
+impl ServerSpec {
+    /// `host:peerPort`, where the other members reach this one.
+    pub fn peer_address(&self) -> String {
+        format!("{}:{}", bracket_v6(&self.host), self.peer_port)
+    }
+}
+
 impl fmt::Display for ServerSpec {
     /// ZooKeeper's `QuorumServer.toString` form, as used in `/zookeeper/config`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -586,7 +593,7 @@ impl Config {
         self.servers
             .iter()
             .filter(|s| Some(s.id) != self.my_id)
-            .map(|s| (s.id, format!("{}:{}", bracket_v6(&s.host), s.peer_port)))
+            .map(|s| (s.id, s.peer_address()))
             .collect()
     }
 

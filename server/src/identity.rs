@@ -261,8 +261,10 @@ pub enum Fresh {
     /// Every voter that answered is empty too, and they are a majority with this one: a new
     /// ensemble. Bootstrap with the configured membership.
     Bootstrap,
-    /// A peer already has a log: join without bootstrapping, catch up from the leader.
-    Join,
+    /// A peer already has a log: join without bootstrapping, catch up from the leader. The
+    /// cluster id is the ensemble's (with reconfigEnabled it may differ from what this member's
+    /// server lines imply: a member being added lists the current members plus itself).
+    Join { cluster_id: u64 },
     /// Not enough voters answered to know: ask again.
     Wait,
     /// A peer belongs to another cluster.
@@ -272,8 +274,27 @@ pub enum Fresh {
 /// Decides for a member with no data from its peers' answers. Bootstrapping needs a majority of
 /// the voters (this server included, when it votes) to be known empty, so a wiped member never
 /// starts a new group while the old one is merely out of reach.
+///
+/// With reconfigEnabled, a member whose peers already have a log takes their cluster id when they
+/// all agree on one: after a reconfig the server lines of a member added later differ from the
+/// initial ones the id was derived from. Joining is safe for a member without data: it holds no
+/// entries and no vote, and it counts for nothing until a reconfig names it.
 pub fn decide_fresh(cfg: &Config, answers: &[PeerAnswer]) -> Fresh {
     let expected = cluster_id_of(cfg);
+    let mut existing = answers.iter().filter(|a| a.initialized);
+    if cfg.reconfig_enabled {
+        if let Some(first) = existing.next() {
+            if let Some(other) = existing.find(|a| a.cluster_id != first.cluster_id) {
+                return Fresh::Refuse(format!(
+                    "members {} and {} belong to different clusters ({:016x}, {:016x})",
+                    first.id, other.id, first.cluster_id, other.cluster_id
+                ));
+            }
+            return Fresh::Join {
+                cluster_id: first.cluster_id,
+            };
+        }
+    }
     if let Some(a) = answers.iter().find(|a| a.cluster_id != expected) {
         return Fresh::Refuse(format!(
             "member {} belongs to cluster {:016x}, but this config describes cluster {expected:016x}: the server \
@@ -282,7 +303,9 @@ pub fn decide_fresh(cfg: &Config, answers: &[PeerAnswer]) -> Fresh {
         ));
     }
     if answers.iter().any(|a| a.initialized) {
-        return Fresh::Join;
+        return Fresh::Join {
+            cluster_id: expected,
+        };
     }
     let voters = cfg.voters();
     let me = cfg.my_id.unwrap_or(0);

@@ -19,6 +19,7 @@
 //!   `latency` times every write's stages and keeps ZooKeeper's latency summaries;
 //! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
+//! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
 //! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
@@ -37,6 +38,7 @@ pub mod jaas;
 pub mod latency;
 pub mod msg;
 pub mod outbound;
+pub mod reconfig;
 pub mod sasl;
 pub mod session;
 pub mod startup;

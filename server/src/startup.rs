@@ -64,7 +64,7 @@ impl Server {
         let initialized = log_initialized(&dir)?;
         let decision = identity::decide(&cfg, stored, initialized);
         let my_id = cfg.my_id.unwrap_or(1);
-        let net = if is_ensemble {
+        let mut net = if is_ensemble {
             let cluster_id = match &decision {
                 Decision::Resume(id) => id.cluster_id,
                 _ => identity::cluster_id_of(&cfg),
@@ -79,9 +79,20 @@ impl Server {
             Decision::Bootstrap(id) => (true, id, true),
             Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),
             Decision::AskPeers => {
-                let net = net.as_ref().expect("an ensemble binds its peer port");
-                let bootstrap = ask_peers(&cfg, net).await?;
-                (bootstrap, Identity::new_for(&cfg), true)
+                let bound = net.as_ref().expect("an ensemble binds its peer port");
+                let (bootstrap, cluster_id) = ask_peers(&cfg, bound).await?;
+                let mut identity = Identity::new_for(&cfg);
+                if cluster_id != identity.cluster_id {
+                    // Joining an ensemble that a reconfig grew: its links carry its id.
+                    info!(
+                        cluster = format_args!("{cluster_id:016x}"),
+                        "taking the ensemble's cluster id"
+                    );
+                    bound.shutdown();
+                    net = Some(bind_peer_port(&cfg, cluster_id, initialized).await?);
+                    identity.cluster_id = cluster_id;
+                }
+                (bootstrap, identity, true)
             }
         };
         info!(
@@ -386,8 +397,8 @@ async fn bind_peer_port(
 }
 
 /// A member with no data asks its peers whether the ensemble already exists (see
-/// `identity::decide_fresh`); true = bootstrap a new one.
-async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<bool> {
+/// `identity::decide_fresh`): whether to bootstrap a new one, and the cluster id to use.
+async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<(bool, u64)> {
     let started = std::time::Instant::now();
     let mut last_log = started;
     loop {
@@ -409,11 +420,11 @@ async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<boo
                     answered = answers.len(),
                     "no member has a log yet: bootstrapping the ensemble"
                 );
-                return Ok(true);
+                return Ok((true, identity::cluster_id_of(cfg)));
             }
-            Fresh::Join => {
+            Fresh::Join { cluster_id } => {
                 info!("the ensemble already has a log: joining it as an empty member, to catch up from the leader");
-                return Ok(false);
+                return Ok((false, cluster_id));
             }
             Fresh::Refuse(why) => anyhow::bail!("{why}"),
             Fresh::Wait => {

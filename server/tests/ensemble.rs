@@ -4,154 +4,15 @@
 
 mod common;
 
-use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use paddock::config::Config;
 use paddock::startup::Server;
 use zookeeper_client as zk;
 
-use common::{four_letter, four_letter_try};
+use common::ensemble::*;
+use common::four_letter;
 use wire::Record;
-
-/// Ports for a member: client and peer, picked free now (the test binds them a moment later).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Member {
-    id: u64,
-    cfg: Config,
-    server: Option<Server>,
-}
-
-impl Member {
-    fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.cfg.client_port))
-    }
-}
-
-/// Configs of an ensemble of `n` members (plus `observers`), each with its own data dir under
-/// `root`. Raft ticks are 20 ms so that elections take a fraction of a second.
-fn ensemble_configs(root: &Path, n: u64, observers: u64) -> Vec<Config> {
-    let ids: Vec<(u64, u16, u16)> = (1..=n + observers)
-        .map(|id| (id, free_port(), free_port()))
-        .collect();
-    let mut lines = String::new();
-    for (id, peer, _) in &ids {
-        let role = if *id > n { ":observer" } else { "" };
-        lines.push_str(&format!(
-            "server.{id}=127.0.0.1:{peer}:{}{role}\n",
-            peer + 1
-        ));
-    }
-    ids.iter()
-        .map(|(id, _, client)| {
-            let dir = root.join(format!("m{id}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            let text = format!(
-                "tickTime=100\ndataDir={}\nclientPort={client}\nclientPortAddress=127.0.0.1\n\
-                 4lw.commands.whitelist=*\nextendedTypesEnabled=true\nminSessionTimeout=400\n\
-                 maxSessionTimeout=60000\npaddock.raft.tickMs=20\n{lines}",
-                dir.display()
-            );
-            let mut cfg = Config::parse_zoo_cfg(&text, &dir.join("zoo.cfg")).unwrap();
-            cfg.my_id = Some(*id);
-            cfg
-        })
-        .collect()
-}
-
-async fn start_all(cfgs: Vec<Config>) -> Vec<Member> {
-    let handles: Vec<_> = cfgs
-        .iter()
-        .cloned()
-        .map(|c| tokio::spawn(Server::start(c)))
-        .collect();
-    let mut members = Vec::new();
-    for (cfg, h) in cfgs.into_iter().zip(handles) {
-        let server = h.await.unwrap().expect("member starts");
-        members.push(Member {
-            id: cfg.my_id.unwrap(),
-            cfg,
-            server: Some(server),
-        });
-    }
-    members
-}
-
-/// The `Mode:` line of `srvr`, or None while not serving.
-async fn mode(addr: SocketAddr) -> Option<String> {
-    let srvr = four_letter_try(addr, "srvr").await?;
-    srvr.lines()
-        .find_map(|l| l.strip_prefix("Mode: "))
-        .map(str::to_string)
-}
-
-/// Waits until every running member serves and exactly one leads; returns the leader's id.
-async fn wait_for_leader(members: &[Member]) -> u64 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut modes = Vec::new();
-        for m in members.iter().filter(|m| m.server.is_some()) {
-            modes.push((m.id, mode(m.addr()).await));
-        }
-        let leaders: Vec<u64> = modes
-            .iter()
-            .filter(|(_, m)| m.as_deref() == Some("leader"))
-            .map(|(id, _)| *id)
-            .collect();
-        if leaders.len() == 1 && modes.iter().all(|(_, m)| m.is_some()) {
-            return leaders[0];
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no single leader: {modes:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn connect(addr: SocketAddr, timeout: Duration) -> zk::Client {
-    zk::Client::connector()
-        .with_session_timeout(timeout)
-        .connect(&addr.to_string())
-        .await
-        .expect("client connects")
-}
-
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
-}
-
-fn ephemeral() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())
-}
-
-async fn wait_until<F, Fut>(what: &str, limit: Duration, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    while !f().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn shutdown(members: &mut [Member]) {
-    for m in members.iter_mut() {
-        if let Some(s) = m.server.take() {
-            s.shutdown().await;
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_members_elect_one_leader_and_serve_writes_through_every_member() {

@@ -150,9 +150,16 @@ fn a_fresh_member_bootstraps_only_with_a_majority_of_empty_voters() {
     // A wiped member whose peer already has a log joins instead, whoever else is empty.
     assert_eq!(
         decide_fresh(&cfg, &[answer(2, &cfg, false), answer(3, &cfg, true)]),
-        Fresh::Join
+        Fresh::Join {
+            cluster_id: identity::cluster_id_of(&cfg)
+        }
     );
-    assert_eq!(decide_fresh(&cfg, &[answer(4, &cfg, true)]), Fresh::Join);
+    assert_eq!(
+        decide_fresh(&cfg, &[answer(4, &cfg, true)]),
+        Fresh::Join {
+            cluster_id: identity::cluster_id_of(&cfg)
+        }
+    );
     // An observer with no data never counts itself.
     let obs = ensemble(4);
     assert_eq!(decide_fresh(&obs, &[answer(1, &obs, false)]), Fresh::Wait);
@@ -177,4 +184,41 @@ fn a_peer_of_another_cluster_is_refused() {
         ),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn with_reconfig_a_fresh_member_takes_the_ensembles_cluster_id() {
+    // A member added by reconfig lists the current members plus itself: its own lines imply
+    // another id than the initial ones did.
+    let mut cfg = ensemble(5);
+    cfg.reconfig_enabled = true;
+    let existing = |id| PeerAnswer {
+        id,
+        cluster_id: 42,
+        initialized: true,
+    };
+    assert_eq!(
+        decide_fresh(&cfg, &[existing(1), existing(2)]),
+        Fresh::Join { cluster_id: 42 }
+    );
+    // Peers that disagree among themselves are refused.
+    let other = PeerAnswer {
+        id: 3,
+        cluster_id: 43,
+        initialized: true,
+    };
+    match decide_fresh(&cfg, &[existing(1), other]) {
+        Fresh::Refuse(why) => assert_eq!(
+            why,
+            "members 1 and 3 belong to different clusters (000000000000002a, 000000000000002b)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Empty foreign peers are still refused: there is no ensemble to join.
+    let empty = PeerAnswer {
+        id: 2,
+        cluster_id: 42,
+        initialized: false,
+    };
+    assert!(matches!(decide_fresh(&cfg, &[empty]), Fresh::Refuse(_)));
 }

@@ -92,12 +92,18 @@ async fn handshake_and_read(
         }
     };
     let reply = mine(theirs.kind, theirs.from);
+    // A probe is answered whatever cluster it names, from whoever (see the module doc).
+    let probe = theirs.kind == LinkKind::Probe as u8;
     let want = Expect {
         my_id,
-        cluster_id: shared.cfg.cluster_id,
+        cluster_id: if probe {
+            theirs.cluster_id
+        } else {
+            shared.cfg.cluster_id
+        },
         fingerprint: shared.cfg.fingerprint,
         from: None,
-        from_known: theirs.from != my_id && shared.address(theirs.from).is_some(),
+        from_known: theirs.from != my_id && (probe || shared.address(theirs.from).is_some()),
         kind: None,
     };
     if let Some(reason) = theirs.mismatch(&want) {

@@ -40,7 +40,11 @@
 //! reply from another node than the one it dialled, or one that differs in the same fields.
 //! Either refusal is logged at warn, counted ([`NetStats::refused`]) and closes the connection;
 //! nothing from a refused peer reaches [`Inbound::step`]. The connector's error names the
-//! difference with both values.
+//! difference with both values. A Probe is the exception for the cluster id and the address book:
+//! it carries no Raft data, only each side's facts, so it is answered whatever cluster the prober
+//! names and whether or not the acceptor knows it; the prober decides from the cluster id in the
+//! answer (a member added by reconfig is not in anyone's book yet, and its server lines imply
+//! another cluster id than the ensemble's initial ones).
 //!
 //! After the handshake, Raft and Snapshot links carry frames whose first byte is a tag:
 //!

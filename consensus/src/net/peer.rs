@@ -493,7 +493,12 @@ pub(crate) async fn connect(
     }
     let want = Expect {
         my_id,
-        cluster_id: shared.cfg.cluster_id,
+        // A probe's answer may name another cluster: the caller decides (see the module doc).
+        cluster_id: if kind == LinkKind::Probe {
+            theirs.cluster_id
+        } else {
+            shared.cfg.cluster_id
+        },
         fingerprint: shared.cfg.fingerprint,
         from: Some(peer),
         from_known: true,

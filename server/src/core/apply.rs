@@ -6,7 +6,7 @@ use tokio::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 use consensus::{CommittedEntry, Event};
-use wire::{ReplyHeader, Response};
+use wire::{ReplyHeader, Request, Response};
 use znode_tree::{acl, Entry, Txn};
 
 use super::requests::Pending;
@@ -87,6 +87,7 @@ impl Core {
                     self.applied_term = snap.term;
                     self.last_snapshot_index = snap.index;
                     self.reset_after_install();
+                    self.membership_from_tree();
                 }
                 Err(e) => panic!(
                     "snapshot at index {} from the leader does not restore: {e}",
@@ -98,7 +99,13 @@ impl Core {
                 voters,
                 learners,
                 ..
-            } => info!(index, ?voters, ?learners, "raft membership changed"),
+            } => {
+                info!(index, ?voters, ?learners, "raft membership changed");
+                self.membership_step_done();
+                self.update_address_book();
+                self.finish_waiting_reconfigs();
+                self.reconcile_membership();
+            }
             Event::SnapshotWanted { peer } => {
                 info!(
                     peer,
@@ -137,20 +144,14 @@ impl Core {
             Err(e) => panic!("log entry {} does not decode: {e}", ce.index),
         };
         let zxid = ce.index as i64;
+        if let Txn::Write(Request::Reconfig(req)) = &entry.txn {
+            self.apply_reconfig(zxid, &entry, req);
+            self.latency.count_applied();
+            return;
+        }
         let applied = self.tree.apply(zxid, &entry);
         self.latency.count_applied();
-
-        let conns = &self.conns;
-        let tree_cfg = self.tree.config();
-        // ZooKeeper 3.9 delivers an event only to watchers that may READ the node.
-        let events = self.watches.trigger(&applied.changes, |w, node_acl| {
-            conns
-                .get(&w)
-                .is_some_and(|c| acl::allowed(tree_cfg, node_acl, wire::perms::READ, &c.auth))
-        });
-        for (w, event) in events {
-            self.send(w, Outbound::Event { zxid, event });
-        }
+        self.fire_events(zxid, &applied.changes);
 
         match &entry.txn {
             Txn::CreateSession {
@@ -232,8 +233,24 @@ impl Core {
                 }
             }
             Txn::SetConfig { .. } => {
-                info!(zxid, "ensemble membership written to /zookeeper/config")
+                info!(zxid, "ensemble membership written to /zookeeper/config");
+                self.membership_from_tree();
             }
+        }
+    }
+
+    /// Queues the watch events `changes` fire. ZooKeeper 3.9 delivers an event only to watchers
+    /// that may READ the node.
+    pub(super) fn fire_events(&mut self, zxid: i64, changes: &[znode_tree::Change]) {
+        let conns = &self.conns;
+        let tree_cfg = self.tree.config();
+        let events = self.watches.trigger(changes, |w, node_acl| {
+            conns
+                .get(&w)
+                .is_some_and(|c| acl::allowed(tree_cfg, node_acl, wire::perms::READ, &c.auth))
+        });
+        for (w, event) in events {
+            self.send(w, Outbound::Event { zxid, event });
         }
     }
 

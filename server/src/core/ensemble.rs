@@ -78,7 +78,7 @@ impl Core {
     /// Whether this member answers clients now: a standalone server always does; a member of an
     /// ensemble while it knows a leader.
     pub(crate) fn serving(&self) -> bool {
-        self.ensemble.is_none() || self.leader_id != 0
+        self.ensemble.is_none() || (self.leader_id != 0 && !self.membership.removed)
     }
 
     pub(crate) fn is_ensemble(&self) -> bool {
@@ -301,6 +301,11 @@ impl Core {
     /// The leader writes the membership into `/zookeeper/config` when it differs from what is
     /// there (a new ensemble, or one whose static config changed).
     pub(super) fn publish_membership(&mut self) {
+        if self.cfg.reconfig_enabled && !self.membership.members.servers.is_empty() {
+            // With reconfig the tree is the membership; zoo.cfg only seeds a new ensemble.
+            self.membership_published = Some(self.term);
+            return;
+        }
         let members: String = self
             .cfg
             .servers

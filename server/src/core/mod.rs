@@ -35,6 +35,7 @@ mod conns;
 mod ensemble;
 mod handshake;
 mod reads;
+mod reconfig;
 mod requests;
 mod submit;
 mod timers;
@@ -100,6 +101,8 @@ pub struct Core {
     membership_published: Option<u64>,
     /// Membership of an ensemble: the forward link and what goes with it (`None`: standalone).
     ensemble: Option<Ensemble>,
+    /// The membership `/zookeeper/config` holds and the reconfig work in flight (`reconfig`).
+    membership: reconfig::Membership,
     /// Connections whose head sync has its ReadIndex but waits for this member to apply that far.
     sync_ready: std::collections::HashSet<ConnId>,
     /// Remaining session time read from the checkpoint, for sessions not yet replayed.
@@ -158,7 +161,7 @@ impl Core {
         }
         let server_id = cfg.my_id.unwrap_or(1).min(254);
         let ensemble_member = ensemble.is_some();
-        Core {
+        let mut core = Core {
             next_session_id: handshake::initial_session_id(server_id, now_ms()),
             cfg,
             tree,
@@ -178,6 +181,7 @@ impl Core {
             leader_since: None,
             membership_published: None,
             ensemble,
+            membership: Default::default(),
             sync_ready: Default::default(),
             followed_another: false,
             resume_left,
@@ -187,7 +191,10 @@ impl Core {
             trace_mask: crate::fourlw::DEFAULT_TRACE_MASK,
             started: now,
             applied_waiters: Vec::new(),
-        }
+        };
+        // The membership as of the restored snapshot; replaying the log updates it.
+        core.membership_from_tree();
+        core
     }
 
     /// Runs until `Shutdown` or until every sender is gone.
@@ -213,6 +220,8 @@ impl Core {
                     self.expire_sessions(now);
                     self.send_touches();
                     self.ensure_membership_published();
+                    self.reconcile_membership();
+                    self.finish_waiting_reconfigs();
                     self.retry_syncs(now);
                     if now >= next_container_check {
                         next_container_check = now + container_every;

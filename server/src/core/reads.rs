@@ -103,11 +103,6 @@ impl Core {
                     .watches
                     .remove(id, &w.path, w.watcher_type)
                     .map(|_| Response::Empty),
-                Request::Reconfig(_) => Err(if self.cfg.reconfig_enabled {
-                    ErrorCode::Unimplemented
-                } else {
-                    ErrorCode::ReconfigDisabled
-                }),
                 _ => {
                     let auth = conn.auth.clone();
                     let ctx = ReadCtx {

@@ -178,7 +178,8 @@ impl Core {
                 self.tracker.mark_closing(session_id);
                 self.propose_write(id, header, Txn::CloseSession, received, slot);
             }
-            req if req.is_write() && !matches!(req, Request::Reconfig(_)) => {
+            Request::Reconfig(r) => self.reconfig_request(id, header, r, received, slot),
+            req if req.is_write() => {
                 self.propose_write(id, header, Txn::Write(req), received, slot);
             }
             req => {

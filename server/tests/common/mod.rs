@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod ensemble;
 pub mod process;
 
 use std::net::SocketAddr;

@@ -1,0 +1,457 @@
+//! ZooKeeper's `reconfig` on an ensemble: the membership lives in the tree, raft follows it.
+//!
+//! ```text
+//! client ─▶ any member: reconfigEnabled? ─▶ Txn::Write(Reconfig) through the log like any write
+//!                                              │ committed at zxid Z
+//! every member, applying Z: next_members(/zookeeper/config, request) (pure, same answer everywhere)
+//!        ├─ error (BadVersion, BadArguments, NoAuth): the tree is unchanged, the client gets the code
+//!        └─ ok: /zookeeper/config := the new server lines + version=<Z hex>; address book and
+//!               "am I still a member" follow at once
+//! leader, on its ticker: raft's (voters, learners) differ from the tree's? propose one ConfChangeV2
+//!        with every difference (raft-rs uses joint consensus for more than one, and leaves it by
+//!        itself); a leader the new config drops hands leadership to a remaining voter first
+//! the session's member: replies (GetData of /zookeeper/config) once its raft membership matches
+//! ```
+//!
+//! Deciding at apply time, instead of on the leader before proposing, lets a follower's reconfig
+//! travel the ordinary forward link and makes the version check exact: the version compared is the
+//! one in the replicated tree at the entry's own position in the log, so two racing reconfigs with
+//! the same `-v` cannot both pass. Driving raft from the tree (a reconciling loop rather than a
+//! one-shot proposal) means a leader that dies between the two steps leaves nothing half done: its
+//! successor sees the difference and finishes it. After a restart the membership comes from the
+//! replicated state (raft's conf state in RocksDB, `/zookeeper/config` in the snapshot and log), not
+//! from zoo.cfg.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tokio::time::{Duration, Instant};
+use tracing::{info, warn};
+
+use consensus::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
+use wire::ops::data::GetDataRequest;
+use wire::ops::get_acl::GetAclRequest;
+use wire::ops::reconfig::ReconfigRequest;
+use wire::{ErrorCode, Id, ReplyHeader, Request, Response};
+use znode_tree::{acl, Entry, ReadCtx, Txn};
+
+use super::Core;
+use crate::msg::ConnId;
+use crate::outbound::Outbound;
+use crate::reconfig::{self as rc, Members};
+
+const CONFIG_NODE: &str = "/zookeeper/config";
+
+/// How long a reconfig's reply waits for raft's membership to match before the connection is
+/// closed instead (the outcome is then unknown to the client, as with any lost reply).
+const REPLY_WAIT: Duration = Duration::from_secs(30);
+
+/// The core's view of the membership and the reconfig work in flight.
+#[derive(Default)]
+pub(crate) struct Membership {
+    /// What `/zookeeper/config` says (empty until a leader first wrote it).
+    pub(super) members: Members,
+    /// Every member address ever known, by id (zoo.cfg's, then each config's): a member that
+    /// leaves the tree's config stays reachable while raft still counts it (a joint change needs
+    /// the old majority too).
+    known_addrs: BTreeMap<u64, String>,
+    /// This member is not in the current config: it serves no clients.
+    pub(super) removed: bool,
+    /// Replies that wait for raft's membership to match the config they wrote.
+    waiting: Vec<WaitingReply>,
+    /// When the leader last proposed a membership change or a hand-over.
+    last_step: Option<Instant>,
+    /// When this member last applied a config write: a leader hands over only a few heartbeats
+    /// later, so the followers have applied it and answered their clients first.
+    applied_at: Option<Instant>,
+}
+
+struct WaitingReply {
+    conn: ConnId,
+    xid: i32,
+    zxid: i64,
+    body: Response,
+    voters: Vec<u64>,
+    learners: Vec<u64>,
+    since: Instant,
+}
+
+impl Core {
+    /// A reconfig request from a client, in its connection's turn.
+    pub(super) fn reconfig_request(
+        &mut self,
+        id: ConnId,
+        header: wire::RequestHeader,
+        req: ReconfigRequest,
+        received: Instant,
+        slot: crate::throttle::Slot,
+    ) {
+        let refused = if !self.cfg.reconfig_enabled {
+            Some(ErrorCode::ReconfigDisabled)
+        } else if self.ensemble.is_none() {
+            // ZooKeeper: "standalone mode - reconfiguration currently not supported".
+            Some(ErrorCode::Unimplemented)
+        } else {
+            None
+        };
+        match refused {
+            Some(code) => {
+                self.conns
+                    .get_mut(&id)
+                    .unwrap()
+                    .queue
+                    .push_back(super::requests::Queued {
+                        pending: super::requests::Pending::Error {
+                            xid: header.xid,
+                            code,
+                            received,
+                        },
+                        _slot: Some(slot),
+                    });
+                self.drain(id);
+            }
+            None => self.propose_write(
+                id,
+                header,
+                Txn::Write(Request::Reconfig(req)),
+                received,
+                slot,
+            ),
+        }
+    }
+
+    /// The membership the tree holds, or zoo.cfg's before any leader wrote one.
+    fn current_members(&self) -> Members {
+        if self.membership.members.servers.is_empty() {
+            Members {
+                servers: self.cfg.servers.clone(),
+                version: self.membership.members.version,
+            }
+        } else {
+            self.membership.members.clone()
+        }
+    }
+
+    /// Applies a committed reconfig entry at `zxid`: decides it (the same way on every member),
+    /// writes the new config on success, and answers (or defers the answer to) the client.
+    pub(super) fn apply_reconfig(&mut self, zxid: i64, entry: &Entry, req: &ReconfigRequest) {
+        let decided = rc::next_members(&self.current_members(), req, self.cfg.standalone_enabled)
+            .and_then(|servers| {
+                // ZooKeeper checks WRITE on /zookeeper/config last (the super user passes).
+                if self.may_write_config(&entry.auth) {
+                    Ok(servers)
+                } else {
+                    Err(ErrorCode::NoAuth)
+                }
+            });
+        let result = match decided {
+            Ok(servers) => {
+                let members = rc::render(&servers);
+                let set = Entry {
+                    txn: Txn::SetConfig { members },
+                    ..entry.clone()
+                };
+                let applied = self.tree.apply(zxid, &set);
+                self.fire_events(zxid, &applied.changes);
+                self.membership_from_tree();
+                info!(zxid, "reconfig applied: /zookeeper/config rewritten");
+                Ok(self.config_node())
+            }
+            Err(code) => {
+                // The entry still takes its zxid; the tree refuses the op without a change.
+                let _ = self.tree.apply(zxid, entry);
+                info!(zxid, ?code, "reconfig refused");
+                Err(code)
+            }
+        };
+        let Some(&id) = self.by_session.get(&entry.session_id) else {
+            return;
+        };
+        match result {
+            Ok(body) => {
+                let members = &self.membership.members;
+                let me = self.cfg.my_id.unwrap_or(0);
+                let waiting = WaitingReply {
+                    conn: id,
+                    xid: entry.xid,
+                    zxid,
+                    body,
+                    voters: members.voters(),
+                    learners: members.observers(),
+                    since: Instant::now(),
+                };
+                // A member the new config drops may never hear raft's change, and a leader
+                // that leaves the voters hands over before raft changes, which fails every write
+                // in flight (the leader-change rule): both answer now, the change being committed
+                // in the log and finished by the (next) leader.
+                let leaving = !members.servers.iter().any(|s| s.id == me);
+                let leader_leaves = !waiting.voters.contains(&self.leader_id);
+                if leaving
+                    || leader_leaves
+                    || self.membership_matches(&waiting.voters, &waiting.learners)
+                {
+                    self.send_reconfig_reply(waiting);
+                } else {
+                    self.membership.waiting.push(waiting);
+                }
+            }
+            Err(code) => {
+                if let Some((received, _)) = self.pop_write(id, entry.xid) {
+                    self.record_latency(id, received);
+                    self.send_header(id, entry.xid, zxid, code.code());
+                    self.drain(id);
+                }
+            }
+        }
+    }
+
+    fn send_reconfig_reply(&mut self, w: WaitingReply) {
+        if let Some((received, _)) = self.pop_write(w.conn, w.xid) {
+            self.record_latency(w.conn, received);
+            self.send(
+                w.conn,
+                Outbound::Reply {
+                    header: ReplyHeader {
+                        xid: w.xid,
+                        zxid: w.zxid,
+                        err: 0,
+                    },
+                    body: Some(w.body),
+                },
+            );
+            self.drain(w.conn);
+        }
+    }
+
+    /// Whether raft's membership on this member is `voters` and `learners`.
+    fn membership_matches(&self, voters: &[u64], learners: &[u64]) -> bool {
+        let (v, l) = self.raft.membership();
+        v == voters && l == learners
+    }
+
+    /// Answers the reconfigs whose membership raft has reached; closes the connections of those
+    /// that waited too long.
+    pub(super) fn finish_waiting_reconfigs(&mut self) {
+        if self.membership.waiting.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let waiting = std::mem::take(&mut self.membership.waiting);
+        for w in waiting {
+            if self.membership_matches(&w.voters, &w.learners) {
+                self.send_reconfig_reply(w);
+            } else if now.duration_since(w.since) > REPLY_WAIT {
+                warn!(
+                    voters = ?w.voters,
+                    learners = ?w.learners,
+                    "raft did not reach the reconfigured membership in time; closing the client's connection"
+                );
+                self.close_conn(w.conn);
+            } else {
+                self.membership.waiting.push(w);
+            }
+        }
+    }
+
+    fn may_write_config(&self, auth: &[Id]) -> bool {
+        let ctx = ReadCtx {
+            session_id: 0,
+            auth,
+        };
+        let req = Request::GetAcl(GetAclRequest {
+            path: CONFIG_NODE.into(),
+        });
+        match self.tree.read(&ctx, &req) {
+            Ok(Response::GetAcl(r)) => {
+                acl::allowed(self.tree.config(), &r.acl, wire::perms::WRITE, auth)
+            }
+            _ => false,
+        }
+    }
+
+    /// `/zookeeper/config` as a getData answers it: the reconfig reply.
+    fn config_node(&self) -> Response {
+        let ctx = ReadCtx {
+            session_id: 0,
+            auth: &[],
+        };
+        let req = Request::GetData(GetDataRequest {
+            path: CONFIG_NODE.into(),
+            watch: false,
+        });
+        self.tree.read(&ctx, &req).unwrap_or(Response::Empty)
+    }
+
+    /// The bytes of `/zookeeper/config`.
+    pub(super) fn config_text(&self) -> String {
+        match self.config_node() {
+            Response::GetData(r) => String::from_utf8_lossy(&r.data.unwrap_or_default()).into(),
+            _ => String::new(),
+        }
+    }
+
+    /// Re-reads the membership from the tree (after a config write, a restart's replay, an
+    /// installed snapshot): the peer address book, and whether this member still belongs.
+    pub(super) fn membership_from_tree(&mut self) {
+        let members = Members::parse(&self.config_text());
+        if self.membership.known_addrs.is_empty() {
+            for s in &self.cfg.servers {
+                self.membership.known_addrs.insert(s.id, s.peer_address());
+            }
+        }
+        for s in &members.servers {
+            self.membership.known_addrs.insert(s.id, s.peer_address());
+        }
+        self.membership.members = members;
+        self.membership.applied_at = Some(Instant::now());
+        self.update_address_book();
+        let me = self.cfg.my_id.unwrap_or(0);
+        let listed = &self.membership.members.servers;
+        let removed = self.ensemble.is_some()
+            && self.cfg.reconfig_enabled
+            && !listed.is_empty()
+            && !listed.iter().any(|s| s.id == me);
+        if removed && !self.membership.removed {
+            let all: Vec<ConnId> = self.conns.keys().copied().collect();
+            warn!(
+                member = me,
+                connections = all.len(),
+                "this member is not in the ensemble's configuration: it stops serving clients"
+            );
+            for id in all {
+                self.close_conn(id);
+            }
+        } else if !removed && self.membership.removed {
+            info!(member = me, "this member is in the configuration again");
+        }
+        self.membership.removed = removed;
+    }
+
+    /// The peer address book: the tree's members and whoever raft still counts.
+    pub(super) fn update_address_book(&mut self) {
+        let Some(ens) = self.ensemble.as_ref() else {
+            return;
+        };
+        if self.membership.members.servers.is_empty() || !self.cfg.reconfig_enabled {
+            // zoo.cfg's book, set at start-up, stands: without reconfig zoo.cfg is the
+            // membership (and a member's own line may name a bind address such as 0.0.0.0).
+            return;
+        }
+        let me = self.cfg.my_id.unwrap_or(0);
+        let (voters, learners) = self.raft.membership();
+        let wanted: BTreeSet<u64> = self
+            .membership
+            .members
+            .servers
+            .iter()
+            .map(|s| s.id)
+            .chain(voters)
+            .chain(learners)
+            .filter(|id| *id != me)
+            .collect();
+        let book: Vec<(u64, String)> = wanted
+            .into_iter()
+            .filter_map(|id| {
+                self.membership
+                    .known_addrs
+                    .get(&id)
+                    .map(|a| (id, a.clone()))
+            })
+            .collect();
+        ens.net.set_peers(book);
+    }
+
+    /// A membership change was applied: the next step may follow at once.
+    pub(super) fn membership_step_done(&mut self) {
+        self.membership.last_step = None;
+    }
+
+    /// On the leader's ticker (and after a membership event): moves raft's membership one step
+    /// towards the tree's. Only with reconfigEnabled: otherwise zoo.cfg is the membership and raft
+    /// keeps the bootstrapped one.
+    pub(super) fn reconcile_membership(&mut self) {
+        if self.ensemble.is_none() || !self.is_leader || !self.cfg.reconfig_enabled {
+            return;
+        }
+        let members = &self.membership.members;
+        if members.servers.is_empty() {
+            return;
+        }
+        let target_v: BTreeSet<u64> = members.voters().into_iter().collect();
+        let target_l: BTreeSet<u64> = members.observers().into_iter().collect();
+        let (cur_v, cur_l) = self.raft.membership();
+        let cur_v: BTreeSet<u64> = cur_v.into_iter().collect();
+        let cur_l: BTreeSet<u64> = cur_l.into_iter().collect();
+        if cur_v == target_v && cur_l == target_l {
+            return;
+        }
+        let (tick, election, heartbeat) = self.cfg.raft_timing();
+        let pause = tick * election;
+        let now = Instant::now();
+        if self
+            .membership
+            .last_step
+            .is_some_and(|t| now.duration_since(t) < pause)
+        {
+            return;
+        }
+        self.membership.last_step = Some(now);
+        let me = self.cfg.my_id.unwrap_or(0);
+        let mut changes = Vec::new();
+        let single = |change_type, node_id| ConfChangeSingle {
+            change_type,
+            node_id,
+            ..Default::default()
+        };
+        for &v in target_v.difference(&cur_v) {
+            changes.push(single(ConfChangeType::AddNode, v));
+        }
+        for &l in target_l.difference(&cur_l) {
+            if l != me {
+                changes.push(single(ConfChangeType::AddLearnerNode, l));
+            }
+        }
+        for &x in cur_v.union(&cur_l) {
+            if x != me && !target_v.contains(&x) && !target_l.contains(&x) {
+                changes.push(single(ConfChangeType::RemoveNode, x));
+            }
+        }
+        if changes.is_empty() {
+            // What is left is this leader's own removal or demotion: hand over first; the next
+            // leader finishes the change. Not before the followers had two heartbeats to apply
+            // the config write (and answer the reconfig's client): the hand-over fails every
+            // write still in flight on them.
+            let settle = tick * heartbeat * 2;
+            if self
+                .membership
+                .applied_at
+                .is_some_and(|t| now.duration_since(t) < settle)
+            {
+                self.membership.last_step = None;
+                return;
+            }
+            let to = target_v.intersection(&cur_v).copied().find(|v| *v != me);
+            if let Some(to) = to {
+                info!(
+                    to,
+                    "the new configuration drops this leader: handing leadership over"
+                );
+                if let Err(e) = self.raft.transfer_leader(to) {
+                    warn!(error = %e, "leadership hand-over refused");
+                }
+            }
+            return;
+        }
+        info!(
+            ?changes,
+            "proposing a raft membership change to match /zookeeper/config"
+        );
+        let cc = ConfChangeV2 {
+            changes: changes.into(),
+            context: self.config_text().into_bytes().into(),
+            ..Default::default()
+        };
+        if let Err(e) = self.raft.propose_conf_change(cc) {
+            warn!(error = %e, "membership change refused");
+        }
+    }
+}

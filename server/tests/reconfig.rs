@@ -1,0 +1,424 @@
+//! ZooKeeper's reconfig (opcode 16) on in-process ensembles over loopback: a fourth member joins
+//! and becomes a voter that counts for quorum, members leave (incremental and whole-membership
+//! changes), `/zookeeper/config` byte for byte on every member, and the refusals (BadVersion,
+//! BadArguments, NoAuth, ReconfigDisabled, Unimplemented on a standalone server).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::ensemble::*;
+use common::{four_letter_try, RawClient};
+use paddock::config::Config;
+use wire::ops::auth::AuthPacket;
+use wire::ops::data::{GetDataRequest, GetDataResponse};
+use wire::ops::reconfig::ReconfigRequest;
+use wire::{Record, Request};
+
+/// `super:test`, as kazoo's and go-zookeeper's harnesses configure it.
+const SUPER_DIGEST: &str = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
+const EXTRA: &str = "reconfigEnabled=true\n";
+
+const NO_AUTH: i32 = -102;
+const BAD_ARGUMENTS: i32 = -8;
+const BAD_VERSION: i32 = -103;
+const RECONFIG_DISABLED: i32 = -123;
+const UNIMPLEMENTED: i32 = -6;
+
+fn with_super(mut cfgs: Vec<Config>) -> Vec<Config> {
+    for c in &mut cfgs {
+        c.super_digest = Some(SUPER_DIGEST.into());
+    }
+    cfgs
+}
+
+/// `RUST_LOG=info cargo test --test reconfig` shows the members' logs.
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+async fn raw(addr: SocketAddr, as_super: bool) -> RawClient {
+    let mut c = RawClient::connect(addr, 30_000).await;
+    if as_super {
+        c.send(
+            -4,
+            &Request::Auth(AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: Some(b"super:test".to_vec()),
+            }),
+        )
+        .await;
+        let (h, _) = c.recv().await.expect("auth reply");
+        assert_eq!((h.xid, h.err), (-4, 0));
+    }
+    c
+}
+
+/// Sends a reconfig; returns (error code, reply zxid, body).
+async fn reconfig(
+    c: &mut RawClient,
+    xid: i32,
+    joining: &str,
+    leaving: &str,
+    new_members: &str,
+    version: i64,
+) -> (i32, i64, Option<GetDataResponse>) {
+    c.send(
+        xid,
+        &Request::Reconfig(ReconfigRequest {
+            joining_servers: joining.into(),
+            leaving_servers: leaving.into(),
+            new_members: new_members.into(),
+            cur_config_id: version,
+        }),
+    )
+    .await;
+    let (h, body) = c.recv().await.expect("reconfig reply");
+    assert_eq!(h.xid, xid);
+    let body = (h.err == 0).then(|| GetDataResponse::from_bytes(&body).unwrap());
+    (h.err, h.zxid, body)
+}
+
+async fn get_config(c: &mut RawClient, xid: i32) -> GetDataResponse {
+    c.send(
+        xid,
+        &Request::GetData(GetDataRequest {
+            path: "/zookeeper/config".into(),
+            watch: false,
+        }),
+    )
+    .await;
+    let (h, body) = c.recv().await.expect("getData reply");
+    assert_eq!((h.xid, h.err), (xid, 0));
+    GetDataResponse::from_bytes(&body).unwrap()
+}
+
+/// `/zookeeper/config` on `addr` after a sync, or None while the member does not serve.
+async fn synced_config(addr: SocketAddr) -> Option<(String, wire::Stat)> {
+    let req = wire::ConnectRequest {
+        timeout: 30_000,
+        passwd: Some(vec![0; 16]),
+        read_only: Some(false),
+        ..Default::default()
+    };
+    let mut c = RawClient::connect_with(addr, req).await.1?;
+    c.send(
+        1,
+        &Request::Sync(wire::ops::sync::SyncRequest { path: "/".into() }),
+    )
+    .await;
+    let (h, _) = c.recv().await?;
+    if h.err != 0 {
+        return None;
+    }
+    c.send(
+        2,
+        &Request::GetData(GetDataRequest {
+            path: "/zookeeper/config".into(),
+            watch: false,
+        }),
+    )
+    .await;
+    let (h, body) = c.recv().await?;
+    if h.err != 0 {
+        return None;
+    }
+    let r = GetDataResponse::from_bytes(&body).ok()?;
+    Some((text(&r), r.stat))
+}
+
+fn text(r: &GetDataResponse) -> String {
+    String::from_utf8(r.data.clone().unwrap()).unwrap()
+}
+
+fn version_of(config: &str) -> i64 {
+    let v = config.rsplit_once("version=").expect("a version line").1;
+    i64::from_str_radix(v, 16).unwrap()
+}
+
+/// A member's server line as paddock writes it into /zookeeper/config.
+fn line(cfg: &Config, id: u64) -> String {
+    let s = cfg.servers.iter().find(|s| s.id == id).unwrap();
+    format!("server.{id}={s}\n")
+}
+
+/// A member's line as a reconfig `-add` names it (with its client port).
+fn joiner(cfg: &Config) -> String {
+    let s = cfg.my_server().unwrap();
+    format!(
+        "server.{}=127.0.0.1:{}:{}:participant;127.0.0.1:{}",
+        s.id, s.peer_port, s.election_port, cfg.client_port
+    )
+}
+
+async fn serving(addr: SocketAddr) -> bool {
+    mode(addr).await.is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fourth_member_joins_as_a_voter_and_a_removed_member_stops_counting() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut cfgs = with_super(ensemble_configs_with(root.path(), 4, 0, EXTRA));
+    let fourth = cfgs.pop().unwrap();
+    for c in &mut cfgs {
+        c.servers.retain(|s| s.id != 4);
+    }
+    let mut members = start_all(cfgs).await;
+    wait_for_leader(&members).await;
+    let cfg3 = members[2].cfg.clone();
+
+    let mut c = raw(members[2].addr(), true).await;
+    let before = get_config(&mut c, 1).await;
+    let initial: String = (1..=3).map(|id| line(&cfg3, id)).collect();
+    assert_eq!(
+        text(&before),
+        format!("{initial}version={:x}", before.stat.mzxid)
+    );
+    let v0 = version_of(&text(&before));
+
+    // The operator starts the new member with the current members plus itself: it finds an
+    // ensemble with a log, takes its cluster id and waits, not serving, until a reconfig names it.
+    let new = tokio::spawn(paddock::startup::Server::start(fourth.clone()));
+    let new = new.await.unwrap().expect("the new member starts and joins");
+    let new_addr = SocketAddr::from(([127, 0, 0, 1], fourth.client_port));
+    assert_eq!(
+        four_letter_try(new_addr, "srvr")
+            .await
+            .map(|s| s.contains("not currently serving")),
+        Some(true)
+    );
+    members.push(Member {
+        id: 4,
+        cfg: fourth.clone(),
+        server: Some(new),
+    });
+
+    // Incremental -add with the current version.
+    let add = joiner(&fourth);
+    let (err, zxid, body) = reconfig(&mut c, 2, &add, "", "", v0).await;
+    assert_eq!(err, 0);
+    let body = body.unwrap();
+    let expected = format!(
+        "{initial}server.4=127.0.0.1:{}:{}:participant;127.0.0.1:{}\nversion={zxid:x}",
+        fourth.servers[3].peer_port, fourth.servers[3].election_port, fourth.client_port
+    );
+    assert_eq!(text(&body), expected);
+    assert_eq!(body.stat.mzxid, zxid);
+    // The same bytes and stat on every member once it applied that far (sync, then read).
+    // Member 4 catches up from a snapshot (which drops its clients once): ask until it answers.
+    for m in &members {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = synced_config(m.addr()).await;
+            if let Some((t, stat)) = &got {
+                if *t == expected {
+                    assert_eq!(*stat, body.stat, "member {}", m.id);
+                    break;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "member {}: {got:?}",
+                m.id
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // The leader counts member 4 among its synced followers.
+    wait_until(
+        "the leader has three synced followers",
+        Duration::from_secs(10),
+        || async {
+            let mut all = String::new();
+            for m in &members[..3] {
+                all += &four_letter_try(m.addr(), "mntr").await.unwrap_or_default();
+            }
+            all.contains("zk_synced_followers\t3\n")
+        },
+    )
+    .await;
+
+    // -v with the version before the add is stale now.
+    let (err, _, _) = reconfig(&mut c, 5, "", "1", "", v0).await;
+    assert_eq!(err, BAD_VERSION);
+
+    // Incremental -remove of member 1 (whoever leads: a leader hands over first).
+    let (err, zxid, body) = reconfig(&mut c, 6, "", "1", "", -1).await;
+    assert_eq!(err, 0);
+    let after_remove: String = (2..=3).map(|id| line(&cfg3, id)).collect::<String>()
+        + &format!(
+            "server.4=127.0.0.1:{}:{}:participant;127.0.0.1:{}\nversion={zxid:x}",
+            fourth.servers[3].peer_port, fourth.servers[3].election_port, fourth.client_port
+        );
+    assert_eq!(text(&body.unwrap()), after_remove);
+    // The removed member stops serving clients.
+    wait_until(
+        "member 1 stops serving",
+        Duration::from_secs(10),
+        || async {
+            four_letter_try(members[0].addr(), "srvr")
+                .await
+                .is_some_and(|s| s.contains("not currently serving"))
+        },
+    )
+    .await;
+
+    // Stop the removed member and member 2: {3, 4} is a majority of {2, 3, 4}, so the new
+    // member's vote is what lets this write commit.
+    for i in [0, 1] {
+        members[i].server.take().unwrap().shutdown().await;
+    }
+    let z = connect(members[2].addr(), Duration::from_secs(10)).await;
+    let (stat, _) = tokio::time::timeout(
+        Duration::from_secs(20),
+        z.create("/after-reconfig", b"x", &persistent()),
+    )
+    .await
+    .expect("a write commits with members 3 and 4")
+    .unwrap();
+    assert!(stat.czxid > zxid);
+    drop(z);
+
+    // Member 3 restarts from its zoo.cfg, which lists 1, 2 and 3 but not 4: its membership and
+    // member 4's address come from the replicated state, so {3, 4} elect and commit again.
+    let cfg3 = members[2].cfg.clone();
+    members[2].server.take().unwrap().shutdown().await;
+    members[2].server = Some(
+        paddock::startup::Server::start(cfg3)
+            .await
+            .expect("member 3 restarts"),
+    );
+    wait_until("member 3 serves again", Duration::from_secs(20), || {
+        serving(members[2].addr())
+    })
+    .await;
+    let z = connect(members[2].addr(), Duration::from_secs(10)).await;
+    let (data, _) = tokio::time::timeout(Duration::from_secs(20), z.get_data("/after-reconfig"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(data, b"x");
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        z.create("/after-restart", b"y", &persistent()),
+    )
+    .await
+    .expect("a write commits after the restart")
+    .unwrap();
+    drop(z);
+    drop(c);
+    shutdown(&mut members).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refusals_and_whole_membership_changes() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(with_super(ensemble_configs_with(root.path(), 3, 0, EXTRA))).await;
+    wait_for_leader(&members).await;
+    let cfg = members[0].cfg.clone();
+    let all: String = (1..=3).map(|id| line(&cfg, id)).collect();
+
+    // Without the super user: NoAuth (ZooKeeper checks WRITE on /zookeeper/config last).
+    let mut plain = raw(members[1].addr(), false).await;
+    let observer = "server.100=0.0.0.0:1234:2345:observer;0.0.0.0:3456";
+    assert_eq!(
+        reconfig(&mut plain, 1, observer, "", "", -1).await.0,
+        NO_AUTH
+    );
+
+    let mut c = raw(members[1].addr(), true).await;
+    let v0 = version_of(&text(&get_config(&mut c, 1).await));
+    for (xid, joining, leaving, new_members) in [
+        (2, "some thing", "", ""),
+        (3, "server.4=127.0.0.1:1:2", "", ""), // no client port
+        (4, "", "1,2", ""),                    // leaves one voter
+        (5, "", "", "garbage"),
+    ] {
+        let (err, _, _) = reconfig(&mut c, xid, joining, leaving, new_members, -1).await;
+        assert_eq!(
+            err, BAD_ARGUMENTS,
+            "{joining:?} {leaving:?} {new_members:?}"
+        );
+    }
+    assert_eq!(
+        reconfig(&mut c, 6, observer, "", "", v0 + 1).await.0,
+        BAD_VERSION
+    );
+    // Refusals change nothing.
+    assert_eq!(version_of(&text(&get_config(&mut c, 7).await)), v0);
+
+    // An observer that is not running can be added and removed (kazoo's test does this).
+    let (err, zxid, body) = reconfig(&mut c, 8, observer, "", "", v0).await;
+    assert_eq!(err, 0);
+    assert_eq!(
+        text(&body.unwrap()),
+        format!("{all}{observer}\nversion={zxid:x}")
+    );
+    let (err, zxid, body) = reconfig(&mut c, 9, "", "100", "", -1).await;
+    assert_eq!(err, 0);
+    assert_eq!(text(&body.unwrap()), format!("{all}version={zxid:x}"));
+
+    // Non-incremental: members 2 and 3 only (newline- and comma-separated, as go-zookeeper sends).
+    let two_three = format!("{},{}", line(&cfg, 2), line(&cfg, 3));
+    let (err, zxid, body) = reconfig(&mut c, 10, "", "", &two_three, -1).await;
+    assert_eq!(err, 0);
+    assert_eq!(
+        text(&body.unwrap()),
+        format!("{}{}version={zxid:x}", line(&cfg, 2), line(&cfg, 3))
+    );
+    wait_until(
+        "member 1 stops serving",
+        Duration::from_secs(10),
+        || async {
+            four_letter_try(members[0].addr(), "srvr")
+                .await
+                .is_some_and(|s| s.contains("not currently serving"))
+        },
+    )
+    .await;
+    // And back to all three: member 1 catches up and serves again.
+    let (err, zxid, body) = reconfig(&mut c, 11, "", "", &all, -1).await;
+    assert_eq!(err, 0);
+    assert_eq!(text(&body.unwrap()), format!("{all}version={zxid:x}"));
+    wait_until("member 1 serves again", Duration::from_secs(20), || {
+        serving(members[0].addr())
+    })
+    .await;
+    let mut one = raw(members[0].addr(), false).await;
+    one.send(
+        12,
+        &Request::Sync(wire::ops::sync::SyncRequest { path: "/".into() }),
+    )
+    .await;
+    one.recv().await.unwrap();
+    assert_eq!(
+        text(&get_config(&mut one, 13).await),
+        format!("{all}version={zxid:x}")
+    );
+    drop((c, plain, one));
+    shutdown(&mut members).await;
+}
+
+#[tokio::test]
+async fn a_standalone_server_answers_reconfig_disabled_or_unimplemented() {
+    for (enabled, want) in [(false, RECONFIG_DISABLED), (true, UNIMPLEMENTED)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = common::test_config(dir.path());
+        cfg.reconfig_enabled = enabled;
+        let server = common::start_with(cfg).await;
+        let mut c = raw(server.local_addr(), false).await;
+        let (err, _, _) = reconfig(&mut c, 1, "server.2=127.0.0.1:1:2;3", "", "", -1).await;
+        assert_eq!(err, want, "reconfigEnabled={enabled}");
+        // The connection goes on.
+        assert_eq!(get_config(&mut c, 2).await.stat.version, 0);
+        drop(c);
+        server.shutdown().await;
+    }
+}
