@@ -143,6 +143,7 @@ impl Core {
                     Err(ErrorCode::NoAuth)
                 }
             });
+        let mut was_removed = None;
         let result = match decided {
             Ok(servers) => {
                 let members = rc::render(&servers);
@@ -152,7 +153,8 @@ impl Core {
                 };
                 let applied = self.tree.apply(zxid, &set);
                 self.fire_events(zxid, &applied.changes);
-                self.membership_from_tree();
+                // Clients of a member this change removes are dropped after the reply below.
+                was_removed = Some(self.read_membership());
                 info!(zxid, "reconfig applied: /zookeeper/config rewritten");
                 Ok(self.config_node())
             }
@@ -163,9 +165,21 @@ impl Core {
                 Err(code)
             }
         };
-        let Some(&id) = self.by_session.get(&entry.session_id) else {
-            return;
-        };
+        if let Some(&id) = self.by_session.get(&entry.session_id) {
+            self.answer_reconfig(id, zxid, entry, result);
+        }
+        if let Some(was) = was_removed {
+            self.drop_clients_if_removed(was);
+        }
+    }
+
+    fn answer_reconfig(
+        &mut self,
+        id: ConnId,
+        zxid: i64,
+        entry: &Entry,
+        result: Result<Response, ErrorCode>,
+    ) {
         match result {
             Ok(body) => {
                 let members = &self.membership.members;
@@ -292,6 +306,13 @@ impl Core {
     /// Re-reads the membership from the tree (after a config write, a restart's replay, an
     /// installed snapshot): the peer address book, and whether this member still belongs.
     pub(super) fn membership_from_tree(&mut self) {
+        let was_removed = self.read_membership();
+        self.drop_clients_if_removed(was_removed);
+    }
+
+    /// The part of `membership_from_tree` before clients are dropped; returns whether this member
+    /// was removed before.
+    fn read_membership(&mut self) -> bool {
         let members = Members::parse(&self.config_text());
         if self.membership.known_addrs.is_empty() {
             for s in &self.cfg.servers {
@@ -310,7 +331,14 @@ impl Core {
             && self.cfg.reconfig_enabled
             && !listed.is_empty()
             && !listed.iter().any(|s| s.id == me);
-        if removed && !self.membership.removed {
+        std::mem::replace(&mut self.membership.removed, removed)
+    }
+
+    /// A member that just left the configuration closes its clients (they reconnect elsewhere).
+    fn drop_clients_if_removed(&mut self, was_removed: bool) {
+        let me = self.cfg.my_id.unwrap_or(0);
+        let removed = self.membership.removed;
+        if removed && !was_removed {
             let all: Vec<ConnId> = self.conns.keys().copied().collect();
             warn!(
                 member = me,
@@ -320,10 +348,9 @@ impl Core {
             for id in all {
                 self.close_conn(id);
             }
-        } else if !removed && self.membership.removed {
+        } else if !removed && was_removed {
             info!(member = me, "this member is in the configuration again");
         }
-        self.membership.removed = removed;
     }
 
     /// The peer address book: the tree's members and whoever raft still counts.
