@@ -84,7 +84,8 @@ async fn reconfig(
     (h.err, h.zxid, body)
 }
 
-async fn get_config(c: &mut RawClient, xid: i32) -> GetDataResponse {
+/// `/zookeeper/config` as the member serves it now (a standalone server's is empty).
+async fn get_config_now(c: &mut RawClient, xid: i32) -> GetDataResponse {
     c.send(
         xid,
         &Request::GetData(GetDataRequest {
@@ -96,6 +97,23 @@ async fn get_config(c: &mut RawClient, xid: i32) -> GetDataResponse {
     let (h, body) = c.recv().await.expect("getData reply");
     assert_eq!((h.xid, h.err), (xid, 0));
     GetDataResponse::from_bytes(&body).unwrap()
+}
+
+/// `/zookeeper/config` as the member serves it, once written: a new leader writes it through the
+/// log just after its election, so right after `wait_for_leader` a member may still show it empty.
+async fn get_config(c: &mut RawClient, xid: i32) -> GetDataResponse {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = get_config_now(c, xid).await;
+        if got.data.as_ref().is_some_and(|d| !d.is_empty()) {
+            return got;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/zookeeper/config still empty after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// `/zookeeper/config` on `addr` after a sync, or None while the member does not serve.
@@ -417,7 +435,7 @@ async fn a_standalone_server_answers_reconfig_disabled_or_unimplemented() {
         let (err, _, _) = reconfig(&mut c, 1, "server.2=127.0.0.1:1:2;3", "", "", -1).await;
         assert_eq!(err, want, "reconfigEnabled={enabled}");
         // The connection goes on.
-        assert_eq!(get_config(&mut c, 2).await.stat.version, 0);
+        assert_eq!(get_config_now(&mut c, 2).await.stat.version, 0);
         drop(c);
         server.shutdown().await;
     }
