@@ -122,6 +122,16 @@ pub struct ServerSpec {
     pub client_port: Option<u16>,
 }
 
+/// The ids of `servers` that are observers (`true`) or voting participants (`false`), in their
+/// order.
+pub fn ids_by_role(servers: &[ServerSpec], observers: bool) -> Vec<u64> {
+    servers
+        .iter()
+        .filter(|s| (s.role == Some(PeerRole::Observer)) == observers)
+        .map(|s| s.id)
+        .collect()
+}
+
 impl ServerSpec {
     /// Parses the value of a `server.<id>` key.
     pub fn parse(id: u64, value: &str) -> Result<ServerSpec, String> {
@@ -530,20 +540,12 @@ impl Config {
 
     /// Ids of the voting members (participants), in id order.
     pub fn voters(&self) -> Vec<u64> {
-        self.servers
-            .iter()
-            .filter(|s| s.role != Some(PeerRole::Observer))
-            .map(|s| s.id)
-            .collect()
+        ids_by_role(&self.servers, false)
     }
 
     /// Ids of the observers (Raft learners), in id order.
     pub fn observers(&self) -> Vec<u64> {
-        self.servers
-            .iter()
-            .filter(|s| s.role == Some(PeerRole::Observer))
-            .map(|s| s.id)
-            .collect()
+        ids_by_role(&self.servers, true)
     }
 
     /// This server's role: its server line's, else `peerType`'s, else participant.

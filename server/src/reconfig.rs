@@ -48,20 +48,12 @@ impl Members {
 
     /// Voting members (participants), in id order.
     pub fn voters(&self) -> Vec<u64> {
-        self.servers
-            .iter()
-            .filter(|s| s.role != Some(PeerRole::Observer))
-            .map(|s| s.id)
-            .collect()
+        crate::config::ids_by_role(&self.servers, false)
     }
 
     /// Observers (Raft learners), in id order.
     pub fn observers(&self) -> Vec<u64> {
-        self.servers
-            .iter()
-            .filter(|s| s.role == Some(PeerRole::Observer))
-            .map(|s| s.id)
-            .collect()
+        crate::config::ids_by_role(&self.servers, true)
     }
 
     /// The peer address book of `me`: every other member's `host:peerPort`.
