@@ -146,7 +146,16 @@ pub struct Driver {
     /// persisted, an entry (or a snapshot) of the current leader's term: by log matching it then
     /// holds everything that leader held when elected, which is every committed entry.
     rejoining: bool,
+    /// Ticks in a row spent rejoining without knowing a leader (see `REJOIN_PATIENCE_ELECTIONS`).
+    leaderless_ticks: usize,
 }
+
+/// How many election timeouts a rejoining member goes without any leader before it votes anyway.
+/// Members that start at the same time race to bootstrap: the losers join empty, and if they are
+/// needed for a majority nobody could ever be elected. Abstaining protects what a wiped member had
+/// acknowledged while a leader returns within this time; past it, an ensemble that cannot elect is
+/// worse, and the member warns that it votes without its old data.
+pub const REJOIN_PATIENCE_ELECTIONS: usize = 10;
 
 impl Driver {
     /// Opens (or creates) the node's store in `cfg.dir`, bootstraps a new group if this node is
@@ -213,6 +222,7 @@ impl Driver {
             snapshots_in_flight: HashMap::new(),
             readies: 0,
             rejoining,
+            leaderless_ticks: 0,
         };
         let snapshot = loaded.map(|f| Snapshot {
             index: f.index,
@@ -224,6 +234,20 @@ impl Driver {
 
     /// One raft tick (heartbeats, election timeouts), then paddock's own timers.
     pub fn tick(&mut self) {
+        if self.rejoining && self.raw.raft.leader_id == INVALID_ID {
+            self.leaderless_ticks += 1;
+            if self.leaderless_ticks >= REJOIN_PATIENCE_ELECTIONS * self.election_tick {
+                tracing::warn!(
+                    elections = REJOIN_PATIENCE_ELECTIONS,
+                    "joined empty and no leader for this long: voting again without the data this \
+                     member may have had (if it had acknowledged writes no other member holds, they \
+                     can be lost)"
+                );
+                self.end_rejoining();
+            }
+        } else {
+            self.leaderless_ticks = 0;
+        }
         if self.rejoining && self.raw.raft.state != StateRole::Leader {
             // No election timeout while rejoining: it must not campaign (its own vote counts).
             self.raw.raft.election_elapsed = 0;
@@ -442,9 +466,17 @@ impl Driver {
             last,
             "caught up after joining empty: voting again"
         );
-        self.raw.mut_store().set_rejoining(false)?;
-        self.rejoining = false;
+        self.end_rejoining();
         Ok(())
+    }
+
+    fn end_rejoining(&mut self) {
+        self.rejoining = false;
+        self.leaderless_ticks = 0;
+        if let Err(e) = self.raw.mut_store().set_rejoining(false) {
+            // Only the marker is lost: the next start abstains again until caught up.
+            tracing::warn!("could not record that this member caught up: {e}");
+        }
     }
 
     /// True while this member joined empty and has not caught up with a leader (it does not

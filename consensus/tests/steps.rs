@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use consensus::driver::{Command, Driver, Output, SnapshotJob, SNAPSHOT_ACK_ELECTIONS};
+use consensus::driver::{
+    Command, Driver, Output, SnapshotJob, REJOIN_PATIENCE_ELECTIONS, SNAPSHOT_ACK_ELECTIONS,
+};
 use consensus::{
     snapshot_file, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config, Event, Message,
     MessageType,
@@ -795,4 +797,31 @@ fn a_wiped_member_does_not_vote_until_caught_up_so_a_committed_entry_survives() 
     assert_eq!((kept(1), kept(2)), (2, 2), "the committed entries survived");
     assert!(!net.driver(3).is_rejoining(), "3 caught up and votes again");
     assert_eq!(net.driver(3).status().commit, net.driver(1).status().commit);
+}
+
+/// Members started together race to bootstrap; a loser joins empty. If it is needed for a
+/// majority (here the second of two voters), abstaining forever would leave the ensemble without
+/// a leader: after `REJOIN_PATIENCE_ELECTIONS` election timeouts without any leader it votes.
+#[test]
+fn a_member_that_joined_empty_votes_after_its_patience_when_no_leader_can_be_elected_without_it() {
+    let mut net = Net::new(&[1, 2], 1000);
+    net.nodes.remove(&2);
+    net.add(Config {
+        voters: Vec::new(),
+        ..config(2, std::path::Path::new(""), &[1, 2], 1000)
+    });
+    assert!(net.driver(2).is_rejoining());
+    let patience = REJOIN_PATIENCE_ELECTIONS * ELECTION_TICK;
+    for _ in 0..patience - ELECTION_TICK {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), Vec::<u64>::new(), "2 abstains while patient");
+    assert!(net.driver(2).is_rejoining());
+    for _ in 0..ELECTION_TICK * 4 {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), vec![1]);
+    assert!(!net.driver(2).is_rejoining());
+    net.propose(1, "a", 2);
+    assert_eq!(net.payloads(2), net.payloads(1));
 }
