@@ -30,6 +30,11 @@ pub struct Config {
     /// `voters` by every initial member. A node listed here bootstraps too, and replicates
     /// without voting.
     pub learners: Vec<u64>,
+    /// This node starts empty and joins a group that was only just bootstrapped (its peers hold
+    /// nothing past the bootstrap entry): it never held data, so it votes at once instead of
+    /// waiting to catch up (see `Driver`'s `rejoining`). Members started together race to
+    /// bootstrap, and the losers join this way.
+    pub fresh_join: bool,
     pub tick: Duration,
     pub election_tick: usize,
     pub heartbeat_tick: usize,
@@ -50,6 +55,7 @@ impl Config {
             dir: dir.into(),
             voters: vec![1],
             learners: Vec::new(),
+            fresh_join: false,
             tick: Duration::from_millis(100),
             election_tick: 10,
             heartbeat_tick: 3,

@@ -174,7 +174,7 @@ impl Driver {
             tracing::info!(node = cfg.id, voters = ?cfg.voters, learners = ?cfg.learners,
                 "bootstrapping a new group");
             store.bootstrap(&cfg.voters, &cfg.learners)?;
-        } else if !store.is_initialized() && !store.is_rejoining() {
+        } else if !store.is_initialized() && !store.is_rejoining() && !cfg.fresh_join {
             tracing::info!(
                 node = cfg.id,
                 "joining with an empty log: no votes until caught up with a leader"

@@ -73,6 +73,7 @@ impl Server {
         } else {
             None
         };
+        let mut fresh_join = false;
         let (bootstrap, identity, write_identity) = match decision {
             Decision::Resume(id) => (false, id, false),
             Decision::Adopt(id) => (false, id, true),
@@ -80,7 +81,8 @@ impl Server {
             Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),
             Decision::AskPeers => {
                 let bound = net.as_ref().expect("an ensemble binds its peer port");
-                let (bootstrap, cluster_id) = ask_peers(&cfg, bound).await?;
+                let (bootstrap, cluster_id, at_birth) = ask_peers(&cfg, bound).await?;
+                fresh_join = at_birth;
                 let mut identity = Identity::new_for(&cfg);
                 if cluster_id != identity.cluster_id {
                     // Joining an ensemble that a reconfig grew: its links carry its id.
@@ -114,6 +116,7 @@ impl Server {
             // Only a member of a new ensemble bootstraps; one that joins (or resumes) lists no
             // one, so it waits for the leader instead of starting a group of its own.
             raft_cfg.voters = if bootstrap { cfg.voters() } else { Vec::new() };
+            raft_cfg.fresh_join = fresh_join;
             raft_cfg.learners = if bootstrap {
                 cfg.observers()
             } else {
@@ -398,17 +401,25 @@ async fn bind_peer_port(
 
 /// A member with no data asks its peers whether the ensemble already exists (see
 /// `identity::decide_fresh`): whether to bootstrap a new one, and the cluster id to use.
-async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<(bool, u64)> {
+async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<(bool, u64, bool)> {
     let started = std::time::Instant::now();
     let mut last_log = started;
     loop {
         let mut answers = Vec::new();
+        // Whether every member that has a log holds only the bootstrap entry: a group born just
+        // now, which this member joins without ever having held data.
+        let mut at_birth = true;
         for (id, _) in cfg.peer_addresses() {
             match tokio::time::timeout(std::time::Duration::from_secs(2), net.probe(id)).await {
-                Ok(Ok(info)) => answers.push(PeerAnswer {
-                    id: info.id,
-                    cluster_id: info.cluster_id,
-                    initialized: info.initialized,
+                Ok(Ok(info)) => answers.push({
+                    if info.initialized && info.last_index > consensus::storage::BOOTSTRAP_INDEX {
+                        at_birth = false;
+                    }
+                    PeerAnswer {
+                        id: info.id,
+                        cluster_id: info.cluster_id,
+                        initialized: info.initialized,
+                    }
                 }),
                 Ok(Err(e)) => tracing::debug!(peer = id, error = %e, "peer did not answer"),
                 Err(_) => tracing::debug!(peer = id, "peer did not answer in time"),
@@ -420,11 +431,11 @@ async fn ask_peers(cfg: &Config, net: &consensus::PeerNet) -> anyhow::Result<(bo
                     answered = answers.len(),
                     "no member has a log yet: bootstrapping the ensemble"
                 );
-                return Ok((true, identity::cluster_id_of(cfg)));
+                return Ok((true, identity::cluster_id_of(cfg), false));
             }
             Fresh::Join { cluster_id } => {
                 info!("the ensemble already has a log: joining it as an empty member, to catch up from the leader");
-                return Ok((false, cluster_id));
+                return Ok((false, cluster_id, at_birth));
             }
             Fresh::Refuse(why) => anyhow::bail!("{why}"),
             Fresh::Wait => {
