@@ -356,7 +356,10 @@ fn log_initialized(raft_dir: &std::path::Path) -> anyhow::Result<bool> {
     }
     let store = consensus::storage::LogStore::open(&db)
         .with_context(|| format!("opening the raft log in {}", db.display()))?;
-    Ok(store.is_initialized())
+    // A member that joined empty and has not received its first snapshot yet holds no log, but it
+    // did join: its store records that (`rejoining`), and with it any vote it cast. It resumes,
+    // still abstaining until caught up, instead of being refused as a member whose log is gone.
+    Ok(store.is_initialized() || store.is_rejoining())
 }
 
 /// Binds this member's peer port (its server line's host and peerPort) for the raft and forward
