@@ -226,35 +226,10 @@ async fn every_write_is_timed_stage_by_stage() {
 /// Three voters and an observer in this process, over loopback, each with its AdminServer and
 /// `/metrics` on a free port; Raft ticks of 20 ms.
 fn ensemble(root: &std::path::Path) -> Vec<paddock::config::Config> {
-    let port = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
-    let ids: Vec<(u64, u16, u16)> = (1..=4).map(|id| (id, port(), port())).collect();
-    let mut lines = String::new();
-    for (id, peer, _) in &ids {
-        let role = if *id == 4 { ":observer" } else { "" };
-        lines.push_str(&format!(
-            "server.{id}=127.0.0.1:{peer}:{}{role}\n",
-            peer + 1
-        ));
-    }
-    ids.iter()
-        .map(|(id, _, client)| {
-            let dir = root.join(format!("m{id}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            let text = format!(
-                "tickTime=100\ndataDir={}\nclientPort={client}\nclientPortAddress=127.0.0.1\n\
-                 4lw.commands.whitelist=*\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n\
-                 paddock.raft.tickMs=20\n{lines}",
-                dir.display()
-            );
-            let mut cfg =
-                paddock::config::Config::parse_zoo_cfg(&text, &dir.join("zoo.cfg")).unwrap();
-            cfg.my_id = Some(*id);
+    let extra = "admin.serverAddress=127.0.0.1\nadmin.serverPort=0\n";
+    common::ensemble::ensemble_configs_with(root, 3, 1, extra)
+        .into_iter()
+        .map(|mut cfg| {
             cfg.metrics = Some(MetricsConfig {
                 host: "127.0.0.1".parse().unwrap(),
                 port: 0,
