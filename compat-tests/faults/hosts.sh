@@ -17,13 +17,20 @@
 #   hosts.sh disk N FAULT          FAULT = truncate-log | corrupt-log | corrupt-snapshot | wipe (member stopped)
 #   hosts.sh egress N              prints the count of packets member N tried to send off 10.77.0.0/24
 #
+# With FAULTS_SLOT=S (1-9) every name is pdkfS-* instead of pdkf-* and every address 10.77.S.* instead of
+# 10.77.0.*, so that runs in different slots do not touch each other.
+#
 # Environment (set by run.sh): FAULTS_RUN (the run folder: members in $FAULTS_RUN/nN), FAULTS_NODES,
 # FAULTS_TARGET (zookeeper|paddock), PADDOCK_BIN, PADDOCK_SERVE_ARGS (extra `paddock serve` flags), ZK_CP (ZooKeeper's classpath), FAULTS_FAKETIME (1: start
 # members under libfaketime so the clock nemesis can move their clocks).
 set -euo pipefail
 
+# FAULTS_SLOT (0-9) lets runs go side by side: slot 0 is pdkf-*/10.77.0.0/24, slot S is pdkfS-*/10.77.S.0/24.
+SLOT=${FAULTS_SLOT:-0}
+[[ "$SLOT" =~ ^[0-9]$ ]] || { echo "hosts.sh: FAULTS_SLOT must be 0-9, not '$SLOT'" >&2; exit 2; }
 PREFIX=pdkf
-NET=10.77.0
+[[ "$SLOT" == 0 ]] || PREFIX=pdkf$SLOT
+NET=10.77.$SLOT
 BR=$PREFIX-br
 RUN=${FAULTS_RUN:-}
 NODES=${FAULTS_NODES:-3}

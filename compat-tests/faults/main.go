@@ -1,5 +1,5 @@
 // Command faults drives the fault suite (compat-tests/faults/run.sh sets up the hosts and calls it):
-// workloads on go-zookeeper clients against the members at 10.77.0.1..N:2181, a seeded nemesis
+// workloads on go-zookeeper clients against the members at 10.77.S.1..N:2181 (S: run.sh's slot), a seeded nemesis
 // schedule through hosts.sh, and after healing the checkers. `faults locker` is one lock client process.
 package main
 
@@ -30,7 +30,8 @@ func main() {
 }
 
 func run() int {
-	nodes := flag.Int("nodes", 3, "members at 10.77.0.1..N")
+	nodes := flag.Int("nodes", 3, "members at NET.1..N")
+	netPrefix := flag.String("net", "10.77.0", "the members' /24 (run.sh's slot): members at NET.1..N")
 	dur := flag.Duration("time", 120*time.Second, "how long the workloads and the nemesis run")
 	nemList := flag.String("nemesis", "all", "nemesis kinds or groups, comma-separated, or all/none")
 	wlList := flag.String("workload", "all", "workloads, comma-separated, or all")
@@ -42,8 +43,10 @@ func run() int {
 	hold := flag.Duration("hold", 4*time.Second, "how long a fault lasts (pauses have their own lengths)")
 	quiet := flag.Duration("quiet", 3*time.Second, "healthy time between faults")
 	perKind := flag.Bool("each", false, "go through every nemesis kind in turn (shuffled per pass) instead of drawing each cycle at random")
+	keyPeriod := flag.Duration("key-period", 10*time.Second, "the register workload moves to fresh keys this often")
 	skipClock := flag.Bool("no-clock", false, "the members do not run under libfaketime: drop the clock nemeses")
 	flag.Parse()
+	memberNet = *netPrefix
 
 	kinds, err := expandNemeses(*nemList)
 	if err != nil {
@@ -92,7 +95,7 @@ func run() int {
 	}
 	var servers []string
 	for i := 1; i <= *nodes; i++ {
-		servers = append(servers, fmt.Sprintf("10.77.0.%d:2181", i))
+		servers = append(servers, memberAddr(i))
 	}
 	env := &Env{Servers: servers, SessionTimeout: *sessionTimeout, OpTimeout: 3 * time.Second, H: h, Seed: *seed, RunDir: *runDir}
 	nem, err := NewNemesis(*hosts, *nodes, *seed, filepath.Join(*runDir, "timeline.jsonl"), *sessionTimeout)
@@ -113,7 +116,7 @@ func run() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg, lockWG sync.WaitGroup
 	if wls["register"] {
-		env.Register(ctx, &wg, 5, keys)
+		env.Register(ctx, &wg, 5, keys, *keyPeriod)
 	}
 	if wls["order"] {
 		env.Order(ctx, &wg, 3)
@@ -192,7 +195,7 @@ func run() int {
 	}
 	all := h.Ops("")
 	if wls["register"] {
-		verdicts = append(verdicts, checkRegister(all, 120*time.Second, filepath.Join(*runDir, "register-violation.html")))
+		verdicts = append(verdicts, checkRegister(all, 60*time.Second, filepath.Join(*runDir, "register-violation.html")))
 	}
 	if wls["order"] {
 		verdicts = append(verdicts, checkOrder(all))
@@ -220,7 +223,7 @@ func run() int {
 		ev.Checked++
 		out, _ := nem.sh("egress", strconv.Itoa(i))
 		if out != "0" {
-			ev.bad("member %d sent %s packets off 10.77.0.0/24 (dropped)", i, out)
+			ev.bad("member %d sent %s packets off %s.0/24 (dropped)", i, out, memberNet)
 		}
 	}
 	verdicts = append(verdicts, ev)
@@ -230,6 +233,11 @@ func run() int {
 	h.Close()
 	return report(*runDir, *target, *nodes, *seed, *dur, nem, all, verdicts, lateRefused, healthy)
 }
+
+// memberNet is the members' /24 (10.77.S for run.sh's slot S); member i is memberNet.i, clients on 2181.
+var memberNet = "10.77.0"
+
+func memberAddr(i int) string { return fmt.Sprintf("%s.%d:2181", memberNet, i) }
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
@@ -265,7 +273,7 @@ func readMembers(nodes int) finalState {
 		fs = finalState{trees: map[string]map[string]NodeInfo{}, eph: map[string][]string{}, ack: map[string]map[string]*int64{}}
 		for i := 1; i <= nodes; i++ {
 			name := fmt.Sprintf("n%d", i)
-			tree, err := dumpMember(fmt.Sprintf("10.77.0.%d:2181", i))
+			tree, err := dumpMember(memberAddr(i))
 			if err != nil {
 				fs.errs = append(fs.errs, fmt.Sprintf("could not read %s's tree after healing: %v", name, err))
 				continue

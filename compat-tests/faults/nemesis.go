@@ -131,7 +131,7 @@ func (n *Nemesis) members() []int {
 
 // srvr asks member i for its `Mode:` line (both ZooKeeper and paddock print it).
 func srvrMode(i int) string {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("10.77.0.%d:2181", i), time.Second)
+	c, err := net.DialTimeout("tcp", memberAddr(i), time.Second)
 	if err != nil {
 		return "down"
 	}

@@ -3,7 +3,7 @@
 # namespace (10.77.0.N on a bridge), go-zookeeper workloads with checkers, and a seeded nemesis schedule.
 #
 #   compat-tests/faults/run.sh --target paddock|zookeeper --nodes 3|5 --time SECONDS \
-#       --nemesis LIST|all --workload LIST|all --seed N [--each] [--out DIR]
+#       --nemesis LIST|all --workload LIST|all --seed N [--each] [--out DIR] [--slot S]
 #   compat-tests/faults/run.sh --ci [--against-zookeeper]   the short run (3 members, every nemesis kind in
 #                                                           turn, about 5 minutes)
 #   compat-tests/faults/run.sh [--against-zookeeper]        the same, as compat-tests/run.sh calls it
@@ -13,6 +13,10 @@
 #   kill-all pause-member pause-leader clock-jump clock-skew disk-truncate-log disk-corrupt-log
 #   disk-corrupt-snapshot disk-wipe client-pause
 # Workloads: register order lock ids eph ack watch.
+#
+# --hold D, --quiet D (Go durations, default 4s and 3s): how long a fault lasts, and the calm after it.
+# --slot S (0-9, default 0) puts the run's hosts at 10.77.S.0/24 with names pdkfS-*, so that runs in
+# different slots can go side by side (one run per slot at a time).
 #
 # Each run writes to its own folder (default /tmp/paddock-faults/<time>-<target>-n<N>-s<seed>): the
 # history (history.jsonl), the nemesis timeline (timeline.jsonl), every member's log (nN/member.log), the
@@ -28,7 +32,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/faults"
 
-TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT="" HOLD=4s QUIET=3s
+TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT="" HOLD=4s QUIET=3s SLOT=0
 [[ $# -eq 0 ]] && CI=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -42,7 +46,10 @@ while [[ $# -gt 0 ]]; do
         --each) EACH=1 ;;
         --ci) CI=1 ;;
         --out) OUT=$2; shift ;;
-        -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --slot) SLOT=$2; shift ;;
+        --hold) HOLD=$2; shift ;;
+        --quiet) QUIET=$2; shift ;;
+        -h | --help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "faults/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -54,6 +61,8 @@ case "$TARGET" in paddock | zookeeper) ;; *) compat_fail "--target must be paddo
 [[ "$NODES" =~ ^[0-9]+$ && "$NODES" -ge 1 && "$NODES" -le 9 ]] || compat_fail "--nodes must be 1..9, not '$NODES'"
 [[ "$TIME" =~ ^[0-9]+$ ]] || compat_fail "--time must be a number of seconds, not '$TIME'"
 [[ "$SEED" =~ ^-?[0-9]+$ ]] || compat_fail "--seed must be a number, not '$SEED'"
+[[ "$SLOT" =~ ^[0-9]$ ]] || compat_fail "--slot must be 0..9, not '$SLOT'"
+NET=10.77.$SLOT
 if [[ $CI == 1 ]]; then
     # Every nemesis kind in turn (17 kinds, most 7-12 s a cycle with the shorter holds): 190 s gives every
     # kind at least once; with start-up and the final checks about 5 minutes on 2 cores.
@@ -78,14 +87,16 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 command -v go >/dev/null || compat_fail "no 'go' on PATH"
 
-# One run at a time: the namespaces and addresses have fixed names.
-exec 9>/run/paddock-faults.lock
-flock -n 9 || compat_fail "another fault run holds /run/paddock-faults.lock"
+# One run per slot at a time: a slot's namespaces and addresses have fixed names.
+LOCK=/run/paddock-faults.lock
+[[ "$SLOT" == 0 ]] || LOCK=/run/paddock-faults-$SLOT.lock
+exec 9>"$LOCK"
+flock -n 9 || compat_fail "another fault run holds $LOCK (use another --slot to run beside it)"
 
 RUN="${OUT:-${FAULTS_OUT:-/tmp/paddock-faults}/$(date -u +%Y%m%dT%H%M%S)-$TARGET-n$NODES-s$SEED}"
 mkdir -p "$RUN"
 RUN="$(cd "$RUN" && pwd)"
-export FAULTS_RUN="$RUN" FAULTS_NODES="$NODES" FAULTS_TARGET="$TARGET" FAULTS_FAKETIME=1 NO_COLOR=1
+export FAULTS_RUN="$RUN" FAULTS_NODES="$NODES" FAULTS_TARGET="$TARGET" FAULTS_FAKETIME=1 FAULTS_SLOT="$SLOT" NO_COLOR=1
 
 DRIVER=""
 cleanup() {
@@ -142,7 +153,7 @@ for i in $(seq 1 "$NODES"); do
         echo "maxClientCnxns=0"
         echo "minSessionTimeout=2000"
         echo "maxSessionTimeout=20000"
-        for j in $(seq 1 "$NODES"); do echo "server.$j=10.77.0.$j:2888:3888;2181"; done
+        for j in $(seq 1 "$NODES"); do echo "server.$j=$NET.$j:2888:3888;2181"; done
     } >"$RUN/n$i/zoo.cfg"
 done
 
@@ -159,7 +170,7 @@ for i in $(seq 1 "$NODES"); do
 done
 
 args=(--nodes "$NODES" --time "${TIME}s" --nemesis "$NEMESIS" --workload "$WORKLOAD" --seed "$SEED"
-    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET")
+    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET" --net "$NET")
 [[ $EACH == 1 ]] && args+=(--each)
 # In the background and waited for, so that Ctrl-C (or a TERM) runs the traps at once.
 set +e

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -83,7 +84,7 @@ func (e *Env) Setup(keys int) error {
 		if err == nil {
 			paths := []string{"/reg", "/order", "/order/shared", "/lock", "/ids", "/eph", "/ack", "/watch"}
 			for k := 0; k < keys; k++ {
-				paths = append(paths, fmt.Sprintf("/reg/k%d", k))
+				paths = append(paths, regKey(0, k))
 			}
 			for _, p := range paths {
 				if err = ensure(c.Conn, p); err != nil {
@@ -104,14 +105,61 @@ func (e *Env) Setup(keys int) error {
 
 // ---- register ----
 
-func (e *Env) Register(ctx context.Context, wg *sync.WaitGroup, workers, keys int) {
+// regKey is key k of generation g. Every generation's keys are created holding "0" (version 0, the
+// register model's initial state) before any client is given them.
+func regKey(g int64, k int) string { return fmt.Sprintf("/reg/g%d-k%d", g, k) }
+
+// Register runs the register workload on `keys` keys at a time, moving every `period` to a fresh
+// generation of keys (Jepsen's independent keys): Porcupine's search is exponential in the operations
+// open at once on one key (an indeterminate write stays open to the end of the history), so a key that
+// lives for the whole of a long run makes the check of its history run out of memory. Each key's
+// history is checked on its own; a fault cycle still lands on the keys in use while it lasts.
+func (e *Env) Register(ctx context.Context, wg *sync.WaitGroup, workers, keys int, period time.Duration) {
 	var uniq int64
 	var mu sync.Mutex
 	next := func() int64 { mu.Lock(); defer mu.Unlock(); uniq++; return uniq }
+	var gen atomic.Int64 // the generation in use; its keys exist (Setup made generation 0's)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewSource(e.Seed*1000 + 999))
+		var c *Client
+		defer func() {
+			if c != nil {
+				c.Conn.Close()
+			}
+		}()
+		for g := int64(1); ; g++ {
+			sleepCtx(ctx, period)
+			// Make generation g's keys, retrying through faults; only then hand them out.
+			for k := 0; k < keys && ctx.Err() == nil; {
+				if c == nil {
+					var err error
+					if c, err = NewClient(e.Servers, e.SessionTimeout, 5*time.Second, rng, nil); err != nil {
+						c = nil
+						sleepCtx(ctx, 500*time.Millisecond)
+						continue
+					}
+				}
+				err := timed(e.OpTimeout, func() error { return ensure(c.Conn, regKey(g, k)) })
+				if err != nil {
+					c.Retire()
+					c = nil
+					sleepCtx(ctx, 200*time.Millisecond)
+					continue
+				}
+				k++
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			gen.Store(g)
+		}
+	}()
 	for w := 0; w < workers; w++ {
 		lastVer := map[string]int32{}
 		e.loop(ctx, wg, e.Seed*1000+int64(w), func(c *Client, rng *rand.Rand) bool {
-			key := fmt.Sprintf("/reg/k%d", rng.Intn(keys))
+			key := regKey(gen.Load(), rng.Intn(keys))
 			op := Op{W: "register", Client: c.ID, Key: key, Session: c.Conn.SessionID()}
 			op.Call = now()
 			var err error
