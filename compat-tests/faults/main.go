@@ -1,6 +1,6 @@
 // Command faults drives the fault suite (compat-tests/faults/run.sh sets up the hosts and calls it):
 // workloads on go-zookeeper clients against the members at 10.77.S.1..N:2181 (S: run.sh's slot), a seeded nemesis
-// schedule through hosts.sh, and after healing the checkers. `faults locker` is one lock client process.
+// schedule through hosts.sh, and after healing the checkers. `faults locker` is one lock client process; `faults summarize DIR...` adds up runs' verdicts.
 package main
 
 import (
@@ -25,6 +25,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "locker" {
 		runLocker(os.Args[2:])
 		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "summarize" {
+		os.Exit(summarize(os.Args[2:]))
 	}
 	os.Exit(run())
 }
@@ -419,7 +422,8 @@ func report(dir, target string, nodes int, seed int64, dur time.Duration, nem *N
 	os.WriteFile(filepath.Join(dir, "table.txt"), []byte(b.String()), 0o644)
 	out, _ := json.MarshalIndent(map[string]interface{}{
 		"target": target, "nodes": nodes, "seed": seed, "seconds": dur.Seconds(), "cycles": nem.Cycles,
-		"refused": nem.Refused, "verdicts": verdicts, "ok": bad == 0,
+		"refused": nem.Refused, "verdicts": verdicts, "ok": bad == 0, "ops": perW, "late_refused": lateRefused,
+		"healthy": healthy,
 	}, "", "  ")
 	os.WriteFile(filepath.Join(dir, "verdict.json"), out, 0o644)
 	fmt.Print(b.String())
