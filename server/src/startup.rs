@@ -524,3 +524,31 @@ async fn accept_loop(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::log_initialized;
+    use consensus::storage::LogStore;
+
+    /// BUGS.md P5: a member that joined empty (its data wiped) and was stopped before its first
+    /// snapshot holds no entry, only the `rejoining` mark. Its store must count as a log, or start-up
+    /// refuses it at every restart as a member whose log is gone.
+    #[test]
+    fn a_store_that_only_records_its_empty_join_counts_as_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!log_initialized(dir.path()).unwrap(), "no raftdb at all");
+
+        drop(LogStore::open(&dir.path().join("raftdb")).unwrap());
+        assert!(!log_initialized(dir.path()).unwrap(), "an opened but never used store is no log");
+
+        let mut store = LogStore::open(&dir.path().join("raftdb")).unwrap();
+        store.set_rejoining(true).unwrap();
+        drop(store);
+        assert!(log_initialized(dir.path()).unwrap(), "the empty join's mark is a log to resume");
+
+        let mut store = LogStore::open(&dir.path().join("raftdb")).unwrap();
+        store.set_rejoining(false).unwrap();
+        drop(store);
+        assert!(!log_initialized(dir.path()).unwrap(), "without the mark and without entries: no log");
+    }
+}
