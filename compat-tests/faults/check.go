@@ -387,12 +387,7 @@ func checkEphemerals(ops []Op, final map[string][]string) Verdict {
 			shownIn["/eph/"+n] = append(shownIn["/eph/"+n], i)
 		}
 	}
-	var paths []string
-	for path := range created {
-		paths = append(paths, path)
-	}
-	sort.Strings(paths)
-	for _, path := range paths {
+	for _, path := range sortedKeys(created) {
 		sess := created[path]
 		end, ok := ended[sess]
 		if !ok {
@@ -459,11 +454,7 @@ func checkAck(ops []Op, reads map[string]map[string]*int64) Verdict {
 			n.allowed[op.Value] = true
 		}
 	}
-	var members []string
-	for m := range reads {
-		members = append(members, m)
-	}
-	sort.Strings(members)
+	members := sortedKeys(reads)
 	for path, n := range nodes {
 		if !n.created {
 			continue
@@ -503,11 +494,7 @@ type NodeInfo struct {
 // checkTrees: every member's whole tree (outside /zookeeper) is identical, data and stat.
 func checkTrees(dumps map[string]map[string]NodeInfo) Verdict {
 	v := Verdict{Checker: "tree-digest"}
-	var members []string
-	for m := range dumps {
-		members = append(members, m)
-	}
-	sort.Strings(members)
+	members := sortedKeys(dumps)
 	if len(members) < 2 {
 		return v
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +196,42 @@ func TestTreesAndUniqueAndWatches(t *testing.T) {
 	}
 	if v := checkWatches([]Op{reg("/w/k0"), reg("/w/k1"), ev("/w/k0", 1), end}, a); len(v.Violations) != 1 {
 		t.Fatalf("a lost watch event was not caught: %+v", v)
+	}
+}
+
+// The long run's table adds segments up, names the segment of each violation, and fails on a segment
+// without a verdict.
+func TestSummarizeAddsUpRunsAndNamesTheirViolations(t *testing.T) {
+	write := func(name string, r runSummary) string {
+		d := filepath.Join(t.TempDir(), name)
+		os.MkdirAll(d, 0o755)
+		b, _ := json.Marshal(r)
+		os.WriteFile(filepath.Join(d, "verdict.json"), b, 0o644)
+		return d
+	}
+	clean := write("seg-1-s1001", runSummary{Target: "paddock", Nodes: 3, Seed: 1001, Healthy: true,
+		Cycles: map[string]int{"kill-one": 2}, Ops: map[string]*opCounts{"ack": {OK: 5}},
+		Verdicts: []Verdict{{Checker: "acknowledged-writes", Checked: 5}}})
+	bad := write("seg-2-s1002", runSummary{Target: "paddock", Nodes: 3, Seed: 1002, Healthy: true,
+		Cycles: map[string]int{"kill-one": 1, "lossy": 1}, Ops: map[string]*opCounts{"ack": {OK: 3, Info: 1}},
+		Verdicts: []Verdict{{Checker: "acknowledged-writes", Checked: 3, Violations: []string{"/ack/x missing on n2"}}}})
+	tab := newTable()
+	for _, d := range []string{clean, bad} {
+		var r runSummary
+		b, _ := os.ReadFile(filepath.Join(d, "verdict.json"))
+		json.Unmarshal(b, &r)
+		tab.addRun(r.Cycles, r.Refused, r.Ops, r.Verdicts, r.LateRefused, filepath.Base(d))
+	}
+	var out strings.Builder
+	tab.write(&out)
+	for _, want := range []string{"kill-one               |      3 |", "total                  |      4 |",
+		"ack                    |        8 |       0 |             1", "acknowledged-writes    |        8 |          1 |",
+		"VIOLATION acknowledged-writes: (seg-2-s1002) /ack/x missing on n2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("the summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	if summarize([]string{clean}) != 0 || summarize([]string{clean, bad}) != 1 || summarize([]string{clean, t.TempDir()}) != 1 {
+		t.Fatal("summarize's exit status: 0 only when every run has a verdict without violations")
 	}
 }

@@ -351,82 +351,28 @@ func dumpMember(server string) (map[string]NodeInfo, error) {
 }
 
 func report(dir, target string, nodes int, seed int64, dur time.Duration, nem *Nemesis, ops []Op, verdicts []Verdict, lateRefused int, healthy bool) int {
-	type counts struct{ OK, Fail, Info int }
-	perW := map[string]*counts{}
-	for _, op := range ops {
-		if op.F == "event" || op.F == "round-end" || op.F == "end" {
-			continue
-		}
-		c := perW[op.W]
-		if c == nil {
-			c = &counts{}
-			perW[op.W] = c
-		}
-		switch op.Type {
-		case "ok":
-			c.OK++
-		case "fail":
-			c.Fail++
-		default:
-			c.Info++
-		}
+	t := newTable()
+	t.addRun(nem.Cycles, nem.Refused, countOps(ops), verdicts, lateRefused, "")
+	if !healthy {
+		t.notes = append(t.notes, "NOTE: not every member was serving after the final heal")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "fault run: target %s, %d members, %s, seed %d\n\n", target, nodes, dur, seed)
-	fmt.Fprintf(&b, "%-22s | %6s | %s\n", "nemesis", "cycles", "note")
-	var kinds []string
-	for k := range nem.Cycles {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	total := 0
-	for _, k := range kinds {
-		note := ""
-		if r := nem.Refused[k]; r > 0 {
-			note = fmt.Sprintf("member refused to rejoin %d time(s); wiped and restarted", r)
-		}
-		fmt.Fprintf(&b, "%-22s | %6d | %s\n", k, nem.Cycles[k], note)
-		total += nem.Cycles[k]
-	}
-	fmt.Fprintf(&b, "%-22s | %6d |\n\n", "total", total)
-	fmt.Fprintf(&b, "%-22s | %7s | %7s | %13s\n", "workload", "ok", "failed", "indeterminate")
-	var ws []string
-	for w := range perW {
-		ws = append(ws, w)
-	}
-	sort.Strings(ws)
-	for _, w := range ws {
-		c := perW[w]
-		fmt.Fprintf(&b, "%-22s | %7d | %7d | %13d\n", w, c.OK, c.Fail, c.Info)
-	}
-	fmt.Fprintf(&b, "\n%-22s | %7s | %10s | %s\n", "checker", "checked", "violations", "note")
+	t.write(&b)
+	os.WriteFile(filepath.Join(dir, "table.txt"), []byte(b.String()), 0o644)
+	out, _ := json.MarshalIndent(runSummary{
+		Target: target, Nodes: nodes, Seed: seed, Seconds: dur.Seconds(), Cycles: nem.Cycles,
+		Refused: nem.Refused, Verdicts: verdicts, OK: t.bad() == 0, Ops: countOps(ops), LateRefused: lateRefused,
+		Healthy: healthy,
+	}, "", "  ")
+	os.WriteFile(filepath.Join(dir, "verdict.json"), out, 0o644)
+	fmt.Print(b.String())
 	bad := 0
 	for _, v := range verdicts {
-		note := v.Note
-		if v.Checker == "lock-fencing" {
-			note = fmt.Sprintf("late writes of paused holders refused: %d", lateRefused)
-		}
-		fmt.Fprintf(&b, "%-22s | %7d | %10d | %s\n", v.Checker, v.Checked, len(v.Violations), note)
 		if len(v.Violations) > 0 {
 			bad++
 		}
 	}
-	for _, v := range verdicts {
-		for _, msg := range v.Violations {
-			fmt.Fprintf(&b, "VIOLATION %s: %s\n", v.Checker, msg)
-		}
-	}
-	if !healthy {
-		fmt.Fprintf(&b, "NOTE: not every member was serving after the final heal\n")
-	}
-	os.WriteFile(filepath.Join(dir, "table.txt"), []byte(b.String()), 0o644)
-	out, _ := json.MarshalIndent(map[string]interface{}{
-		"target": target, "nodes": nodes, "seed": seed, "seconds": dur.Seconds(), "cycles": nem.Cycles,
-		"refused": nem.Refused, "verdicts": verdicts, "ok": bad == 0, "ops": perW, "late_refused": lateRefused,
-		"healthy": healthy,
-	}, "", "  ")
-	os.WriteFile(filepath.Join(dir, "verdict.json"), out, 0o644)
-	fmt.Print(b.String())
 	fmt.Printf("CHECKS %d %d\n", len(verdicts)-bad, bad)
 	if bad > 0 {
 		return 1

@@ -3,39 +3,168 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 )
 
-// runSummary is what summarize reads of a run's verdict.json.
+// runSummary is a run's verdict.json: what report writes and summarize reads.
 type runSummary struct {
-	Target      string                                  `json:"target"`
-	Nodes       int                                     `json:"nodes"`
-	Seed        int64                                   `json:"seed"`
-	Seconds     float64                                 `json:"seconds"`
-	Cycles      map[string]int                          `json:"cycles"`
-	Refused     map[string]int                          `json:"refused"`
-	Verdicts    []Verdict                               `json:"verdicts"`
-	OK          bool                                    `json:"ok"`
-	Ops         map[string]struct{ OK, Fail, Info int } `json:"ops"`
-	LateRefused int                                     `json:"late_refused"`
-	Healthy     bool                                    `json:"healthy"`
+	Target      string               `json:"target"`
+	Nodes       int                  `json:"nodes"`
+	Seed        int64                `json:"seed"`
+	Seconds     float64              `json:"seconds"`
+	Cycles      map[string]int       `json:"cycles"`
+	Refused     map[string]int       `json:"refused"`
+	Verdicts    []Verdict            `json:"verdicts"`
+	OK          bool                 `json:"ok"`
+	Ops         map[string]*opCounts `json:"ops"`
+	LateRefused int                  `json:"late_refused"`
+	Healthy     bool                 `json:"healthy"`
 }
 
-// summarize prints one table for many runs (longrun.sh's segments): cycles per nemesis kind, operations
-// per workload, and per checker what it judged and every violation, naming the run it came from. A run
-// folder without a verdict (the driver died) is listed as such and makes the exit status 1.
+type opCounts struct{ OK, Fail, Info int }
+
+// countOps counts each workload's operations by outcome (events and markers are not operations).
+func countOps(ops []Op) map[string]*opCounts {
+	perW := map[string]*opCounts{}
+	for _, op := range ops {
+		if op.F == "event" || op.F == "round-end" || op.F == "end" {
+			continue
+		}
+		c := perW[op.W]
+		if c == nil {
+			c = &opCounts{}
+			perW[op.W] = c
+		}
+		switch op.Type {
+		case "ok":
+			c.OK++
+		case "fail":
+			c.Fail++
+		default:
+			c.Info++
+		}
+	}
+	return perW
+}
+
+// table is the printed verdict of one run or of many added up: cycles per nemesis kind, operations per
+// workload, per checker what it judged and how many violations, then every violation and note.
+type table struct {
+	cycles, refused map[string]int
+	ops             map[string]*opCounts
+	checks          []Verdict // one per checker, in first-seen order; Violations carry their run's tag
+	late            int
+	notes           []string
+}
+
+func newTable() *table {
+	return &table{cycles: map[string]int{}, refused: map[string]int{}, ops: map[string]*opCounts{}}
+}
+
+// addRun adds one run's results; tag (the run's name, or "" for a single run) prefixes its violations.
+func (t *table) addRun(cycles, refused map[string]int, ops map[string]*opCounts, verdicts []Verdict, late int, tag string) {
+	for k, n := range cycles {
+		t.cycles[k] += n
+	}
+	for k, n := range refused {
+		t.refused[k] += n
+	}
+	for w, c := range ops {
+		if t.ops[w] == nil {
+			t.ops[w] = &opCounts{}
+		}
+		t.ops[w].OK += c.OK
+		t.ops[w].Fail += c.Fail
+		t.ops[w].Info += c.Info
+	}
+	t.late += late
+	for _, v := range verdicts {
+		i := 0
+		for i < len(t.checks) && t.checks[i].Checker != v.Checker {
+			i++
+		}
+		if i == len(t.checks) {
+			t.checks = append(t.checks, Verdict{Checker: v.Checker, Note: v.Note})
+		} else if tag != "" {
+			t.checks[i].Note = "" // notes are per run: listed below the table
+		}
+		t.checks[i].Checked += v.Checked
+		for _, msg := range v.Violations {
+			if tag != "" {
+				msg = "(" + tag + ") " + msg
+			}
+			t.checks[i].Violations = append(t.checks[i].Violations, msg)
+		}
+		if tag != "" && strings.Contains(v.Note, "gave up") {
+			t.notes = append(t.notes, fmt.Sprintf("NOTE %s (%s): %s", v.Checker, tag, v.Note))
+		}
+	}
+}
+
+// bad is the number of violations.
+func (t *table) bad() int {
+	n := 0
+	for _, c := range t.checks {
+		n += len(c.Violations)
+	}
+	return n
+}
+
+func (t *table) write(w io.Writer) {
+	fmt.Fprintf(w, "%-22s | %6s | %s\n", "nemesis", "cycles", "note")
+	total := 0
+	for _, k := range sortedKeys(t.cycles) {
+		note := ""
+		if r := t.refused[k]; r > 0 {
+			note = fmt.Sprintf("member refused to rejoin %d time(s); wiped and restarted", r)
+		}
+		fmt.Fprintf(w, "%-22s | %6d | %s\n", k, t.cycles[k], note)
+		total += t.cycles[k]
+	}
+	fmt.Fprintf(w, "%-22s | %6d |\n\n", "total", total)
+	fmt.Fprintf(w, "%-22s | %8s | %7s | %13s\n", "workload", "ok", "failed", "indeterminate")
+	for _, k := range sortedKeys(t.ops) {
+		c := t.ops[k]
+		fmt.Fprintf(w, "%-22s | %8d | %7d | %13d\n", k, c.OK, c.Fail, c.Info)
+	}
+	fmt.Fprintf(w, "\n%-22s | %8s | %10s | %s\n", "checker", "checked", "violations", "note")
+	for _, c := range t.checks {
+		note := c.Note
+		if c.Checker == "lock-fencing" {
+			note = fmt.Sprintf("late writes of paused holders refused: %d", t.late)
+		}
+		fmt.Fprintf(w, "%-22s | %8d | %10d | %s\n", c.Checker, c.Checked, len(c.Violations), note)
+	}
+	for _, c := range t.checks {
+		for _, msg := range c.Violations {
+			fmt.Fprintf(w, "VIOLATION %s: %s\n", c.Checker, msg)
+		}
+	}
+	for _, n := range t.notes {
+		fmt.Fprintln(w, n)
+	}
+}
+
+// sortedKeys is a map's keys in order, for tables and reports that do not depend on map order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// summarize prints one table for many runs (longrun.sh's segments), each violation and note naming the
+// run it came from. A run folder without a verdict (the driver died) is listed and makes the exit
+// status 1, as any violation does.
 func summarize(dirs []string) int {
-	cycles, refused := map[string]int{}, map[string]int{}
-	type opc struct{ OK, Fail, Info int }
-	ops := map[string]*opc{}
-	type chk struct{ checked, bad int }
-	checks := map[string]*chk{}
-	var order []string
-	var violations, missing []string
-	seconds, late, runs := 0.0, 0, 0
+	t := newTable()
+	seconds, runs, missing := 0.0, 0, 0
 	targets := map[string]bool{}
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, "verdict.json"))
@@ -44,95 +173,22 @@ func summarize(dirs []string) int {
 			err = json.Unmarshal(b, &r)
 		}
 		if err != nil {
-			missing = append(missing, fmt.Sprintf("%s: no verdict (%v)", d, err))
+			t.notes = append(t.notes, fmt.Sprintf("MISSING %s: no verdict (%v)", d, err))
+			missing++
 			continue
 		}
 		runs++
 		targets[fmt.Sprintf("%s, %d members", r.Target, r.Nodes)] = true
 		seconds += r.Seconds
-		late += r.LateRefused
-		for k, n := range r.Cycles {
-			cycles[k] += n
-		}
-		for k, n := range r.Refused {
-			refused[k] += n
-		}
-		for w, c := range r.Ops {
-			if ops[w] == nil {
-				ops[w] = &opc{}
-			}
-			ops[w].OK += c.OK
-			ops[w].Fail += c.Fail
-			ops[w].Info += c.Info
-		}
-		for _, v := range r.Verdicts {
-			if checks[v.Checker] == nil {
-				checks[v.Checker] = &chk{}
-				order = append(order, v.Checker)
-			}
-			checks[v.Checker].checked += v.Checked
-			checks[v.Checker].bad += len(v.Violations)
-			for _, msg := range v.Violations {
-				violations = append(violations, fmt.Sprintf("VIOLATION %s (%s, seed %d): %s", v.Checker, filepath.Base(d), r.Seed, msg))
-			}
-			if strings.Contains(v.Note, "gave up") {
-				violations = append(violations, fmt.Sprintf("NOTE %s (%s): %s", v.Checker, filepath.Base(d), v.Note))
-			}
-		}
+		tag := fmt.Sprintf("%s, seed %d", filepath.Base(d), r.Seed)
+		t.addRun(r.Cycles, r.Refused, r.Ops, r.Verdicts, r.LateRefused, tag)
 		if !r.Healthy {
-			violations = append(violations, fmt.Sprintf("NOTE %s: not every member serving after the final heal", filepath.Base(d)))
+			t.notes = append(t.notes, fmt.Sprintf("NOTE %s: not every member serving after the final heal", tag))
 		}
 	}
-	var ts []string
-	for t := range targets {
-		ts = append(ts, t)
-	}
-	sort.Strings(ts)
-	fmt.Printf("long run: %s; %d runs, %.0f s of faults\n\n", strings.Join(ts, " + "), runs, seconds)
-	var kinds []string
-	for k := range cycles {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	fmt.Printf("%-22s | %6s | %s\n", "nemesis", "cycles", "note")
-	total := 0
-	for _, k := range kinds {
-		note := ""
-		if refused[k] > 0 {
-			note = fmt.Sprintf("member refused to rejoin %d time(s); wiped and restarted", refused[k])
-		}
-		fmt.Printf("%-22s | %6d | %s\n", k, cycles[k], note)
-		total += cycles[k]
-	}
-	fmt.Printf("%-22s | %6d |\n\n", "total", total)
-	var ws []string
-	for w := range ops {
-		ws = append(ws, w)
-	}
-	sort.Strings(ws)
-	fmt.Printf("%-22s | %8s | %7s | %13s\n", "workload", "ok", "failed", "indeterminate")
-	for _, w := range ws {
-		fmt.Printf("%-22s | %8d | %7d | %13d\n", w, ops[w].OK, ops[w].Fail, ops[w].Info)
-	}
-	fmt.Printf("\n%-22s | %8s | %10s | %s\n", "checker", "checked", "violations", "note")
-	for _, c := range order {
-		note := ""
-		if c == "lock-fencing" {
-			note = fmt.Sprintf("late writes of paused holders refused: %d", late)
-		}
-		fmt.Printf("%-22s | %8d | %10d | %s\n", c, checks[c].checked, checks[c].bad, note)
-	}
-	for _, v := range violations {
-		fmt.Println(v)
-	}
-	for _, m := range missing {
-		fmt.Println("MISSING", m)
-	}
-	bad := len(missing)
-	for _, c := range checks {
-		bad += c.bad
-	}
-	if bad > 0 {
+	fmt.Printf("long run: %s; %d runs, %.0f s of faults\n\n", strings.Join(sortedKeys(targets), " + "), runs, seconds)
+	t.write(os.Stdout)
+	if t.bad()+missing > 0 {
 		return 1
 	}
 	return 0
