@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
         --segment-time) SEGTIME=$2; shift ;;
         --seed-base) BASE=$2; shift ;;
         --) shift; RUNARGS=("$@"); break ;;
-        -h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "longrun.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
