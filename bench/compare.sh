@@ -20,7 +20,8 @@
 #                                    restart and snapshot stall are one-server measures)
 #
 # Options: --server-cpu LIST (default 0), --client-cpus LIST (default: every other CPU this process may
-#   use), --rounds R (3), --duration S (per workload and round, 5), --clients C (8), --inflight I (4),
+#   use), --rounds R (3), --duration S (per workload and round, 5), --clients C (8), --inflight I
+#   (32: enough that the server, not the generator, sets the pace; the table's "busy" rows show it),
 #   --contenders K (8), --znodes N (100000; 1000000 with --full), --value-size B (100), --keys N (1000),
 #   --warmup S (3), --snap-count N (both servers' snapCount; default: each server's own, 100000),
 #   --stall-secs S (the snapshot-stall window, 30), --sweep-sessions LIST (1,4,16,64,256),
@@ -56,7 +57,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 export ZK_HEAP="${ZK_HEAP:-1g}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
-ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=100 KEYS=1000 WARMUP=3
+ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=32 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=100 KEYS=1000 WARMUP=3
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0 PINNED=1 SERVER_CPU=0 CLIENT_CPUS="" SMOKE=0 SWEEP=0 QUICK=0
 SNAP_COUNT="" STALL_SECS=30 BIN_DIR="" CURVES_OUT="" REPLOT=""
 SWEEP_SESSIONS="1,4,16,64,256" SWEEP_FILL="" SWEEP_DURATION=""
@@ -485,14 +486,18 @@ start_ensemble() {
 # run_measured <side> <json> <server-json> paddock-bench args...: one run, with the server's CPU
 # seconds over it and its VmRSS after it written to <server-json>.
 run_measured() {
-    local side="$1" json="$2" srv="$3" cpu0 rc=0
+    local side="$1" json="$2" srv="$3" cpu0 t0 rc=0
     shift 3
     cpu0="$(cpu_ticks "${PIDOF[$side]}")"
+    t0="$(date +%s.%N)"
     bench_on "$side" "$@" --json "$json" || rc=1
     # The server's own CPU over the run (its set-up and clean-up included): the load generator
-    # shares the machine, so throughput alone understates a cheaper server.
-    printf '{"server_cpu_secs":%s,"rss_kb":%s}\n' \
+    # shares the machine, so throughput alone understates a cheaper server. CPU seconds over
+    # wall seconds is how busy the server was: near 1 (one core, pinned) means the server, not
+    # the generator or the disk, set the pace.
+    printf '{"server_cpu_secs":%s,"wall_secs":%s,"rss_kb":%s}\n' \
         "$(echo "$(cpu_ticks "${PIDOF[$side]}") $cpu0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
+        "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" \
         "$(rss_kb "${PIDOF[$side]}")" >"$srv"
     return $rc
 }
@@ -814,6 +819,9 @@ def cpu(r, s):
 def rss(r, s):
     return s["rss_kb"] / 1024 if s else None
 
+def busy(r, s):
+    return 100 * s["server_cpu_secs"] / s["wall_secs"] if s and s.get("wall_secs") else None
+
 rows = []  # (measure, va, vb, ratio text, target text, met text, required cells)
 
 def fmt(v):
@@ -904,6 +912,7 @@ for w in ("create", "set", "mixed", "get", "lock", "lone"):
         add(f"{w} p50 us", *per_round(w, lat("p50")))
     add(f"{w} p99.9 us", *per_round(w, lat("p999")))
     add(f"{w} server CPU us/{unit}", *per_round(w, cpu))
+    add(f"{w} server busy, % of {'its cores' if ensemble else 'a core'}", *per_round(w, busy))
     add(f"{w} server RSS after, MiB", *per_round(w, rss))
 viol = [(sum(r["lock"]["exclusion_violations"] for r, _ in rounds(s, "lock").values()) if rounds(s, "lock") else None)
         for s in (a, b)]
@@ -931,7 +940,8 @@ if fsync is not None:
     print(f"this disk: a 512-byte append + fdatasync takes {fsync:.0f} us at the median "
           f"({fs['append_fdatasync_p90_us']:.0f} us p90)")
 print("server CPU: the server process's user+system CPU over a run (set-up and clean-up included) divided by")
-print("  the ops it counted; lone: one session, one request in flight (a set)")
+print("  the ops it counted; busy: that CPU time over the run's wall time (100 = one core the whole run:")
+print("  the server set the pace); lone: one session, one request in flight (a set)")
 if smoke:
     missing = [f"{r[0]}: {header[i]}" for r in rows for i in (1, 2, 3) if r[i] in ("-", "")
                and not (i == 3 and r[0] == "lock exclusion violations")]

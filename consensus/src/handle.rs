@@ -15,6 +15,25 @@ use crate::status::{PeerProgress, Shared, Status};
 use crate::transport::{NoPeers, Transport};
 use crate::{Config, ConsensusError, Event, Snapshot};
 
+/// Where the raft thread puts its events. It must not block for long: the raft thread waits
+/// for it, and with it heartbeats and elections. `false` means the receiver is gone; the event
+/// is dropped.
+pub trait EventSink: Send {
+    fn deliver(&mut self, event: Event) -> bool;
+}
+
+impl EventSink for Sender<Event> {
+    fn deliver(&mut self, event: Event) -> bool {
+        self.send(event).is_ok()
+    }
+}
+
+impl<F: FnMut(Event) -> bool + Send> EventSink for F {
+    fn deliver(&mut self, event: Event) -> bool {
+        self(event)
+    }
+}
+
 /// What `start` returns: the handle, the applier's event stream, and the snapshot to load first
 /// (`None` = start from the empty state).
 pub struct Started {
@@ -302,12 +321,25 @@ pub fn start_with_transport(
     cfg: Config,
     transport: Box<dyn Transport>,
 ) -> Result<Started, ConsensusError> {
+    let (events_tx, events) = crossbeam_channel::unbounded();
+    let mut started = start_with_sink(cfg, transport, Box::new(events_tx))?;
+    started.events = events;
+    Ok(started)
+}
+
+/// Starts a node that hands its events straight to `sink` on the raft thread, with no channel
+/// of its own in between (`Started::events` then never yields anything). The server gives it
+/// the core task's own queue, which saves a thread hop per committed batch.
+pub fn start_with_sink(
+    cfg: Config,
+    transport: Box<dyn Transport>,
+    sink: Box<dyn EventSink>,
+) -> Result<Started, ConsensusError> {
     let (driver, snapshot) = Driver::open(&cfg)?;
     let membership = driver.membership();
     let (tx, rx) = crossbeam_channel::unbounded();
-    let (events_tx, events) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared::default());
-    let threads = raft_loop::spawn(driver, cfg.tick, rx, events_tx, transport, shared.clone())?;
+    let threads = raft_loop::spawn(driver, cfg.tick, rx, sink, transport, shared.clone())?;
     let handle = Handle {
         inner: Arc::new(Inner {
             tx,
@@ -321,7 +353,7 @@ pub fn start_with_transport(
     };
     Ok(Started {
         handle,
-        events,
+        events: crossbeam_channel::never(),
         snapshot,
         membership,
     })

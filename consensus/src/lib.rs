@@ -70,6 +70,7 @@
 //! a full election timeout. A leader stopping gracefully calls `transfer_leadership_and_wait`
 //! before `shutdown`.
 
+pub mod background;
 mod config;
 pub mod driver;
 mod error;
@@ -85,7 +86,7 @@ mod transport;
 
 pub use config::Config;
 pub use error::ConsensusError;
-pub use handle::{start, start_with_transport, Handle, Started};
+pub use handle::{start, start_with_sink, start_with_transport, EventSink, Handle, Started};
 pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,

@@ -12,6 +12,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 use raft::eraftpb::Message;
 
 use crate::driver::{Command, Driver, Output, SnapshotJob, SnapshotSaved};
+use crate::handle::EventSink;
 use crate::status::{Detail, Shared};
 use crate::transport::Transport;
 use crate::{ConsensusError, Event};
@@ -30,7 +31,7 @@ pub(crate) enum Request {
 /// thread and the status handles read.
 struct ThreadOutput {
     transport: Box<dyn Transport>,
-    events: Sender<Event>,
+    events: Box<dyn EventSink>,
     writer: Option<Sender<SnapshotJob>>,
     shared: Arc<Shared>,
     /// When the current Ready's synced write started.
@@ -49,7 +50,7 @@ impl Output for ThreadOutput {
                 self.shared.times.committed(ce.index, now);
             }
         }
-        if self.events.send(event).is_err() {
+        if !self.events.deliver(event) {
             tracing::debug!("event dropped: the applier is gone");
         }
     }
@@ -94,7 +95,7 @@ pub(crate) fn spawn(
     driver: Driver,
     tick: Duration,
     requests: Receiver<Request>,
-    events: Sender<Event>,
+    events: Box<dyn EventSink>,
     transport: Box<dyn Transport>,
     shared: Arc<Shared>,
 ) -> Result<Vec<JoinHandle<()>>, ConsensusError> {
@@ -222,8 +223,10 @@ impl RaftLoop {
     }
 }
 
-/// The snapshot writer thread: file IO and fsyncs stay off the raft thread.
+/// The snapshot writer thread: file IO and fsyncs stay off the raft thread, at background
+/// priority (`background`).
 fn write_snapshots(dir: PathBuf, jobs: Receiver<SnapshotJob>, saved: Sender<SnapshotSaved>) {
+    crate::background::lower_current_thread_priority();
     while let Ok(mut job) = jobs.recv() {
         // If the applier got ahead of the disk, only the newest state is worth writing.
         while let Ok(newer) = jobs.try_recv() {

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! - `startup` starts and stops a server: recovery and log replay before the listener opens,
-//!   the raft-events bridge thread, the accept loop;
+//!   the raft thread's event queue into the core, the accept loop;
 //! - `connection` runs one client's reader and writer tasks and talks to the core only through
 //!   `msg` (`CoreMsg`, `ConnId`);
 //! - `core` is the one task that owns all state and orders replies and events; `core/` has a

@@ -1,4 +1,4 @@
-//! The messages into the core: what connection tasks, the raft-events bridge and start-up send
+//! The messages into the core: what connection tasks and start-up send
 //! to the one task that owns the state (see `core`). Senders import only this module, so none
 //! of them depends on the core itself.
 
@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use consensus::Event;
 use wire::{ConnectRequest, FourLetterWord, Request, RequestHeader};
 
 use crate::outbound::OutboundTx;
@@ -53,8 +52,6 @@ pub enum CoreMsg {
         reset: ViewReset,
         reply: oneshot::Sender<crate::fourlw::ServerView>,
     },
-    /// From the raft thread.
-    Consensus(Event),
     /// Answered once the applied index reaches `index` (start-up replay).
     WaitApplied {
         index: u64,

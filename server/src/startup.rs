@@ -1,5 +1,5 @@
 //! Start-up and shut-down of one paddock server: the raft log, the recovered tree, the core
-//! task, the bridge from the raft thread, and the client listener.
+//! task, the raft thread's event queue into it, and the client listener.
 //!
 //! Start-up order matters: the tree is rebuilt from the newest snapshot plus the log before
 //! the listener opens, so no client ever sees a state older than one it was shown before
@@ -126,9 +126,15 @@ impl Server {
             raft_cfg.voters = vec![my_id];
         }
         let transport = net.as_ref().map(|n| n.transport());
+        // The raft thread hands its events straight to the core's event queue (unbounded, as
+        // raft must never wait on the core: heartbeats and votes go out from the same thread).
+        let (events_tx, events_rx) = mpsc::unbounded_channel::<consensus::Event>();
+        let sink = move |ev| events_tx.send(ev).is_ok();
         let started = tokio::task::spawn_blocking(move || match transport {
-            Some(t) => consensus::start_with_transport(raft_cfg, Box::new(t)),
-            None => consensus::start(raft_cfg),
+            Some(t) => consensus::start_with_sink(raft_cfg, Box::new(t), Box::new(sink)),
+            None => {
+                consensus::start_with_sink(raft_cfg, Box::new(consensus::NoPeers), Box::new(sink))
+            }
         })
         .await?
         .context("opening the raft log")?;
@@ -186,21 +192,7 @@ impl Server {
             throttle: Throttle::new(cfg.global_outstanding_limit),
             latency: latency.clone(),
         });
-        let core = tokio::spawn(core.run(core_rx));
-
-        // The raft thread speaks crossbeam; the core listens on tokio. One thread bridges.
-        let bridge_tx = core_tx.clone();
-        let events = started.events;
-        std::thread::Builder::new()
-            .name("raft-events".into())
-            .spawn(move || {
-                while let Ok(ev) = events.recv() {
-                    if bridge_tx.blocking_send(CoreMsg::Consensus(ev)).is_err() {
-                        break;
-                    }
-                }
-            })
-            .context("spawning the raft event bridge")?;
+        let core = tokio::spawn(core.run(core_rx, events_rx));
 
         // Replay the log into the tree before anyone can connect.
         let replay_started = std::time::Instant::now();
@@ -539,16 +531,25 @@ mod tests {
         assert!(!log_initialized(dir.path()).unwrap(), "no raftdb at all");
 
         drop(LogStore::open(&dir.path().join("raftdb")).unwrap());
-        assert!(!log_initialized(dir.path()).unwrap(), "an opened but never used store is no log");
+        assert!(
+            !log_initialized(dir.path()).unwrap(),
+            "an opened but never used store is no log"
+        );
 
         let mut store = LogStore::open(&dir.path().join("raftdb")).unwrap();
         store.set_rejoining(true).unwrap();
         drop(store);
-        assert!(log_initialized(dir.path()).unwrap(), "the empty join's mark is a log to resume");
+        assert!(
+            log_initialized(dir.path()).unwrap(),
+            "the empty join's mark is a log to resume"
+        );
 
         let mut store = LogStore::open(&dir.path().join("raftdb")).unwrap();
         store.set_rejoining(false).unwrap();
         drop(store);
-        assert!(!log_initialized(dir.path()).unwrap(), "without the mark and without entries: no log");
+        assert!(
+            !log_initialized(dir.path()).unwrap(),
+            "without the mark and without entries: no log"
+        );
     }
 }

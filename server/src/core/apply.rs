@@ -314,7 +314,7 @@ impl Core {
         {
             // Only the view is taken here, on the core task, where clients wait for it: it copies
             // the node map's pointers (about 0.1 s at 500k znodes). Encoding, the longer part,
-            // runs on a blocking thread while writes go on; they copy a node only if the view
+            // runs on its own thread while writes go on; they copy a node only if the view
             // still holds it.
             let started = std::time::Instant::now();
             let view = self.tree.snapshot_view();
@@ -323,17 +323,27 @@ impl Core {
             let raft = self.raft.clone();
             let latency = self.latency.clone();
             let view_took = started.elapsed();
-            tokio::task::spawn_blocking(move || {
-                let started = std::time::Instant::now();
-                let data = view.encode();
-                drop(view);
-                latency.snapshot.record_ms(view_took + started.elapsed());
-                let ms = started.elapsed().as_millis() as u64;
-                info!(index, bytes = data.len(), view_ms, ms, "snapshot taken");
-                if let Err(e) = raft.save_snapshot(index, term, data) {
-                    warn!(error = %e, "snapshot not saved");
-                }
-            });
+            // A thread of its own at background priority (`consensus::background`): on a
+            // server with one core the encoding would otherwise take turns with the core task
+            // and every client would wait for its slices.
+            let encoder = std::thread::Builder::new()
+                .name("snapshot-encode".into())
+                .spawn(move || {
+                    consensus::background::lower_current_thread_priority();
+                    let started = std::time::Instant::now();
+                    let data = view.encode();
+                    drop(view);
+                    latency.snapshot.record_ms(view_took + started.elapsed());
+                    let ms = started.elapsed().as_millis() as u64;
+                    info!(index, bytes = data.len(), view_ms, ms, "snapshot taken");
+                    if let Err(e) = raft.save_snapshot(index, term, data) {
+                        warn!(error = %e, "snapshot not saved");
+                    }
+                });
+            if let Err(e) = encoder {
+                warn!(error = %e, "snapshot not taken: no thread to encode it");
+                return;
+            }
             self.last_snapshot_index = index;
         }
     }

@@ -197,8 +197,14 @@ impl Core {
         core
     }
 
-    /// Runs until `Shutdown` or until every sender is gone.
-    pub async fn run(mut self, mut rx: mpsc::Receiver<CoreMsg>) {
+    /// Runs until `Shutdown` or until every sender is gone. `events` comes straight from the
+    /// raft thread (`consensus::start_with_sink`); it is polled first, because applying a
+    /// committed batch is what lets replies, and the requests queued behind them, go out.
+    pub async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<CoreMsg>,
+        mut events: mpsc::UnboundedReceiver<consensus::Event>,
+    ) {
         let tick = Duration::from_millis((self.cfg.tick_time_ms as u64 / 2).clamp(10, 500));
         let mut ticker = tokio::time::interval(tick);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -207,6 +213,11 @@ impl Core {
         let mut next_checkpoint = Instant::now() + CHECKPOINT_EVERY;
         loop {
             tokio::select! {
+                biased;
+                Some(ev) = events.recv() => {
+                    self.consensus_event(ev);
+                    self.release_applied_waiters();
+                }
                 msg = rx.recv() => match msg {
                     None => break,
                     Some(msg) => {
@@ -282,10 +293,6 @@ impl Core {
                 tokio::task::spawn_blocking(move || {
                     let _ = reply.send(job.finish_view());
                 });
-            }
-            CoreMsg::Consensus(ev) => {
-                self.consensus_event(ev);
-                self.release_applied_waiters();
             }
             CoreMsg::WaitApplied { index, reply } => {
                 self.applied_waiters.push((index, reply));
