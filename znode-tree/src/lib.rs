@@ -19,20 +19,26 @@
 //! - semantics follow Apache ZooKeeper 3.9 as summarised in `zk-protocol.md` §4-§9, §11, §12;
 //!   child lists are returned sorted (ZooKeeper's order is undefined);
 //! - the watch registry is per server and not replicated;
-//! - apply is O(path depth + log n) per op; getChildren is O(children × log n); memory is
-//!   about 320 bytes per znode with 100 bytes of data (nodes keyed by full path in an ordered
-//!   map, no per-node child sets, ACL lists interned; `tests/scale.rs` measures it). Keys and
-//!   nodes are behind `Arc`, so `snapshot_view` can take the state without encoding it and a
-//!   server can encode it off its request path; that sharing costs about 30 of those bytes.
+//! - nodes form a tree from the root, each owning its children by name (a name is stored
+//!   once, full paths are built only to be hashed, indexed or encoded); a lookup walks the
+//!   path's components, O(depth × log children), allocating nothing; getChildren is
+//!   O(children); memory is about 268 heap bytes (291 resident) per znode with 100 bytes of
+//!   data at 1M znodes, ACL lists interned (`tests/scale.rs` measures it);
+//! - nodes are shared copy-on-write, so `snapshot_view` is O(1) in the znodes (it takes the
+//!   root) and a server encodes the state off its request path; the first write below a node
+//!   after a view copies the nodes on its path, each O(its children).
 //!
-//! Layout: `entry` (log records), `tree` (state, primitives, reads), `write` (write ops and
-//! quotas), `multi`, `acl`, `quota`, `path`, `node`, `session`, `snapshot` (snapshot, restore,
-//! digest), `watch`, `read` (reads that register watches).
+//! Layout: `entry` (log records), `tree` (state, primitives, reads, the bulk `Builder`),
+//! `node` (a znode and its sizes), `children` (a node's children), `name` (a child's
+//! name), `write` (write ops and quotas), `multi`, `acl`, `quota`, `path`, `session`,
+//! `snapshot` (snapshot, restore, digest), `watch`, `read` (reads that register watches).
 
 pub mod acl;
+mod children;
 mod entry;
 mod error;
 mod multi;
+mod name;
 mod node;
 pub mod path;
 mod quota;

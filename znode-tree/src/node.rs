@@ -1,9 +1,23 @@
 //! One znode as stored: the persisted stat (ZooKeeper's `StatPersisted`), data, an index into
-//! the interned ACL table and the number of children. Child names are not stored: the tree is
-//! keyed by full path in an ordered map, so a node's children are a key range (see
-//! `Tree::child_names`). That saves a set and a copy of every name per znode.
+//! the interned ACL table, and its children by name. The tree is hierarchical: each node owns
+//! its children (`children.rs`), so a name is stored once, beside its node's pointer in its
+//! parent, and a full path exists only while it is being walked, indexed or encoded.
+//!
+//! Sizes, because they are paid per znode: `Node` is 88 bytes (the stat packed to 60, the ACL
+//! index 4, data 16, children 8) and sits behind an `Arc` (16 more), so a leaf is one block of
+//! 104 bytes plus its data, plus one slot (24-byte name, 8-byte pointer) in its parent's
+//! children (`children.rs`). A leaf has no children structure at all, only an empty pointer.
+//!
+//! Nodes are shared copy-on-write: children are `Arc<Node>`, a write reaches its node through
+//! `Arc::make_mut` from the root down (`Tree::update`), so a `SnapshotView` holding the old root
+//! keeps the old path, and only the nodes on the written path are copied, each once per view.
+//! Copying a node clones its child map: pointer copies, O(children).
+
+use std::ops::ControlFlow;
 
 use wire::Stat;
+
+pub(crate) use crate::children::Children;
 
 /// `EphemeralType.CONTAINER_EPHEMERAL_OWNER`.
 pub const CONTAINER_OWNER: i64 = i64::MIN;
@@ -38,7 +52,10 @@ pub fn ttl_owner(ttl: i64) -> i64 {
 }
 
 /// The stored stat; `cversion` is the count of child creates (§4.2), not the wire value.
+/// Packed to 4-byte alignment: 60 bytes instead of 64, so the ACL index beside it in `Node`
+/// fills what would be padding. Fields are read and written by value (no references).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C, packed(4))]
 pub struct StoredStat {
     pub czxid: i64,
     pub mzxid: i64,
@@ -69,15 +86,29 @@ impl StoredStat {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Node {
     pub stat: StoredStat,
-    pub data: Option<Box<[u8]>>,
     pub acl: u32,
-    pub num_children: u32,
+    pub data: Option<Box<[u8]>>,
+    pub(crate) children: Children,
 }
 
 impl Node {
+    /// A node without children.
+    pub fn new(stat: StoredStat, data: Option<Box<[u8]>>, acl: u32) -> Node {
+        Node {
+            stat,
+            acl,
+            data,
+            children: Children::default(),
+        }
+    }
+
+    pub fn num_children(&self) -> usize {
+        self.children.len()
+    }
+
     pub fn data_len(&self) -> usize {
         self.data.as_ref().map_or(0, |d| d.len())
     }
@@ -89,7 +120,7 @@ impl Node {
     /// The client-visible Stat (`DataNode.copyStat`).
     pub fn wire_stat(&self) -> Stat {
         let s = &self.stat;
-        let n = self.num_children as i32;
+        let n = self.num_children() as i32;
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,
@@ -111,5 +142,66 @@ impl Node {
 
     pub fn data_vec(&self) -> Option<Vec<u8>> {
         self.data.as_ref().map(|d| d.to_vec())
+    }
+}
+
+/// Not derived: a derived `Debug` would print the whole subtree.
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("stat", &self.stat)
+            .field("acl", &self.acl)
+            .field("data_len", &self.data.as_ref().map(|d| d.len()))
+            .field("children", &self.children.len())
+            .finish()
+    }
+}
+
+/// Dropping a subtree one level at a time instead of by recursion: a chain of nodes a few
+/// thousand deep (a client can build one) would otherwise overflow the dropping thread's stack.
+/// Children still shared with a view are only released.
+impl Drop for Node {
+    fn drop(&mut self) {
+        if self.children.is_empty() {
+            return;
+        }
+        let mut pending = vec![std::mem::take(&mut self.children)];
+        while let Some(mut children) = pending.pop() {
+            children.release(|mut child| {
+                if !child.children.is_empty() {
+                    pending.push(std::mem::take(&mut child.children));
+                }
+            });
+        }
+    }
+}
+
+/// Calls `f` on every node below and including `root`, depth first, siblings in byte order
+/// of name, with the node's full path (built in one reused buffer). An explicit stack, not
+/// recursion, so a deep tree cannot overflow the stack. Stops early when `f` breaks.
+pub(crate) fn depth_first(root: &Node, mut f: impl FnMut(&[u8], &Node) -> ControlFlow<()>) {
+    let mut path = vec![b'/'];
+    if f(&path, root).is_break() {
+        return;
+    }
+    // Each entry: the children still to visit, and the length of their parent's path.
+    let mut stack = vec![(root.children.iter(), 1usize)];
+    while let Some((siblings, parent_len)) = stack.last_mut() {
+        let parent_len = *parent_len;
+        let Some((name, child)) = siblings.next() else {
+            stack.pop();
+            continue;
+        };
+        path.truncate(parent_len);
+        if parent_len > 1 {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name.as_bytes());
+        if f(&path, child).is_break() {
+            return;
+        }
+        if !child.children.is_empty() {
+            stack.push((child.children.iter(), path.len()));
+        }
     }
 }

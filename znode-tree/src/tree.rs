@@ -1,7 +1,11 @@
-//! The tree: nodes keyed by full path, interned ACLs, sessions and the indexes apply keeps
-//! up to date (ephemerals by session, containers/TTL nodes, quota roots). Every mutation goes
-//! through a handful of primitives so that a multi can be rolled back exactly from its undo
-//! log, and so that the indexes can never drift from the nodes.
+//! The tree: nodes from the root down, each owning its children by name (`node.rs`), interned
+//! ACLs, sessions and the indexes apply keeps up to date (ephemerals by session, containers/TTL
+//! nodes, quota roots). Every mutation goes through a handful of primitives (`insert_node`,
+//! `remove_node`, `update`, and `Builder` for a whole tree at once) so that a multi can be
+//! rolled back exactly from its undo log, and so that the indexes can never drift from the
+//! nodes. A path is found by walking its components from the root: no allocation, one map
+//! lookup per component. A write walks the same way through `Arc::make_mut`, copying the nodes
+//! on its path that a `SnapshotView` still shares (and only those).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -18,7 +22,8 @@ use wire::{perms, Acl, ErrorCode, Id, MultiResult, Request, Response};
 
 use crate::acl::{self, AclTable};
 use crate::entry::{Entry, Txn};
-use crate::node::{Kind, Node, StoredStat};
+use crate::name::Name;
+use crate::node::{Children, Kind, Node, StoredStat};
 use crate::path;
 use crate::quota;
 use crate::session::Session;
@@ -98,14 +103,15 @@ pub(crate) struct Cx<'a> {
 pub(crate) const SPECIAL_PATHS: [&str; 4] =
     ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
 
-/// The replicated state machine. See the crate documentation for the contract. `Clone` gives
-/// a full copy (for snapshotting off the apply task; it costs O(tree)).
+/// The replicated state machine. See the crate documentation for the contract. `Clone` shares
+/// the nodes copy-on-write (O(1) for them) and copies the indexes and tables outright.
 #[derive(Debug, Clone)]
 pub struct Tree {
     pub(crate) config: TreeConfig,
-    /// Shared pointers, so a snapshot can take the whole map by reference (`snapshot_view`)
-    /// and a write copies only the node it changes while that snapshot is still being encoded.
-    pub(crate) nodes: BTreeMap<Arc<str>, Arc<Node>>,
+    /// Shared with every `SnapshotView` taken since the last write below it.
+    pub(crate) root: Arc<Node>,
+    /// Znodes in the tree, the root included.
+    pub(crate) nodes: usize,
     pub(crate) acls: AclTable,
     pub(crate) sessions: BTreeMap<i64, Session>,
     pub(crate) ephemerals: BTreeMap<i64, BTreeSet<Box<str>>>,
@@ -129,25 +135,30 @@ impl Tree {
         t.acls.add_ref(open);
         t.acls.add_ref(open);
         let read = t.acls.intern(&Acl::read_unsafe());
-        let blank = |acl| Node {
-            stat: StoredStat::default(),
-            data: Some(Box::from(&[][..])),
-            acl,
-            num_children: 0,
-        };
-        t.insert_node("/", blank(open));
-        t.insert_node("/zookeeper", blank(open));
-        t.insert_node("/zookeeper/quota", blank(open));
+        let blank = |acl| Node::new(StoredStat::default(), Some(Box::from(&[][..])), acl);
         let mut config_node = blank(read);
         config_node.stat.aversion = -1;
-        t.insert_node("/zookeeper/config", config_node);
+        let mut b = Builder::default();
+        for (p, n) in [
+            ("/", blank(open)),
+            ("/zookeeper", blank(open)),
+            ("/zookeeper/config", config_node),
+            ("/zookeeper/quota", blank(open)),
+        ] {
+            b.push(&mut t, p, n)
+                .expect("the fresh tree is listed depth first");
+        }
+        b.finish(&mut t).expect("the fresh tree has a root");
         t
     }
 
+    /// No znodes at all, not even the root (its place holds a blank node that counts for
+    /// nothing): only for `Builder` to fill.
     pub(crate) fn empty(config: TreeConfig) -> Tree {
         Tree {
             config,
-            nodes: BTreeMap::new(),
+            root: Arc::new(Node::new(StoredStat::default(), None, 0)),
+            nodes: 0,
             acls: AclTable::default(),
             sessions: BTreeMap::new(),
             ephemerals: BTreeMap::new(),
@@ -342,10 +353,10 @@ impl Tree {
         self.expirable
             .iter()
             .filter(|p| {
-                let Some(n) = self.nodes.get(&***p) else {
+                let Some(n) = self.node(p) else {
                     return false;
                 };
-                n.num_children == 0
+                n.num_children() == 0
                     && match n.kind() {
                         Kind::Container => n.stat.cversion > 0,
                         Kind::Ttl(ttl) => ttl != 0 && now_ms.saturating_sub(n.stat.mtime) > ttl,
@@ -360,7 +371,7 @@ impl Tree {
     /// holds the root twice (as `""` and `/`). A fresh tree reports 5, as ZooKeeper does, so
     /// `srvr`/`mntr` output compares equal with a real server.
     pub fn node_count(&self) -> usize {
-        self.nodes.len() + 1
+        self.nodes + 1
     }
 
     /// Sum of path length plus data length over all znodes (ZooKeeper's
@@ -373,82 +384,82 @@ impl Tree {
         self.ephemerals.values().map(|s| s.len()).sum()
     }
 
+    /// The node at `p`, found by walking its components from the root. Any path that is not
+    /// absolute and canonical (empty components, a trailing `/`) names no node.
     pub(crate) fn node(&self, p: &str) -> Option<&Node> {
-        self.nodes.get(p).map(|n| &**n)
+        let mut cur = &*self.root;
+        if p == "/" {
+            return Some(cur);
+        }
+        for name in p.strip_prefix('/')?.split('/') {
+            cur = cur.children.get(name.as_bytes())?;
+        }
+        Some(cur)
+    }
+
+    /// A node the caller knows is there: its absence is a corrupt tree.
+    pub(crate) fn existing(&self, p: &str) -> &Node {
+        match self.node(p) {
+            Some(n) => n,
+            None => panic!("node {p:?} is missing: the tree is corrupt"),
+        }
+    }
+
+    /// The node at `p` for writing: every node on the way is made this tree's own, copied if a
+    /// view still shares it (`Arc::make_mut`). A free function over the root so the caller can
+    /// keep using the tree's other fields.
+    fn node_mut<'a>(root: &'a mut Arc<Node>, p: &str) -> Option<&'a mut Node> {
+        let mut cur = Arc::make_mut(root);
+        if p == "/" {
+            return Some(cur);
+        }
+        for name in p.strip_prefix('/')?.split('/') {
+            cur = Arc::make_mut(cur.children.get_mut(name.as_bytes())?);
+        }
+        Some(cur)
     }
 
     pub(crate) fn acl_of(&self, n: &Node) -> Vec<Acl> {
         self.acls.get(n.acl).to_vec()
     }
 
-    /// The names of `p`'s children, sorted. Children are the keys in `p/`..`p0` without a
-    /// further `/`; on meeting a grandchild the scan jumps past that child's whole subtree
-    /// (`p/c/`..`p/c0`), so the cost is O(children × log n) however deep the subtree is.
+    /// The names of `p`'s children, sorted (their stored order); empty if there is no such node.
     pub(crate) fn child_names(&self, p: &str) -> Vec<String> {
-        use std::ops::Bound::{Excluded, Included};
-        let prefix = if p == "/" {
-            "/".to_string()
-        } else {
-            format!("{p}/")
-        };
-        let end = if p == "/" {
-            "0".to_string()
-        } else {
-            format!("{p}0")
-        };
-        let mut out = Vec::new();
-        let mut lo = prefix.clone();
-        loop {
-            let mut next = None;
-            for (k, _) in self
-                .nodes
-                .range::<str, _>((Included(lo.as_str()), Excluded(end.as_str())))
-            {
-                let rest = &k[prefix.len()..];
-                match rest.find('/') {
-                    None if rest.is_empty() => {}
-                    None => out.push(rest.to_owned()),
-                    Some(i) => {
-                        next = Some(format!("{prefix}{}0", &rest[..i]));
-                        break;
-                    }
-                }
-            }
-            match next {
-                Some(n) => lo = n,
-                None => return out,
-            }
-        }
+        self.node(p).map_or_else(Vec::new, |n| {
+            n.children
+                .iter()
+                .map(|(k, _)| k.as_str().to_owned())
+                .collect()
+        })
     }
 
-    /// All nodes strictly below `p`, in path order.
-    pub(crate) fn descendants<'a>(
-        &'a self,
-        p: &str,
-    ) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<Node>)> + 'a {
-        let (lo, hi): (String, String) = if p == "/" {
-            ("/".into(), "0".into())
-        } else {
-            (format!("{p}/"), format!("{p}0"))
-        };
-        let root = p == "/";
-        self.nodes
-            .range::<str, _>((
-                std::ops::Bound::Included(lo.as_str()),
-                std::ops::Bound::Excluded(hi.as_str()),
-            ))
-            .filter(move |(k, _)| !(root && &***k == "/"))
+    /// All nodes strictly below `p`, depth first.
+    pub(crate) fn descendants<'a>(&'a self, p: &str) -> impl Iterator<Item = &'a Node> + 'a {
+        let mut stack: Vec<_> = self
+            .node(p)
+            .map(|n| n.children.iter())
+            .into_iter()
+            .collect();
+        std::iter::from_fn(move || loop {
+            let top = stack.last_mut()?;
+            match top.next() {
+                None => {
+                    stack.pop();
+                }
+                Some((_, n)) => {
+                    if !n.children.is_empty() {
+                        stack.push(n.children.iter());
+                    }
+                    return Some(&**n);
+                }
+            }
+        })
     }
 
     // ---- primitives: the only code that adds, removes or rewrites nodes ----
 
-    /// Inserts `node` (whose ACL reference the caller holds) and links it into its parent
-    /// and the indexes.
-    pub(crate) fn insert_node(&mut self, p: &str, node: Node) {
-        if p != "/" {
-            let (parent, _) = path::split(p).expect("absolute path");
-            Arc::make_mut(self.nodes.get_mut(parent).expect("parent exists")).num_children += 1;
-        }
+    /// Adds a node's share to the indexes, the counters and the digest.
+    fn index_add(&mut self, p: &str, node: &Node) {
         match node.kind() {
             Kind::Ephemeral(owner) => {
                 self.ephemerals.entry(owner).or_default().insert(p.into());
@@ -464,8 +475,28 @@ impl Tree {
         self.data_size += (p.len() + node.data_len()) as u64;
         self.node_digest =
             self.node_digest
-                .wrapping_add(node_hash(p, &node, self.acls.get(node.acl)));
-        self.nodes.insert(p.into(), Arc::new(node));
+                .wrapping_add(node_hash(p, node, self.acls.get(node.acl)));
+        self.nodes += 1;
+    }
+
+    /// Inserts a childless `node` (whose ACL reference the caller holds) under its parent, and
+    /// into the indexes. Never the root: that comes only from `Builder`.
+    pub(crate) fn insert_node(&mut self, p: &str, node: Node) {
+        debug_assert!(node.children.is_empty());
+        let Some((parent, name)) = path::split(p).filter(|(_, name)| !name.is_empty()) else {
+            panic!("insert_node({p:?}): not a child path");
+        };
+        self.index_add(p, &node);
+        let Some(pn) = Tree::node_mut(&mut self.root, parent) else {
+            panic!("insert_node({p:?}): no parent: the tree is corrupt");
+        };
+        if pn
+            .children
+            .insert(Name::new(name), Arc::new(node))
+            .is_some()
+        {
+            panic!("insert_node({p:?}): already there: the tree is corrupt");
+        }
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Inserted(p.into()));
         }
@@ -473,12 +504,19 @@ impl Tree {
 
     /// Unlinks a childless node and releases its ACL reference.
     pub(crate) fn remove_node(&mut self, p: &str) -> Node {
-        let node = Arc::unwrap_or_clone(self.nodes.remove(p).expect("node exists"));
-        if let Some((parent, _)) = path::split(p).filter(|_| p != "/") {
-            if let Some(pn) = self.nodes.get_mut(parent) {
-                Arc::make_mut(pn).num_children -= 1;
-            }
-        }
+        let removed = path::split(p)
+            .filter(|(_, name)| !name.is_empty())
+            .and_then(|(parent, name)| {
+                Tree::node_mut(&mut self.root, parent)?
+                    .children
+                    .remove(name.as_bytes())
+            });
+        let Some(node) = removed else {
+            panic!("remove_node({p:?}): no such node: the tree is corrupt");
+        };
+        // A view may still hold it; then this copies one childless node.
+        let node = Arc::unwrap_or_clone(node);
+        debug_assert!(node.children.is_empty());
         match node.kind() {
             Kind::Ephemeral(owner) => {
                 if let Some(set) = self.ephemerals.get_mut(&owner) {
@@ -499,6 +537,7 @@ impl Tree {
         self.data_size -= (p.len() + node.data_len()) as u64;
         let acl = self.acls.get(node.acl).to_vec();
         self.node_digest = self.node_digest.wrapping_sub(node_hash(p, &node, &acl));
+        self.nodes -= 1;
         self.acls.release(node.acl);
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Removed(p.into(), node.clone(), acl));
@@ -514,7 +553,9 @@ impl Tree {
         f: impl FnOnce(&mut Node, &mut AclTable) -> R,
     ) -> R {
         self.save_meta(p);
-        let n = Arc::make_mut(self.nodes.get_mut(p).expect("node exists"));
+        let Some(n) = Tree::node_mut(&mut self.root, p) else {
+            panic!("update({p:?}): no such node: the tree is corrupt");
+        };
         let before = node_hash(p, n, self.acls.get(n.acl));
         let old_len = n.data_len() as u64;
         let r = f(n, &mut self.acls);
@@ -529,7 +570,7 @@ impl Tree {
         if self.undo.is_none() {
             return;
         }
-        let n = &self.nodes[p];
+        let n = self.existing(p);
         let saved = Undo::Meta {
             path: p.into(),
             stat: n.stat,
@@ -567,6 +608,113 @@ impl Tree {
                     });
                 }
             }
+        }
+    }
+}
+
+/// Builds a whole tree from nodes listed depth first with siblings in byte order of name (the
+/// order a version-2 snapshot lists them in, and the fresh tree's): each node's children are
+/// gathered in a vector while it is open and become its map in one bulk build when the listing
+/// leaves its subtree, so nothing is inserted one by one. Every node goes through the same
+/// index bookkeeping as `insert_node`. Out-of-order, duplicate and orphan nodes are errors.
+#[derive(Default)]
+pub(crate) struct Builder {
+    /// The open nodes, root first; each one's path is `path[..len]`.
+    open: Vec<Open>,
+    path: String,
+    rooted: bool,
+}
+
+struct Open {
+    len: usize,
+    name: Name,
+    node: Node,
+    children: Vec<(Name, Arc<Node>)>,
+}
+
+impl Builder {
+    /// Adds the next node in depth-first order; its ACL reference is the caller's to hand over.
+    pub fn push(&mut self, tree: &mut Tree, p: &str, node: Node) -> Result<(), String> {
+        if !self.rooted {
+            if p != "/" {
+                return Err(format!("node {p:?} comes before the root"));
+            }
+            self.rooted = true;
+            tree.index_add(p, &node);
+            self.path.push('/');
+            self.open.push(Open {
+                len: 1,
+                name: Name::new(""),
+                node,
+                children: Vec::new(),
+            });
+            return Ok(());
+        }
+        if p == "/" {
+            return Err(format!("node {p:?} is listed twice"));
+        }
+        let Some((parent, name)) = path::split(p).filter(|(_, name)| !name.is_empty()) else {
+            return Err(format!("node {p:?} has no parent"));
+        };
+        // Close the subtrees the listing has left: every open node that is not `parent` or
+        // above it. The root is above every path that starts with `/`.
+        while self.open.len() > 1 && !path::is_at_or_below(parent, self.open_path()) {
+            self.close();
+        }
+        if self.open_path() != parent {
+            return Err(format!(
+                "node {p:?} has no parent before it in depth-first order"
+            ));
+        }
+        let top = self.open.last().expect("the root stays open");
+        if let Some((last, _)) = top.children.last() {
+            match last.as_bytes().cmp(name.as_bytes()) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Err(format!("node {p:?} is listed twice")),
+                std::cmp::Ordering::Greater => {
+                    return Err(format!("node {p:?} is out of depth-first order"))
+                }
+            }
+        }
+        tree.index_add(p, &node);
+        self.path.clear();
+        self.path.push_str(p);
+        self.open.push(Open {
+            len: p.len(),
+            name: Name::new(name),
+            node,
+            children: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// The finished tree's root goes into `tree`.
+    pub fn finish(mut self, tree: &mut Tree) -> Result<(), String> {
+        if !self.rooted {
+            return Err("no root".into());
+        }
+        while self.open.len() > 1 {
+            self.close();
+        }
+        let mut root = self.open.pop().expect("the root is open");
+        root.node.children = Children::from_sorted(root.children);
+        tree.root = Arc::new(root.node);
+        Ok(())
+    }
+
+    fn open_path(&self) -> &str {
+        &self.path[..self.open.last().map_or(0, |o| o.len)]
+    }
+
+    /// Finishes the innermost open node (not the root) into its parent's list.
+    fn close(&mut self) {
+        let Some(mut done) = self.open.pop() else {
+            return;
+        };
+        done.node.children = Children::from_sorted(done.children);
+        if let Some(parent) = self.open.last_mut() {
+            parent.children.push((done.name, Arc::new(done.node)));
+            self.path.truncate(parent.len);
         }
     }
 }

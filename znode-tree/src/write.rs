@@ -205,7 +205,7 @@ impl Tree {
         if !validate_path(&full) {
             return Err(ErrorCode::BadArguments);
         }
-        if self.nodes.contains_key(full.as_str()) {
+        if self.node(&full).is_some() {
             return Err(ErrorCode::NodeExists);
         }
         if matches!(pnode.kind(), Kind::Ephemeral(_)) {
@@ -230,20 +230,14 @@ impl Tree {
             aversion: 0,
         };
         let idx = self.acls.intern(&acl);
-        let node = Node {
-            stat,
-            data: data.as_deref().map(Box::from),
-            acl: idx,
-            num_children: 0,
-        };
-        self.insert_node(&full, node);
+        self.insert_node(&full, Node::new(stat, data.as_deref().map(Box::from), idx));
         if path::split(&full).map(|(_, n)| n) == Some(quota::STAT_NODE)
             && quota::is_quota_dir(parent)
         {
             self.recount_quota(quota::trim_quota_path(parent));
         }
         self.update_quota_stat(&full, len, 1);
-        let parent_acl = self.acl_of(&self.nodes[parent]);
+        let parent_acl = self.acl_of(self.existing(parent));
         changes.push(Change::Created {
             path: full.clone(),
             acl,
@@ -252,7 +246,7 @@ impl Tree {
             path: parent.to_owned(),
             acl: parent_acl,
         });
-        let stat = self.nodes[full.as_str()].wire_stat();
+        let stat = self.existing(&full).wire_stat();
         Ok(Done::Created {
             op,
             path: full,
@@ -272,7 +266,7 @@ impl Tree {
         self.require(pnode, perms::DELETE, cx.auth)?;
         let n = self.node(p).ok_or(ErrorCode::NoNode)?;
         check_version(version, n.stat.version)?;
-        if n.num_children != 0 {
+        if n.num_children() != 0 {
             return Err(ErrorCode::NotEmpty);
         }
         self.unlink(cx.zxid, p, changes);
@@ -283,10 +277,10 @@ impl Tree {
     fn unlink(&mut self, zxid: i64, p: &str, changes: &mut Vec<Change>) {
         let (parent, _) = path::split(p).expect("checked by caller");
         self.update(parent, |pn, _| pn.stat.pzxid = pn.stat.pzxid.max(zxid));
-        let acl = self.acl_of(&self.nodes[p]);
+        let acl = self.acl_of(self.existing(p));
         let node = self.remove_node(p);
         self.update_quota_stat(p, -(node.data_len() as i64), -1);
-        let parent_acl = self.acl_of(&self.nodes[parent]);
+        let parent_acl = self.acl_of(self.existing(parent));
         changes.push(Change::Deleted {
             path: p.to_owned(),
             acl,
@@ -323,7 +317,7 @@ impl Tree {
         self.update_quota_stat(p, diff, 0);
         changes.push(Change::DataChanged {
             path: p.to_owned(),
-            acl: self.acl_of(&self.nodes[p]),
+            acl: self.acl_of(self.existing(p)),
         });
         Ok(stat)
     }
@@ -342,7 +336,7 @@ impl Tree {
         });
         changes.push(Change::DataChanged {
             path: CONFIG.to_owned(),
-            acl: self.acl_of(&self.nodes[CONFIG]),
+            acl: self.acl_of(self.existing(CONFIG)),
         });
     }
 
@@ -396,7 +390,7 @@ impl Tree {
     ) -> Result<(), ErrorCode> {
         let parent = deletable_parent(p)?;
         let n = self.node(p).ok_or(ErrorCode::NoNode)?;
-        if n.num_children != 0 {
+        if n.num_children() != 0 {
             return Err(ErrorCode::NotEmpty);
         }
         if matches!(n.kind(), Kind::Ephemeral(_)) {
@@ -477,7 +471,7 @@ impl Tree {
         if let Some(n) = self.node(prefix) {
             count += 1;
             bytes += n.data_len() as i64;
-            for (_, d) in self.descendants(prefix) {
+            for d in self.descendants(prefix) {
                 count += 1;
                 bytes += d.data_len() as i64;
             }
