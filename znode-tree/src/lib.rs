@@ -22,14 +22,14 @@
 //! - nodes form a tree from the root, each owning its children by name (a name is stored
 //!   once, full paths are built only to be hashed, indexed or encoded); a lookup walks the
 //!   path's components, O(depth × log children), allocating nothing; getChildren is
-//!   O(children); memory is about 268 heap bytes (291 resident) per znode with 100 bytes of
+//!   O(children); memory is about 237 heap bytes (258 resident) per znode with 100 bytes of
 //!   data at 1M znodes, ACL lists interned (`tests/scale.rs` measures it);
 //! - nodes are shared copy-on-write, so `snapshot_view` is O(1) in the znodes (it takes the
 //!   root) and a server encodes the state off its request path; the first write below a node
-//!   after a view copies the nodes on its path, each O(its children).
+//!   after a view copies the nodes on its path, each O(256 + its children / 256).
 //!
 //! Layout: `entry` (log records), `tree` (state, primitives, reads, the bulk `Builder`),
-//! `node` (a znode and its sizes), `children` (a node's children), `name` (a child's
+//! `node` (a znode and its sizes), `children` (a node's children, chunked), `name` (a child's
 //! name), `write` (write ops and quotas), `multi`, `acl`, `quota`, `path`, `session`,
 //! `snapshot` (snapshot, restore, digest), `watch`, `read` (reads that register watches).
 

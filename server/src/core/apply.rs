@@ -315,7 +315,7 @@ impl Core {
             // Only the view is taken here, on the core task, where clients wait for it: it shares
             // the tree's root and copies the sessions and ACL tables (microseconds at 1M znodes).
             // Encoding runs on its own thread while writes go on; the first write below a node
-            // the view still shares copies that node's path (O(children) per node on it).
+            // the view still shares copies that node's path (tens of microseconds).
             let started = std::time::Instant::now();
             let view = self.tree.snapshot_view();
             let view_ms = started.elapsed().as_millis() as u64;
