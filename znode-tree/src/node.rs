@@ -206,3 +206,20 @@ pub(crate) fn depth_first(root: &Node, mut f: impl FnMut(&[u8], &Node) -> Contro
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes the module documentation states, paid once per znode.
+    #[test]
+    fn a_node_is_88_bytes_with_a_60_byte_stat_and_an_8_byte_empty_children() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<StoredStat>(), 60);
+        assert_eq!(size_of::<Children>(), 8);
+        assert_eq!(size_of::<Node>(), 88);
+        let n = Node::new(StoredStat::default(), None, 0);
+        assert!(n.children.is_empty());
+        assert_eq!(n.wire_stat().num_children, 0);
+    }
+}
