@@ -8,12 +8,6 @@ use paddock::cli::{Command, LogFormat};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc instead of glibc's malloc: a profile of creates spent about 18% of the server's CPU
-/// in glibc's allocator (`_int_malloc`, `_int_free`, consolidation), and mimalloc keeps no
-/// per-allocation header, which matters for a tree of millions of small allocations.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// How long a stop signal may take to flush and exit before the process exits anyway (status 1).
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
 
