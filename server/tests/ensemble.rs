@@ -187,6 +187,59 @@ async fn a_session_on_a_follower_lives_on_touches_and_survives_the_leader_stoppi
     shutdown(&mut members).await;
 }
 
+/// A follower answers a reconnect only once a live leader has confirmed it (a ReadIndex), as a
+/// ZooKeeper follower revalidates every reconnect with its leader. Here the leader's raft stops
+/// while its links stay open, so the followers have not noticed when the session reconnects to
+/// one of them: the follower must not hand the session back on its own say-so and drop it a
+/// moment later (BUGS.md P6; go-zookeeper's TestIntegration_ClientClusterFailover).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_follower_answers_a_reconnect_only_once_a_live_leader_confirms_it() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let f = members.iter().find(|m| m.id != leader).unwrap().id;
+    let c = common::RawClient::connect(member(&members, leader).addr(), 10_000).await;
+    let (session_id, passwd) = (c.session_id, c.passwd.clone());
+
+    member(&members, leader)
+        .server
+        .as_ref()
+        .unwrap()
+        .consensus()
+        .shutdown();
+    let faddr = member(&members, f).addr();
+    let (resp, _) = tokio::time::timeout(
+        Duration::from_secs(20),
+        common::RawClient::connect_with(
+            faddr,
+            wire::ConnectRequest {
+                timeout: 10_000,
+                session_id,
+                passwd: Some(passwd),
+                read_only: Some(false),
+                ..Default::default()
+            },
+        ),
+    )
+    .await
+    .expect("the follower answers or closes in time");
+    if let Some(r) = resp.filter(|r| r.timeout > 0) {
+        assert_eq!(r.session_id, session_id);
+        // Handed back: only a follower that has a new, live leader may have done that.
+        let mntr = four_letter(faddr, "mntr").await;
+        let known = mntr
+            .lines()
+            .find_map(|l| l.strip_prefix("zk_paddock_raft_leader_id\t"))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        assert!(
+            known.is_some_and(|l| l != 0 && l != leader),
+            "the follower gave the session back while it still followed the stopped leader {leader} (it knows {known:?})"
+        );
+    }
+    drop(c);
+    shutdown(&mut members).await;
+}
+
 fn create_ephemeral(path: &str) -> wire::Request {
     wire::Request::Create(wire::ops::create::CreateRequest {
         path: path.into(),
