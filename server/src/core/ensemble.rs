@@ -339,9 +339,8 @@ impl Core {
         }
     }
 
-    /// A reconnect on a follower: learn the leader's commit index first (which also shows the
-    /// leader still leads), then look again (the session may have been created elsewhere a
-    /// moment ago). `false` on a leader or a standalone server: they decide at once.
+    /// A reconnect of a session this member does not know: learn the leader's commit index
+    /// first, then look again (the session may have been created elsewhere a moment ago).
     pub(super) fn revalidate(
         &mut self,
         conn: ConnId,

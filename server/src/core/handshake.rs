@@ -107,14 +107,9 @@ impl Core {
         self.reconnect(id, req.session_id, req.passwd, true);
     }
 
-    /// Reconnect: the password must match a live session that is not closing. A follower first
-    /// asks the leader for its commit index (`revalidate`, a ReadIndex) and comes back here with
-    /// `may_revalidate` false, as a ZooKeeper follower revalidates every reconnect with its
-    /// leader: the session may have been created elsewhere a moment ago, and, for a session it
-    /// knows, the answer proves a leader still leads. Without that, a client whose member had just
-    /// died reconnected to a follower that had not yet noticed, got its session back, and lost it
-    /// a moment later when the follower learned it had no leader and dropped its clients
-    /// (go-zookeeper's TestIntegration_ClientClusterFailover, BUGS.md P6).
+    /// Reconnect: the password must match a live session that is not closing. A member of an
+    /// ensemble that does not know the session first asks for the leader's commit index
+    /// (`revalidate`) and comes back here with `may_revalidate` false.
     pub(super) fn reconnect(
         &mut self,
         id: ConnId,
@@ -128,7 +123,7 @@ impl Core {
         let (remote, timeout_ms, sent_read_only) =
             (conn.remote, conn.timeout_ms, conn.sent_read_only);
         let known = self.tree.session(session_id).map(|s| s.password);
-        if may_revalidate && self.revalidate(id, session_id, passwd.clone()) {
+        if known.is_none() && may_revalidate && self.revalidate(id, session_id, passwd.clone()) {
             return;
         }
         let valid = match known {
