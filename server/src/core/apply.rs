@@ -318,11 +318,11 @@ impl Core {
             // the view still shares copies that node's path (tens of microseconds).
             let started = std::time::Instant::now();
             let view = self.tree.snapshot_view();
-            let view_ms = started.elapsed().as_millis() as u64;
+            let view_took = started.elapsed();
+            let view_ms = view_took.as_millis() as u64;
             let (index, term) = (self.applied_index, self.applied_term);
             let raft = self.raft.clone();
             let latency = self.latency.clone();
-            let view_took = started.elapsed();
             // A thread of its own at background priority (`consensus::background`): on a
             // server with one core the encoding would otherwise take turns with the core task
             // and every client would wait for its slices.
