@@ -230,13 +230,16 @@ newest() { # dir glob
 
 cmd_disk() { # n fault
     need_run
-    local n=$1 fault=$2 d f
+    local n=$1 fault=$2 d f w=
     d="$(mdir "$n")/data"
     if pid=$(member_pid "$n") && kill -0 "$pid" 2>/dev/null; then die "member $n is running; stop it first"; fi
     case "$TARGET/$fault" in
         zookeeper/truncate-log | zookeeper/corrupt-log) f=$(newest "$d/version-2" 'log.*') ;;
         zookeeper/corrupt-snapshot) f=$(newest "$d/version-2" 'snapshot.*') ;;
-        paddock/truncate-log | paddock/corrupt-log) f=$(newest "$d/paddock/raftdb" '*.log') ;;
+        # paddock's synced log is its segments; RocksDB's WAL beside them is written unsynced and is
+        # a second copy, so a lost tail is cut from both (the newest WAL too), as a power loss would.
+        paddock/truncate-log) f=$(newest "$d/paddock/raftdb/segments" '*.seg') w=$(newest "$d/paddock/raftdb" '*.log') ;;
+        paddock/corrupt-log) f=$(newest "$d/paddock/raftdb/segments" '*.seg') ;;
         paddock/corrupt-snapshot) f=$(newest "$d/paddock/snapshots" '*') ;;
         */wipe)
             find "$d" -mindepth 1 -maxdepth 1 ! -name myid -exec rm -rf {} +
@@ -246,25 +249,27 @@ cmd_disk() { # n fault
         *) die "unknown disk fault $fault" ;;
     esac
     [[ -n "$f" ]] || { echo "no file for $fault under $d"; return 0; }
-    # ZooKeeper preallocates its logs with zeros: the data ends at the last non-zero byte.
-    python3 - "$f" "$fault" <<'PY'
+    # ZooKeeper preallocates its logs with zeros, paddock its segments: the data ends at the last
+    # non-zero byte.
+    python3 - "$fault" "$f" ${w:+"$w"} <<'PY'
 import os, sys
-path, fault = sys.argv[1:]
-data = open(path, "rb").read()
-end = len(data.rstrip(b"\0"))
-if end == 0:
-    print(f"{path}: empty, left alone"); sys.exit(0)
-if fault == "truncate-log":
+fault, paths = sys.argv[1], sys.argv[2:]
+for path in paths:
+  data = open(path, "rb").read()
+  end = len(data.rstrip(b"\0"))
+  if end == 0:
+    print(f"{path}: empty, left alone"); continue
+  if fault == "truncate-log":
     cut = max(0, end - 37)
     with open(path, "r+b") as f:
         f.truncate(cut)
     print(f"{path}: truncated from {end} to {cut} bytes")
-elif fault == "corrupt-log":
+  elif fault == "corrupt-log":
     at = max(0, end - 20)
     with open(path, "r+b") as f:
         f.seek(at); b = f.read(8); f.seek(at); f.write(bytes(x ^ 0xFF for x in b))
     print(f"{path}: flipped 8 bytes at {at} (data ends at {end})")
-else:
+  else:
     at = end // 2
     with open(path, "r+b") as f:
         f.seek(at); b = f.read(16); f.seek(at); f.write(bytes(x ^ 0xFF for x in b))

@@ -21,7 +21,8 @@
 //!                        2 snapshot install ─▶ Event::InstallSnapshot, MembershipChanged
 //!                        3 committed entries ─▶ Event::Committed  (only entries already durable)
 //!                          (a membership change ends its batch ─▶ Event::MembershipChanged)
-//!                        4 entries + hard state ─▶ one synced RocksDB WriteBatch
+//!                        4 entries + hard state ─▶ one WriteBatch: a log-segment record
+//!                          (fdatasync), then RocksDB (unsynced; replayed from the segments at start)
 //!                        5 read states ─▶ Event::ReadIndexReady
 //!                        6 persisted messages ─▶ Transport  (votes/acks after the fsync)
 //!                        7 advance ─▶ light ready: commit index, messages, committed entries
@@ -78,6 +79,7 @@ mod handle;
 mod logger;
 pub mod net;
 mod raft_loop;
+pub mod segments;
 pub mod snapshot_file;
 mod status;
 pub mod storage;

@@ -7,9 +7,12 @@
 //!   (SnapshotMetadata of the newest durable snapshot), `first_index` (first index still in the
 //!   log, then the term of the entry just before it: two u64 BE).
 //!
-//! Every mutation is one `WriteBatch`, so a crash leaves either the old or the new state. Writes
-//! that raft needs to be durable (entries, term/vote, snapshots) are synced; the commit index alone
-//! is not, because raft recomputes a lost commit index from a quorum.
+//! Every mutation is one `WriteBatch`, so a crash leaves either the old or the new state. Each
+//! batch is first appended to the log segments (`segments.rs`, in `segments/` inside the RocksDB
+//! directory), which is where a write raft needs durable (entries, term/vote, snapshots) is
+//! fdatasync'ed; RocksDB itself is written unsynced after it, and a start replays into RocksDB the
+//! records it lost. The commit index alone is not synced, because raft recomputes a lost commit
+//! index from a quorum.
 //!
 //! Only the raft thread mutates the store, through `&mut self`; raft-rs reads it through `&self`,
 //! so no locks are needed.
@@ -26,6 +29,7 @@ use rocksdb::{
     WriteOptions, DB,
 };
 
+use crate::segments::{self, Segments};
 use crate::snapshot_file;
 use crate::ConsensusError;
 
@@ -37,6 +41,11 @@ const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
 const KEY_FIRST_INDEX: &[u8] = b"first_index";
 /// Present while a member that started empty and joined has not yet caught up (see `Driver`).
 const KEY_REJOINING: &[u8] = b"rejoining";
+/// The sequence number of the last log-segment record this batch's writes came with (u64 BE):
+/// which records RocksDB holds (see `segments.rs`).
+const KEY_LOG_SEQ: &[u8] = b"log_seq";
+/// The log segments' directory, inside the RocksDB directory (RocksDB leaves directories alone).
+const SEGMENTS_DIR: &str = "segments";
 
 /// Recent entries kept in memory: followers being replicated to and the applier read the tail.
 const CACHE_ENTRIES: usize = 4096;
@@ -61,6 +70,7 @@ pub struct LogStore {
     /// Where snapshot files live, for `Storage::snapshot` (a leader sending one to a follower).
     snapshot_dir: Option<PathBuf>,
     synced_writes: u64,
+    segments: Segments,
     /// Set by `Storage::snapshot` when raft wanted to send a snapshot to this peer and the stored
     /// one cannot serve it; the driver turns it into `Event::SnapshotWanted`.
     snapshot_wanted: Cell<Option<u64>>,
@@ -101,13 +111,13 @@ impl LogStore {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        // A record cut short at the end of the WAL is a write the crash interrupted (never
-        // synced, so never acknowledged): drop it. A whole record whose checksum fails is damage
-        // to data that was synced and may have been acknowledged (an entry, a vote): refuse to
-        // open rather than forget it. RocksDB's default (point in time) would silently stop
-        // replay there, and a member would rejoin without entries it had counted towards a
-        // commit (BUGS.md P4). ZooKeeper treats its log the same way.
-        opts.set_wal_recovery_mode(DBRecoveryMode::TolerateCorruptedTailRecords);
+        // RocksDB is written unsynced: what is durable is the log segments. So RocksDB's WAL
+        // may end anywhere after a power loss, and any prefix of its writes will do: the records
+        // after it are replayed from the segments, and if the segments no longer hold them the
+        // open is refused (a gap). A damaged synced record cannot be dropped silently this way
+        // (BUGS.md P4): the segments refuse a record whose checksum fails, as ZooKeeper refuses
+        // its log.
+        opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
         // What a restart after a crash replays is RocksDB's WAL since the oldest unflushed
         // memtable of any column family. The meta family (hard state, a few bytes per Ready)
         // would never fill a memtable of its own, so it kept every WAL file alive and a restart
@@ -122,6 +132,7 @@ impl LogStore {
             ColumnFamilyDescriptor::new(CF_META, Options::default()),
         ];
         let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
+        let segments = replay_segments(&db, &dir.join(SEGMENTS_DIR))?;
         let mut store = LogStore {
             db,
             hard_state: HardState::default(),
@@ -133,6 +144,7 @@ impl LogStore {
             cache: VecDeque::new(),
             snapshot_dir: None,
             synced_writes: 0,
+            segments,
             snapshot_wanted: Cell::new(None),
             rejoining: false,
         };
@@ -196,14 +208,30 @@ impl LogStore {
         Ok(())
     }
 
-    fn write(&mut self, batch: WriteBatch, sync: bool) -> Result<(), ConsensusError> {
+    /// Appends `batch` to the log segments (fdatasync'ed if `sync`), then writes it to RocksDB,
+    /// unsynced. The order matters: RocksDB never holds a durable write the segments lack.
+    fn write(&mut self, mut batch: WriteBatch, sync: bool) -> Result<(), ConsensusError> {
+        let seq = self.segments.next_seq();
+        batch.put_cf(cf(&self.db, CF_META), KEY_LOG_SEQ, seq.to_be_bytes());
+        if self.segments.is_full_for(batch.data().len()) {
+            // Every record so far is in RocksDB; syncing its WAL makes them durable there, so
+            // the older segments can go.
+            self.db.flush_wal(true)?;
+            self.segments.rotate(batch.data().len())?;
+        }
+        self.segments.append(batch.data(), sync)?;
         let mut wo = WriteOptions::default();
-        wo.set_sync(sync);
+        wo.set_sync(false);
         self.db.write_opt(batch, &wo)?;
         if sync {
             self.synced_writes += 1;
         }
         Ok(())
+    }
+
+    /// The log segment being appended to (for tests and fault injection).
+    pub fn current_segment(&self) -> PathBuf {
+        self.segments.current_path()
     }
 
     /// True once the store holds a membership (bootstrapped, or a snapshot installed).
@@ -530,6 +558,34 @@ impl SizedBatch {
         self.out.push(e);
         true
     }
+}
+
+/// Replays into RocksDB the segment records it does not hold (it keeps the sequence number of the
+/// last one it has), makes RocksDB durable, and starts a new segment.
+fn replay_segments(db: &DB, dir: &Path) -> Result<Segments, ConsensusError> {
+    let applied = match db.get_cf(cf(db, CF_META), KEY_LOG_SEQ)? {
+        None => 0,
+        Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| {
+            ConsensusError::Corrupt(format!("log_seq record has {} bytes", b.len()))
+        })?),
+    };
+    let records = segments::recover(dir, applied)?;
+    let mut last = applied;
+    if !records.is_empty() {
+        tracing::info!(
+            records = records.len(),
+            from = applied + 1,
+            "replaying log segment records the store lost"
+        );
+    }
+    let mut wo = WriteOptions::default();
+    wo.set_sync(false);
+    for r in &records {
+        db.write_opt(WriteBatch::from_data(&r.payload), &wo)?;
+        last = r.seq;
+    }
+    db.flush_wal(true)?;
+    Segments::start(dir, last + 1)
 }
 
 fn first_index_record(first_index: u64, truncated_term: u64) -> Vec<u8> {

@@ -356,8 +356,9 @@ fn newest_wal(dir: &std::path::Path) -> (std::path::PathBuf, u64) {
     (wal, len)
 }
 
-/// A store whose last synced write (entry 11 and a vote) is the WAL's last record, closed.
-fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> u64 {
+/// A store whose last synced write (entry 11 and a vote) is the last record of both its log
+/// segment and RocksDB's WAL, closed; the segment's path.
+fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> std::path::PathBuf {
     let mut s = store_with_log(dir);
     let hs = HardState {
         term: 3,
@@ -367,16 +368,44 @@ fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> u64 {
     };
     s.write_ready(None, &entries(11..=11, 3), Some(&hs))
         .unwrap();
+    let segment = s.current_segment();
     drop(s);
-    newest_wal(dir).1
+    segment
 }
 
-/// compat-tests/faults/BUGS.md P4: RocksDB's default WAL recovery (point in time) stops replay
-/// at a record whose checksum fails and opens the store without it, so a member silently lost
-/// an entry it had synced and acknowledged (and the vote in the same batch). A corrupt record
-/// must stop the start instead, with a clear error, as ZooKeeper refuses a log whose CRC fails.
+/// Where a pre-sized segment's data ends: its last non-zero byte, as the fault suite finds it.
+fn data_end(path: &std::path::Path) -> usize {
+    let bytes = std::fs::read(path).unwrap();
+    bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+}
+
+/// compat-tests/faults/BUGS.md P4: RocksDB's default WAL recovery (point in time) stopped replay
+/// at a record whose checksum failed and opened the store without it, so a member silently lost
+/// an entry it had synced and acknowledged (and the vote in the same batch). The synced copy is
+/// now the log segment: a record there whose checksum fails stops the start, with a clear error,
+/// as ZooKeeper refuses a log whose CRC fails.
 #[test]
 fn a_corrupt_synced_record_at_the_log_tail_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let segment = closed_store_with_a_synced_tail(dir.path());
+    let end = data_end(&segment);
+    let mut bytes = std::fs::read(&segment).unwrap();
+    for b in &mut bytes[end - 20..end - 12] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&segment, &bytes).unwrap();
+    let err = LogStore::open(dir.path())
+        .err()
+        .expect("a corrupt log does not open");
+    let text = err.to_string();
+    assert!(text.contains("checksum fails"), "{text}");
+    assert!(text.contains(&segment.display().to_string()), "{text}");
+}
+
+/// RocksDB is written unsynced, so damage to its WAL's tail (or a power loss that cut it) loses
+/// nothing: the records after what it recovered are replayed from the segment.
+#[test]
+fn a_damaged_tail_of_rocksdbs_wal_is_replayed_from_the_segment() {
     let dir = tempfile::tempdir().unwrap();
     closed_store_with_a_synced_tail(dir.path());
     let (wal, len) = newest_wal(dir.path());
@@ -385,23 +414,71 @@ fn a_corrupt_synced_record_at_the_log_tail_refuses_to_open() {
         *b ^= 0xff;
     }
     std::fs::write(&wal, &bytes).unwrap();
-    let err = LogStore::open(dir.path())
-        .err()
-        .expect("a corrupt log does not open");
-    let text = err.to_string();
-    assert!(text.contains("Corruption"), "{text}");
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.last_index().unwrap(), 11);
+    assert_eq!(read(&s, 11, 12).unwrap(), entries(11..=11, 3));
+    assert_eq!(
+        (s.hard_state().term, s.hard_state().vote),
+        (3, 2),
+        "the vote came back with the entry"
+    );
 }
 
-/// A record cut short at the very end (a torn write the crash interrupted: never synced, so never
-/// acknowledged) is dropped and the store opens with everything before it, as ZooKeeper reads a
-/// partial last transaction as the end of its log.
+/// A power loss keeps what was fdatasync'ed, the segments, and may keep any prefix of RocksDB's
+/// unsynced WAL: here RocksDB kept only what it had before the last batches; every synced write
+/// comes back, in order, and the next start needs no replay.
+#[test]
+fn a_power_loss_that_keeps_only_the_segments_loses_no_synced_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    let (wal, kept) = newest_wal(dir.path());
+    for t in 3..=5u64 {
+        let first = 11 + (t - 3) * 5;
+        s.write_ready(None, &entries(first..=first + 4, t), None)
+            .unwrap();
+    }
+    // A conflicting append (a new leader's) and a vote, to replay a delete and a hard state too.
+    let hs = HardState {
+        term: 6,
+        vote: 3,
+        commit: 12,
+        ..Default::default()
+    };
+    s.write_ready(None, &entries(20..=21, 6), Some(&hs))
+        .unwrap();
+    drop(s);
+    let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+    f.set_len(kept).unwrap();
+    drop(f);
+    for _ in 0..2 {
+        let s = LogStore::open(dir.path()).unwrap();
+        assert_eq!(s.last_index().unwrap(), 21);
+        let mut want = entries(2..=10, 2);
+        want.extend(entries(11..=15, 3));
+        want.extend(entries(16..=19, 4));
+        want.extend(entries(20..=21, 6));
+        assert_eq!(read(&s, 2, 22).unwrap(), want);
+        assert_eq!(s.hard_state(), &hs);
+    }
+}
+
+/// A record cut short at the very end of both copies (a torn write the crash interrupted: never
+/// synced, so never acknowledged) is dropped and the store opens with everything before it, as
+/// ZooKeeper reads a partial last transaction as the end of its log.
 #[test]
 fn a_torn_last_record_is_dropped_and_the_store_opens() {
     let dir = tempfile::tempdir().unwrap();
-    closed_store_with_a_synced_tail(dir.path());
+    let segment = closed_store_with_a_synced_tail(dir.path());
     let (wal, len) = newest_wal(dir.path());
     let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
     f.set_len(len - 7).unwrap();
+    drop(f);
+    let end = data_end(&segment);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap();
+    f.set_len(end as u64 - 7).unwrap();
     drop(f);
     let s = LogStore::open(dir.path()).unwrap();
     assert_eq!(s.last_index().unwrap(), 10, "entry 11 was the torn record");
