@@ -737,34 +737,34 @@ impl Fnv {
 
 /// One node's contribution to the digest: path, data, stat and ACL content (never the
 /// internal ACL index). Summed with wrapping addition, so order does not matter.
+///
+/// Each part is hashed with XXH3 (a fixed, published function: every member computes the same
+/// value), chained through the seed with its length or tag. It was FNV-1a, a byte at a time:
+/// about 0.3 us per 100-byte node, a third of restoring a 1M-znode snapshot and 4% of a set's
+/// CPU (it runs twice per setData). Digests of the two functions differ, so the `hash` 4lw of
+/// members of different versions do not compare.
 pub(crate) fn node_hash(p: &str, n: &Node, acl: &[Acl]) -> u64 {
-    let mut h = Fnv::new();
-    h.put(&(p.len() as u32).to_be_bytes());
-    h.put(p.as_bytes());
-    match &n.data {
-        None => h.put(&[0]),
-        Some(d) => {
-            h.put(&[1]);
-            h.put(&(d.len() as u32).to_be_bytes());
-            h.put(d);
-        }
-    }
+    use xxhash_rust::xxh3::xxh3_64_with_seed as xxh3;
+    let mut h = xxh3(p.as_bytes(), p.len() as u64);
+    h = match &n.data {
+        None => xxh3(&[], h ^ 0x9e37_79b9_7f4a_7c15),
+        Some(d) => xxh3(d, h ^ d.len() as u64),
+    };
     let (longs, ints) = n.stat.fields();
-    for v in longs {
-        h.put(&v.to_be_bytes());
+    let mut stat = [0u8; 6 * 8 + 3 * 4];
+    for (i, v) in longs.iter().enumerate() {
+        stat[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
     }
-    for v in ints {
-        h.put(&v.to_be_bytes());
+    for (i, v) in ints.iter().enumerate() {
+        stat[48 + i * 4..48 + i * 4 + 4].copy_from_slice(&v.to_be_bytes());
     }
+    h = xxh3(&stat, h);
     for a in acl {
-        h.put(&a.perms.to_be_bytes());
-        for part in [&a.id.scheme, &a.id.id] {
-            h.put(&(part.len() as u32).to_be_bytes());
-            h.put(part.as_bytes());
-        }
+        h = xxh3(a.id.scheme.as_bytes(), h ^ u64::from(a.perms as u32));
+        h = xxh3(a.id.id.as_bytes(), h ^ a.id.scheme.len() as u64);
     }
     // Mix so that sums of similar hashes do not cancel in simple ways.
-    let mut x = h.0;
+    let mut x = h;
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;

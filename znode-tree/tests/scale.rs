@@ -40,6 +40,10 @@
 //! bytes per znode (std's leaves are half full when children are appended in order). Where the
 //! 237 bytes go: 104 for the node and its `Arc` counts, 100 of data, 32 for its slot in its
 //! parent's chunk.
+//!
+//! The node hash (the digest's part per znode, computed at every write and for every node a
+//! restore builds) then went from FNV-1a, a byte at a time, to XXH3: `restore` 822–941 ms →
+//! 589–603 ms and setData 3.7–3.9 µs → 2.8–3.6 µs, alternating the two builds twice (2 Dec).
 
 use std::alloc::System;
 use std::time::{Duration, Instant};
