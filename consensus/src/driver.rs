@@ -510,12 +510,15 @@ impl Driver {
         let mut rd = self.raw.ready();
         self.readies += 1;
 
-        // 1. Leader messages go out before our own fsync (raft thesis 10.2.1).
+        // 1. Role: published, and told to the applier, before anything committed in the new role
+        // and before the messages that tell the peers of it (below): a peer that learns from our
+        // first append that we lead may forward a proposal at once, and `Handle::propose` must not
+        // refuse it as NotLeader while this Ready's fsync runs (BUGS.md P7).
+        self.report_role(out);
+        // 1b. Leader messages go out before our own fsync (raft thesis 10.2.1).
         if !rd.messages().is_empty() {
             out.send(rd.take_messages());
         }
-        // 1b. Role: told to the applier before anything committed in the new role.
-        self.report_role(out);
 
         // 2. A snapshot from the leader replaces everything before it. The file is written (and
         // fsynced) here, before step 4 records it in the log store: a crash in between leaves an
@@ -599,12 +602,15 @@ impl Driver {
     }
 
     /// Emits `RoleChanged` when leadership, the known leader or the term changed (a term alone:
-    /// the same leader re-elected, and what the old term held may have been dropped).
+    /// the same leader re-elected, and what the old term held may have been dropped). The new
+    /// role is published first (`Output::publish`): the applier reacts to the event with calls
+    /// that check it (`Handle::propose` wants a leader, `Handle::read_index` a known one).
     fn report_role(&mut self, out: &mut impl Output) {
         let raft = &self.raw.raft;
         let role = (raft.state == StateRole::Leader, raft.leader_id, raft.term);
         if role != self.role {
             self.role = role;
+            out.publish(self);
             let (is_leader, leader_id, term) = role;
             tracing::info!(is_leader, leader = leader_id, term, "role changed");
             out.event(Event::RoleChanged {
