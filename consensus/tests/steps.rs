@@ -887,3 +887,30 @@ fn a_new_role_is_published_before_the_applier_or_the_peers_hear_of_it() {
         );
     }
 }
+
+/// BUGS.md P8: a member wiped and rejoined while the ensemble is idle must catch up without
+/// waiting for a write. The leader's heartbeats carry what it believes the member holds, which
+/// the member clamps (P2); raft-rs's heartbeat answer carries no index, so only an append (a new
+/// write) used to show the leader the member's real position.
+#[test]
+fn a_wiped_member_of_an_idle_ensemble_catches_up_without_a_new_write() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let before = net.propose(1, "a", 20);
+    net.nodes.remove(&3);
+    net.add(Config {
+        voters: Vec::new(),
+        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
+    });
+    // No proposal from here on: only ticks (heartbeats) and what they cause.
+    for _ in 0..ELECTION_TICK * (SNAPSHOT_ACK_ELECTIONS + 1) {
+        net.tick();
+    }
+    let s = net.driver(3).status();
+    assert_eq!(
+        (s.last_index, s.commit),
+        (before, before),
+        "member 3 did not catch up"
+    );
+    assert_eq!(net.payloads(3), net.payloads(1));
+}

@@ -664,10 +664,13 @@ async fn a_wiped_member_rejoins_catches_up_and_restarts_again() {
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
     let c = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    let mut last_write = 0;
     for i in 0..20 {
-        c.create(&format!("/n{i}"), b"v", &persistent())
+        let (stat, _) = c
+            .create(&format!("/n{i}"), b"v", &persistent())
             .await
             .unwrap();
+        last_write = stat.czxid;
     }
     let victim = members.iter().find(|m| m.id != leader).unwrap().id;
     let m = members.iter_mut().find(|m| m.id == victim).unwrap();
@@ -682,6 +685,23 @@ async fn a_wiped_member_rejoins_catches_up_and_restarts_again() {
                 .unwrap_or_else(|e| panic!("restart {round} of the wiped member: {e:#}")),
         );
         let addr = m.addr();
+        // BUGS.md P8: from the first moment it serves, the member holds every write acknowledged
+        // before (it joined empty, so until the leader's entries arrive its tree is empty).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let first_served = loop {
+            if let Some(zxid) = srvr_zxid(addr).await {
+                break zxid;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "round {round}: never served"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        assert!(
+            first_served >= last_write,
+            "round {round}: served at zxid {first_served:#x}, before the writes up to {last_write:#x}"
+        );
         wait_for_leader(&members).await;
         let v = connect(addr, Duration::from_secs(10)).await;
         v.sync("/").await.unwrap();
