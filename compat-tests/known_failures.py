@@ -4,9 +4,12 @@ Shared by kazoo-suite, gozk and curator-recipes (through compat_judge in lib.sh)
 that file and count the same way.
 
 KNOWN_FAILURES: one test a line, `<test id> <reason>`; `#` starts a comment. A `~` before the id marks a
-race in the client's own test, which may fail or pass. Reasons start with `known, <gap>: <detail>` (a
-feature paddock does not have yet, e.g. `known, paddock has no ensemble: ...`) or `harness: <detail>` (a
-limit of running the server in another process, which holds against ZooKeeper too).
+flaky test, which may fail or pass. Reasons start with `known, <gap>: <detail>` (a feature paddock does
+not have yet, e.g. `known, paddock has no ensemble: ...`) or `harness: <detail>` (a limit of running the
+server in another process, which holds against ZooKeeper too); a flaky test's reason may also start with
+`flaky, <detail>`. The skip line of a flaky test says why it is flaky from its reason: a reason that
+names a paddock bug or gap (`BUGS.md P<n>`, or one that starts with `paddock`) is labelled as paddock's,
+any other `flaky, ...` as a race in the client's own test.
 
 Input: a JSON file {test id: [status, message]}, status one of pass, fail, skip, noreport (never
 reported: the test binary died). Verdicts, one line a test: `ok`, `FAIL` (an unlisted failure, a listed
@@ -22,6 +25,7 @@ itself), `known` (a listed test that failed: counted as skipped, with its reason
 
 import collections
 import json
+import re
 import sys
 
 
@@ -43,12 +47,22 @@ def load_known(path, harness_only):
     return known, flaky
 
 
+def paddocks_own(detail):
+    """Whether a flaky entry's reason blames paddock (a BUGS.md entry, or a sentence about paddock)."""
+    return re.search(r"\bBUGS\.md P\d+", detail) is not None or detail.startswith("paddock")
+
+
 def group(reason, flaky):
     """The skip line a known failure is counted under: the gap, without the per-test detail."""
     if reason.startswith("known, "):
         reason = "ran and failed as listed in KNOWN_FAILURES: " + reason.removeprefix("known, ").split(":", 1)[0]
+    if flaky and reason.startswith("flaky, "):
+        detail = reason.removeprefix("flaky, ")
+        if paddocks_own(detail):
+            return "flaky, a paddock bug or gap: " + detail
+        return "flaky, a race in the client's own test: " + detail
     if flaky:
-        return "flaky, a race in the client's own test: " + reason.removeprefix("flaky, ")
+        return "flaky: " + reason
     return reason
 
 

@@ -9,8 +9,9 @@
 # paddock with the generated zoo.cfg. Each top-level test is reported as PASS/FAIL/SKIP. Tests listed in
 # KNOWN_FAILURES (reconfig on the 3-member ensemble, a race) may fail without failing this script; the
 # script fails if any other test fails, if a test never reported (panic, timeout), or if a known failure
-# passes (then the list is stale and must be edited), except for entries marked `~` (races in the
-# client's own tests, which may go either way).
+# passes (then the list is stale and must be edited), except for entries marked `~` (flaky tests, which
+# may go either way; the skip line says whose race it is from the entry's reason: the client's own test,
+# or a paddock bug or gap such as a BUGS.md entry, see compat-tests/known_failures.py).
 #
 # Ends with the row `gozk | passed | failed | skipped` (compat-tests/lib.sh): `failed` counts unexpected
 # failures; `skipped` counts the module's own skips plus the known failures (they ran, and failed the way

@@ -115,6 +115,10 @@ pub trait Output {
     }
 }
 
+/// The context of a follower's rejection that tells its leader where its log really ends after
+/// its data was wiped (`Driver::ask_for_our_real_position`).
+const WIPED: &[u8] = b"paddock:wiped";
+
 /// `RawNode` plus paddock's rules; see the module docs.
 pub struct Driver {
     id: u64,
@@ -318,8 +322,9 @@ impl Driver {
                 // panics committing past the end of our log ("to_commit out of range"). Every
                 // entry we hold came from this leader since the wipe (a new leader re-learns what
                 // we hold), so committing only what we have is safe; the leader then finds our
-                // real position and sends the rest.
+                // real position and sends the rest (`ask_for_our_real_position`, below).
                 let last = self.raw.raft.raft_log.last_index();
+                let mut believed = None;
                 if msg.get_msg_type() == MessageType::MsgHeartbeat && msg.commit > last {
                     tracing::warn!(
                         from = msg.from,
@@ -327,6 +332,7 @@ impl Driver {
                         last,
                         "heartbeat commits past the end of this log (a wiped member rejoining); clamped"
                     );
+                    believed = Some((msg.from, msg.term, msg.commit));
                     msg.commit = last;
                 }
                 if self.rejoining
@@ -345,8 +351,18 @@ impl Driver {
                     );
                     return Ok(());
                 }
+                if msg.get_msg_type() == MessageType::MsgAppendResponse
+                    && msg.reject
+                    && msg.context.as_ref() == WIPED
+                {
+                    self.correct_wiped_progress(&msg);
+                    return Ok(());
+                }
                 if let Err(e) = self.raw.step(msg) {
                     tracing::debug!("peer message ignored: {e}");
+                }
+                if let Some((leader, term, believed)) = believed {
+                    self.ask_for_our_real_position(leader, term, believed, last, out);
                 }
             }
             Command::Unreachable(peer) => self.raw.report_unreachable(peer),
@@ -510,12 +526,15 @@ impl Driver {
         let mut rd = self.raw.ready();
         self.readies += 1;
 
-        // 1. Leader messages go out before our own fsync (raft thesis 10.2.1).
+        // 1. Role: published, and told to the applier, before anything committed in the new role
+        // and before the messages that tell the peers of it (below): a peer that learns from our
+        // first append that we lead may forward a proposal at once, and `Handle::propose` must not
+        // refuse it as NotLeader while this Ready's fsync runs (BUGS.md P7).
+        self.report_role(out);
+        // 1b. Leader messages go out before our own fsync (raft thesis 10.2.1).
         if !rd.messages().is_empty() {
             out.send(rd.take_messages());
         }
-        // 1b. Role: told to the applier before anything committed in the new role.
-        self.report_role(out);
 
         // 2. A snapshot from the leader replaces everything before it. The file is written (and
         // fsynced) here, before step 4 records it in the log store: a crash in between leaves an
@@ -598,13 +617,75 @@ impl Driver {
         Ok(())
     }
 
+    /// The leader believes we hold up to `believed` (a heartbeat's commit), but our log ends at
+    /// `last`: our data was wiped. Heartbeats alone never correct that belief (raft-rs answers
+    /// them without an index), so until the next write made the leader append to us, a wiped
+    /// member of an idle ensemble held nothing, and, not caught up, could not serve (BUGS.md P8).
+    /// Tell the leader where our log really ends: a rejection marked `WIPED` (raft-rs itself
+    /// ignores it as stale), which the leader's driver turns into a probe from there
+    /// (`correct_wiped_progress`).
+    fn ask_for_our_real_position(
+        &mut self,
+        leader: u64,
+        term: u64,
+        believed: u64,
+        last: u64,
+        out: &mut impl Output,
+    ) {
+        let raft = &self.raw.raft;
+        if raft.state != StateRole::Follower || raft.leader_id != leader || raft.term != term {
+            return;
+        }
+        let mut m = Message::default();
+        m.set_msg_type(MessageType::MsgAppendResponse);
+        m.to = leader;
+        m.from = self.id;
+        m.term = term;
+        m.reject = true;
+        m.index = believed;
+        m.reject_hint = last;
+        m.commit = raft.raft_log.committed;
+        m.context = WIPED.to_vec().into();
+        out.send(vec![m]);
+    }
+
+    /// On the leader: a follower says its log ends at `reject_hint`, below what this leader
+    /// believes it matches (`ask_for_our_real_position`). Every entry it holds came from this
+    /// leader since its wipe, so its log is a prefix of ours: lower the belief and probe from
+    /// there (appends, or a snapshot if that part of our log is compacted). Lowering a match only
+    /// delays commits, never commits anything early.
+    fn correct_wiped_progress(&mut self, msg: &Message) {
+        let raft = &mut self.raw.raft;
+        if raft.state != StateRole::Leader || msg.term != raft.term {
+            return;
+        }
+        let Some(pr) = raft.mut_prs().get_mut(msg.from) else {
+            return;
+        };
+        if pr.matched <= msg.reject_hint || pr.state == ProgressState::Snapshot {
+            return;
+        }
+        tracing::info!(
+            peer = msg.from,
+            believed = pr.matched,
+            last = msg.reject_hint,
+            "a follower's log ends before what this leader believed it held (its data was wiped): probing from its end"
+        );
+        pr.matched = msg.reject_hint;
+        pr.become_probe();
+        raft.send_append(msg.from);
+    }
+
     /// Emits `RoleChanged` when leadership, the known leader or the term changed (a term alone:
-    /// the same leader re-elected, and what the old term held may have been dropped).
+    /// the same leader re-elected, and what the old term held may have been dropped). The new
+    /// role is published first (`Output::publish`): the applier reacts to the event with calls
+    /// that check it (`Handle::propose` wants a leader, `Handle::read_index` a known one).
     fn report_role(&mut self, out: &mut impl Output) {
         let raft = &self.raw.raft;
         let role = (raft.state == StateRole::Leader, raft.leader_id, raft.term);
         if role != self.role {
             self.role = role;
+            out.publish(self);
             let (is_leader, leader_id, term) = role;
             tracing::info!(is_leader, leader = leader_id, term, "role changed");
             out.event(Event::RoleChanged {

@@ -23,17 +23,39 @@ struct Collect {
     msgs: Vec<Message>,
     events: Vec<Event>,
     jobs: Vec<SnapshotJob>,
+    /// The role (is_leader, leader_id, term) last published, as `Handle` callers would see it.
+    published: Option<(bool, u64, u64)>,
+    /// Each RoleChanged's role, with the role published when it was emitted.
+    roles_told: Vec<((bool, u64, u64), Option<(bool, u64, u64)>)>,
+    /// Each message sent (type, term), with the role published when it went out.
+    sent: Vec<(MessageType, u64, Option<(bool, u64, u64)>)>,
 }
 
 impl Output for Collect {
     fn send(&mut self, msgs: Vec<Message>) {
+        for m in &msgs {
+            self.sent.push((m.get_msg_type(), m.term, self.published));
+        }
         self.msgs.extend(msgs);
     }
     fn event(&mut self, event: Event) {
+        if let Event::RoleChanged {
+            is_leader,
+            leader_id,
+            term,
+        } = &event
+        {
+            self.roles_told
+                .push(((*is_leader, *leader_id, *term), self.published));
+        }
         self.events.push(event);
     }
     fn write_snapshot(&mut self, job: SnapshotJob) {
         self.jobs.push(job);
+    }
+    fn publish(&mut self, driver: &Driver) {
+        let s = driver.status();
+        self.published = Some((s.is_leader, s.leader_id, s.term));
     }
 }
 
@@ -824,4 +846,71 @@ fn a_member_that_joined_empty_votes_after_its_patience_when_no_leader_can_be_ele
     assert!(!net.driver(2).is_rejoining());
     net.propose(1, "a", 2);
     assert_eq!(net.payloads(2), net.payloads(1));
+}
+
+/// BUGS.md P7: a new leader's status (what `Handle::propose` checks) said "not leader" until the
+/// end of its first Ready, after that Ready's fsync, while its first appends had already told the
+/// followers it leads and its core had already heard RoleChanged. A follower's client creating a
+/// session in that window had its CreateSession forwarded, refused by the leader's
+/// `Handle::propose` as NotLeader, its forward link closed, and the new session refused.
+#[test]
+fn a_new_role_is_published_before_the_applier_or_the_peers_hear_of_it() {
+    let mut net = Net::new(&[1, 2, 3], 100);
+    net.elect(1);
+    let term = net.driver(1).status().term;
+    for id in [1, 2, 3] {
+        let told = &net.nodes[&id].out.roles_told;
+        assert!(
+            told.iter().any(|(role, _)| role.1 == 1),
+            "member {id} never heard of the leader: {told:?}"
+        );
+        for (role, published) in told {
+            assert_eq!(
+                Some(*role),
+                *published,
+                "member {id}: RoleChanged emitted before its status said so"
+            );
+        }
+    }
+    let appends: Vec<_> = net.nodes[&1]
+        .out
+        .sent
+        .iter()
+        .filter(|(t, m_term, _)| *t == MessageType::MsgAppend && *m_term == term)
+        .collect();
+    assert!(!appends.is_empty(), "the leader sent no append");
+    for (_, _, published) in appends {
+        assert_eq!(
+            *published,
+            Some((true, 1, term)),
+            "the leader's append went out before its status said it leads"
+        );
+    }
+}
+
+/// BUGS.md P8: a member wiped and rejoined while the ensemble is idle must catch up without
+/// waiting for a write. The leader's heartbeats carry what it believes the member holds, which
+/// the member clamps (P2); raft-rs's heartbeat answer carries no index, so only an append (a new
+/// write) used to show the leader the member's real position.
+#[test]
+fn a_wiped_member_of_an_idle_ensemble_catches_up_without_a_new_write() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let before = net.propose(1, "a", 20);
+    net.nodes.remove(&3);
+    net.add(Config {
+        voters: Vec::new(),
+        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
+    });
+    // No proposal from here on: only ticks (heartbeats) and what they cause.
+    for _ in 0..ELECTION_TICK * (SNAPSHOT_ACK_ELECTIONS + 1) {
+        net.tick();
+    }
+    let s = net.driver(3).status();
+    assert_eq!(
+        (s.last_index, s.commit),
+        (before, before),
+        "member 3 did not catch up"
+    );
+    assert_eq!(net.payloads(3), net.payloads(1));
 }

@@ -51,7 +51,9 @@ impl LeaderLink {
     /// Starts connecting to `leader`; frames sent meanwhile wait in the queue.
     pub fn open(net: PeerNet, leader: u64, epoch: u64, core: mpsc::Sender<CoreMsg>) -> LeaderLink {
         let (tx, rx) = mpsc::channel(LINK_QUEUE);
-        tokio::spawn(run_link(net, leader, epoch, rx, core));
+        tokio::spawn(tracing::Instrument::in_current_span(run_link(
+            net, leader, epoch, rx, core,
+        )));
         LeaderLink { leader, epoch, tx }
     }
 

@@ -192,7 +192,17 @@ impl Server {
             throttle: Throttle::new(cfg.global_outstanding_limit),
             latency: latency.clone(),
         });
-        let core = tokio::spawn(core.run(core_rx, events_rx));
+        // A member's core logs under its id, so that the members of an in-process ensemble (the
+        // tests) can be told apart; a standalone server has no span.
+        let span = if is_ensemble {
+            tracing::info_span!("member", id = my_id)
+        } else {
+            tracing::Span::none()
+        };
+        let core = tokio::spawn(tracing::Instrument::instrument(
+            core.run(core_rx, events_rx),
+            span,
+        ));
 
         // Replay the log into the tree before anyone can connect.
         let replay_started = std::time::Instant::now();

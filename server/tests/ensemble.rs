@@ -14,8 +14,17 @@ use common::ensemble::*;
 use common::four_letter;
 use wire::Record;
 
+/// `RUST_LOG=info cargo test --test ensemble` shows the members' logs (of a failing test).
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_members_elect_one_leader_and_serve_writes_through_every_member() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
@@ -99,6 +108,7 @@ async fn three_members_elect_one_leader_and_serve_writes_through_every_member() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_standalone_data_dir_or_another_members_is_refused_by_an_ensemble_member() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let cfgs = ensemble_configs(root.path(), 3, 0);
     // Member 1's dir first served as a standalone server.
@@ -134,6 +144,7 @@ async fn exists_after_sync(c: &zk::Client, path: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_on_a_follower_lives_on_touches_and_survives_the_leader_stopping() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
@@ -195,6 +206,7 @@ async fn a_session_on_a_follower_lives_on_touches_and_survives_the_leader_stoppi
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "BUGS.md P6 is open: the fix (revalidate every reconnect) was reverted; run with --ignored"]
 async fn a_follower_answers_a_reconnect_only_once_a_live_leader_confirms_it() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
@@ -241,6 +253,14 @@ async fn a_follower_answers_a_reconnect_only_once_a_live_leader_confirms_it() {
     shutdown(&mut members).await;
 }
 
+/// The last zxid a member applied, from `srvr`'s `Zxid:` line (None while it does not serve).
+async fn srvr_zxid(addr: std::net::SocketAddr) -> Option<i64> {
+    let srvr = four_letter(addr, "srvr").await;
+    srvr.lines()
+        .find_map(|l| l.strip_prefix("Zxid: 0x"))
+        .and_then(|z| i64::from_str_radix(z.trim(), 16).ok())
+}
+
 fn create_ephemeral(path: &str) -> wire::Request {
     wire::Request::Create(wire::ops::create::CreateRequest {
         path: path.into(),
@@ -252,6 +272,7 @@ fn create_ephemeral(path: &str) -> wire::Request {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_leader_expires_a_silent_session_of_a_follower_and_its_ephemerals_go_everywhere() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
@@ -293,6 +314,7 @@ async fn the_leader_expires_a_silent_session_of_a_follower_and_its_ephemerals_go
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
@@ -313,9 +335,19 @@ async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
     let (session, passwd) = (raw.session_id, raw.passwd.clone());
     drop(raw);
 
+    // Member b refuses a client that has seen a zxid it has not applied yet, as a ZooKeeper
+    // follower does (the client tries another server): the create may still be on its way to b.
+    // Wait for it there, as such a client would by retrying.
+    let baddr = member(&members, b).addr();
+    wait_until(
+        "member b applied the client's last zxid",
+        Duration::from_secs(10),
+        || async { srvr_zxid(baddr).await.is_some_and(|z| z >= last_zxid) },
+    )
+    .await;
     // Reconnect to member b with the session; re-register the data watch the client had.
     let (resp, moved) = common::RawClient::connect_with(
-        member(&members, b).addr(),
+        baddr,
         wire::ConnectRequest {
             last_zxid_seen: last_zxid,
             timeout: 10_000,
@@ -372,6 +404,7 @@ async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_cut_off_from_its_quorum_closes_its_clients_and_stops_serving() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
@@ -425,6 +458,7 @@ async fn a_member_cut_off_from_its_quorum_closes_its_clients_and_stops_serving()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_observer_serves_reads_and_forwards_writes_without_voting() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 1)).await;
     wait_for_leader(&members).await;
@@ -472,6 +506,7 @@ async fn an_observer_serves_reads_and_forwards_writes_without_voting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn read_only_mode_serves_reads_without_a_quorum_and_ends_when_it_is_back() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let cfgs: Vec<Config> = ensemble_configs(root.path(), 3, 0)
         .into_iter()
@@ -591,6 +626,7 @@ async fn read_only_mode_serves_reads_without_a_quorum_and_ends_when_it_is_back()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn linearizable_reads_on_a_follower_see_every_write_acknowledged_before_them() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let cfgs: Vec<Config> = ensemble_configs(root.path(), 3, 0)
         .into_iter()
@@ -623,14 +659,18 @@ async fn linearizable_reads_on_a_follower_see_every_write_acknowledged_before_th
 /// member and installs the leader's bootstrap snapshot (index 1, no data); it must restart from it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_wiped_member_rejoins_catches_up_and_restarts_again() {
+    logs();
     let root = tempfile::tempdir().unwrap();
     let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
     let leader = wait_for_leader(&members).await;
     let c = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    let mut last_write = 0;
     for i in 0..20 {
-        c.create(&format!("/n{i}"), b"v", &persistent())
+        let (stat, _) = c
+            .create(&format!("/n{i}"), b"v", &persistent())
             .await
             .unwrap();
+        last_write = stat.czxid;
     }
     let victim = members.iter().find(|m| m.id != leader).unwrap().id;
     let m = members.iter_mut().find(|m| m.id == victim).unwrap();
@@ -645,6 +685,23 @@ async fn a_wiped_member_rejoins_catches_up_and_restarts_again() {
                 .unwrap_or_else(|e| panic!("restart {round} of the wiped member: {e:#}")),
         );
         let addr = m.addr();
+        // BUGS.md P8: from the first moment it serves, the member holds every write acknowledged
+        // before (it joined empty, so until the leader's entries arrive its tree is empty).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let first_served = loop {
+            if let Some(zxid) = srvr_zxid(addr).await {
+                break zxid;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "round {round}: never served"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        assert!(
+            first_served >= last_write,
+            "round {round}: served at zxid {first_served:#x}, before the writes up to {last_write:#x}"
+        );
         wait_for_leader(&members).await;
         let v = connect(addr, Duration::from_secs(10)).await;
         v.sync("/").await.unwrap();

@@ -3,9 +3,10 @@
 //! work in flight.
 //!
 //! Rules (ZooKeeper's, made exact):
-//! - A member serves clients only while it knows a leader. When raft reports no leader (the
-//!   leader is gone, or this member is cut off from the quorum and its election timer ran out,
-//!   which `Config::raft_timing` keeps well inside the smallest session timeout), every client
+//! - A member serves clients only while it knows a leader, and once it holds that leader's state
+//!   (`caught_up`). When raft reports no leader (the leader is gone, or this member is cut off
+//!   from the quorum and its election timer ran out, which `Config::raft_timing` keeps well
+//!   inside the smallest session timeout), every client
 //!   connection is closed and new ones are refused, so a client cut off in a minority cannot go
 //!   on believing it holds a lock that the majority is about to expire. Four-letter words keep
 //!   answering ("not currently serving").
@@ -76,9 +77,26 @@ impl Ensemble {
 
 impl Core {
     /// Whether this member answers clients now: a standalone server always does; a member of an
-    /// ensemble while it knows a leader.
+    /// ensemble while it knows a leader and holds that leader's state (`caught_up`).
     pub(crate) fn serving(&self) -> bool {
+        self.leader_known() && self.caught_up()
+    }
+
+    /// Whether this member knows a leader and is in the configuration: a member that does not
+    /// may serve read-only sessions (`readonlymode.enabled`).
+    pub(crate) fn leader_known(&self) -> bool {
         self.ensemble.is_none() || (self.leader_id != 0 && !self.membership.removed)
+    }
+
+    /// Whether this member has applied an entry of its leader's term: the leader's first entry of
+    /// its term commits everything before it, so this member then holds every write acknowledged
+    /// before the leader was elected. Until then (a member that joined empty and waits for the
+    /// leader's snapshot, one that restarted behind, any member just after an election) it does
+    /// not take new clients, as a ZooKeeper follower serves only once synced with its leader
+    /// (UPTODATE): it would show them an older tree, and drop them when the snapshot installs
+    /// (BUGS.md P8).
+    fn caught_up(&self) -> bool {
+        self.ensemble.is_none() || self.applied_term >= self.term
     }
 
     pub(crate) fn is_ensemble(&self) -> bool {

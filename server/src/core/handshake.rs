@@ -39,9 +39,10 @@ impl Core {
         let sent_read_only = req.read_only.is_some();
         // A member cut off from its quorum serves clients that accept a read-only server
         // (canBeReadOnly), when readonlymode.enabled is on, as ZooKeeper's ReadOnlyZooKeeperServer.
-        let read_only = !self.serving() && self.cfg.read_only_mode && req.read_only == Some(true);
-        // Otherwise a member without a leader does not serve (see `ensemble`): the client tries
-        // another.
+        let read_only =
+            !self.leader_known() && self.cfg.read_only_mode && req.read_only == Some(true);
+        // Otherwise a member without a leader, or not yet caught up with it, does not serve (see
+        // `ensemble`): the client tries another.
         if !self.serving() && !read_only {
             debug!(peer = %remote, "not serving (no leader known); closing a new connection");
             let _ = ready.send(false);

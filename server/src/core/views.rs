@@ -256,7 +256,7 @@ fn server_view(core: &mut Core) -> ServerView {
     let now = Instant::now();
     let now_ms = now_ms();
     let status = core.raft().status();
-    let read_only = !core.serving() && core.config().read_only_mode;
+    let read_only = !core.leader_known() && core.config().read_only_mode;
     let mode = if !core.is_ensemble() {
         Mode::Standalone
     } else if read_only {

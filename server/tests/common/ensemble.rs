@@ -11,13 +11,9 @@ use zookeeper_client as zk;
 
 use super::four_letter_try;
 
-/// Ports for a member: client and peer, picked free now (the test binds them a moment later).
+/// A port for a member to bind a moment later (see `reserve_ports`).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    super::reserve_ports(1)
 }
 
 pub struct Member {
@@ -40,8 +36,10 @@ pub fn ensemble_configs(root: &Path, n: u64, observers: u64) -> Vec<Config> {
 
 /// `ensemble_configs` with `extra` zoo.cfg lines (each ending in a newline) in every member's file.
 pub fn ensemble_configs_with(root: &Path, n: u64, observers: u64, extra: &str) -> Vec<Config> {
+    // The peer port and the one after it (the election port, which zoo.cfg lists and paddock
+    // does not bind), then the client port.
     let ids: Vec<(u64, u16, u16)> = (1..=n + observers)
-        .map(|id| (id, free_port(), free_port()))
+        .map(|id| (id, super::reserve_ports(2), free_port()))
         .collect();
     let mut lines = String::new();
     for (id, peer, _) in &ids {

@@ -34,6 +34,36 @@ pub fn test_config(dir: &Path) -> Config {
     cfg
 }
 
+/// `count` consecutive ports for servers a test starts a moment later, none of them handed out
+/// before in this process and each free now.
+///
+/// Not `bind("127.0.0.1:0")`: that hands out a port from the ephemeral range, which the OS may give
+/// again to the next such call (two members of one ensemble got the same peer port) or to any
+/// outgoing connection (the tests' own clients and four-letter probes) between the moment it is
+/// picked and the moment the server binds it ("Address already in use"). These ports are below the
+/// ephemeral range (`ip_local_port_range` starts at 32768), so no connect takes them, and a
+/// per-process counter keeps the tests of one binary, running in parallel, from sharing them. The
+/// start depends on the process id, so that test binaries running at the same time mostly differ.
+pub fn reserve_ports(count: u16) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::OnceLock;
+    const LOW: u32 = 10_000;
+    const HIGH: u32 = 32_000;
+    static NEXT: OnceLock<AtomicU32> = OnceLock::new();
+    let next =
+        NEXT.get_or_init(|| AtomicU32::new(std::process::id().wrapping_mul(7919) % (HIGH - LOW)));
+    let count = u32::from(count.max(1));
+    for _ in 0..(HIGH - LOW) {
+        let at = LOW + next.fetch_add(count, Ordering::Relaxed) % (HIGH - LOW - count);
+        let free =
+            (at..at + count).all(|p| std::net::TcpListener::bind(("0.0.0.0", p as u16)).is_ok());
+        if free {
+            return at as u16;
+        }
+    }
+    panic!("no {count} free ports in {LOW}..{HIGH}");
+}
+
 pub async fn start(dir: &Path) -> Server {
     Server::start(test_config(dir))
         .await

@@ -1,18 +1,14 @@
 //! The real binary as a child process: a free port, its command line, a guard that kills and
 //! reaps it however the test ends, and the wait until it answers `ruok`.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// A port nobody listens on right now (the binary binds it itself, so there is a short race).
+/// A port for the binary to bind a moment later (see `reserve_ports`).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    super::reserve_ports(1)
 }
 
 /// `paddock serve --port PORT --data-dir DIR -D PROP…`, logging warnings, stdout discarded.
