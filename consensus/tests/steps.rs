@@ -17,6 +17,9 @@ use raft::ProgressState;
 const ELECTION_TICK: usize = 10;
 const HEARTBEAT_TICK: usize = 3;
 
+/// A role as `Handle` callers see it: (is_leader, leader_id, term).
+type Role = (bool, u64, u64);
+
 /// Everything one driver produced, kept until the test moves it.
 #[derive(Default)]
 struct Collect {
@@ -24,11 +27,11 @@ struct Collect {
     events: Vec<Event>,
     jobs: Vec<SnapshotJob>,
     /// The role (is_leader, leader_id, term) last published, as `Handle` callers would see it.
-    published: Option<(bool, u64, u64)>,
+    published: Option<Role>,
     /// Each RoleChanged's role, with the role published when it was emitted.
-    roles_told: Vec<((bool, u64, u64), Option<(bool, u64, u64)>)>,
+    roles_told: Vec<(Role, Option<Role>)>,
     /// Each message sent (type, term), with the role published when it went out.
-    sent: Vec<(MessageType, u64, Option<(bool, u64, u64)>)>,
+    sent: Vec<(MessageType, u64, Option<Role>)>,
 }
 
 impl Output for Collect {

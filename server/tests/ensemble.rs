@@ -204,7 +204,6 @@ async fn a_session_on_a_follower_lives_on_touches_and_survives_the_leader_stoppi
 /// one of them: the follower must not hand the session back on its own say-so and drop it a
 /// moment later (BUGS.md P6; go-zookeeper's TestIntegration_ClientClusterFailover).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "BUGS.md P6 is open: the fix (revalidate every reconnect) was reverted; run with --ignored"]
 async fn a_follower_answers_a_reconnect_only_once_a_live_leader_confirms_it() {
     logs();
     let root = tempfile::tempdir().unwrap();

@@ -266,6 +266,9 @@ impl Core {
         for id in connecting {
             self.refuse_connection(id);
         }
+        if let Some(ens) = self.ensemble.as_mut() {
+            ens.revalidating.clear(); // their connections closed above
+        }
         self.watches = znode_tree::WatchRegistry::new();
         self.sync_ready.clear();
         self.tracker = crate::session::SessionTracker::new(Duration::from_millis(

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use consensus::PeerNet;
 use wire::ops::data::GetDataRequest;
@@ -47,19 +47,28 @@ pub struct Ensemble {
     pub(super) next_epoch: u64,
     /// Sessions heard from since the last touch sent to the leader, with their timeouts.
     pub(super) touched: HashMap<i64, i32>,
-    /// Reconnects of sessions this member does not know yet, waiting for a ReadIndex: the
-    /// session may have been created on another member a moment ago (ZooKeeper asks the leader,
-    /// `REVALIDATE`). By ReadIndex context.
+    /// Reconnects on a follower waiting for a ReadIndex (ZooKeeper's follower asks its leader,
+    /// `REVALIDATE`): the answer shows a live leader still leads, and the session may have been
+    /// created on another member a moment ago. By ReadIndex context.
     pub(super) revalidating: HashMap<u64, Revalidation>,
 }
 
-/// A reconnect waiting to learn whether its session exists.
+/// A reconnect waiting to learn from a live leader whether its session exists.
 pub(super) struct Revalidation {
     pub(super) conn: ConnId,
     pub(super) session_id: i64,
     pub(super) passwd: Option<Vec<u8>>,
     /// Set by the ReadIndex answer: check once applied reaches it.
     pub(super) index: Option<u64>,
+    /// When its ReadIndex was last asked for (see `retry_revalidations`).
+    pub(super) asked: Instant,
+    /// Asked for before this member saw its leader commit in its term: raft-rs drops such a
+    /// read silently, so it is asked again once this member applies an entry of the term.
+    pub(super) early: bool,
+    /// When the reconnect is given up (its session timeout: the client has moved on by then).
+    pub(super) until: Instant,
+    /// How long an unanswered ReadIndex waits before it is asked again.
+    pub(super) patience: std::time::Duration,
 }
 
 impl Ensemble {
@@ -226,17 +235,13 @@ impl Core {
         ids.len()
     }
 
-    /// Sessions being created have an unknown fate: refuse their connections.
+    /// Sessions being created have an unknown fate: refuse their connections. (Reconnects waiting
+    /// for a revalidation have nothing in flight: a new leader is asked again, see
+    /// `ensemble_role_changed`.)
     fn refuse_connecting(&mut self) {
         let connecting: Vec<ConnId> = self.connecting.drain().map(|(_, id)| id).collect();
         for id in connecting {
             self.refuse_connection(id);
-        }
-        if let Some(ens) = self.ensemble.as_mut() {
-            let waiting: Vec<ConnId> = ens.revalidating.drain().map(|(_, r)| r.conn).collect();
-            for id in waiting {
-                self.refuse_connection(id);
-            }
         }
     }
 
@@ -276,6 +281,9 @@ impl Core {
         self.refuse_connecting();
         self.tracker.clear_closing();
         if leader_id == 0 {
+            if let Some(ens) = self.ensemble.as_mut() {
+                ens.revalidating.clear(); // their connections close below
+            }
             let all = self.close_conns_where(|_| true);
             if all > 0 {
                 warn!(
@@ -294,6 +302,10 @@ impl Core {
                 "a leader is known again: closed read-only sessions"
             );
         }
+        // A reconnect still waiting for its ReadIndex asks the new leader: raft dropped the old
+        // request, or the old leader will never answer. One answered already waits only for this
+        // member to apply that far.
+        self.reask_revalidations(|r| r.index.is_none());
         if is_leader && !was_leader {
             // The sessions' activity was seen by the old leader, not by us: everyone starts
             // afresh, as in ZooKeeper.
@@ -357,8 +369,12 @@ impl Core {
         }
     }
 
-    /// A reconnect of a session this member does not know: learn the leader's commit index
-    /// first, then look again (the session may have been created elsewhere a moment ago).
+    /// A reconnect on a follower: learn the leader's commit index first (a ReadIndex, which also
+    /// shows that a live leader still leads), then look again (the session may have been created
+    /// elsewhere a moment ago). `false` on a leader or a standalone server: they decide at once.
+    /// The request is asked again until answered (`retry_revalidations`, a new leader, the first
+    /// entry of the leader's term applied here), and the connection is refused once its session
+    /// timeout has passed without an answer.
     pub(super) fn revalidate(
         &mut self,
         conn: ConnId,
@@ -368,23 +384,113 @@ impl Core {
         if self.ensemble.is_none() || self.is_leader {
             return false;
         }
+        let Some(timeout_ms) = self.conns.get(&conn).map(|c| c.timeout_ms) else {
+            return false;
+        };
+        let timeout = std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+        let (tick, election, _) = self.cfg.raft_timing();
+        // One election timeout (a lost request or a leader that just changed is noticed by
+        // then), but a fraction of the session's timeout, so that several tries fit in it.
+        let core_tick =
+            std::time::Duration::from_millis((self.cfg.tick_time_ms as u64 / 2).clamp(10, 500));
+        let patience = (tick * election).min(timeout / 4).max(core_tick);
+        let now = Instant::now();
+        let r = Revalidation {
+            conn,
+            session_id,
+            passwd,
+            index: None,
+            asked: now,
+            early: false,
+            until: now + timeout,
+            patience,
+        };
+        self.ask_revalidation(r, now);
+        true
+    }
+
+    /// Asks for a ReadIndex for `r` under a fresh context. A refusal (no leader known at this
+    /// instant) is asked again by the ticker.
+    fn ask_revalidation(&mut self, mut r: Revalidation, now: Instant) {
         let ctx = self.next_read_ctx;
         self.next_read_ctx += 1;
-        if self.raft.read_index(ctx).is_err() {
-            return false;
+        r.index = None;
+        r.asked = now;
+        r.early = self.applied_term < self.term;
+        if let Err(e) = self.raft.read_index(ctx) {
+            debug!(ctx, error = %e, "revalidation's read index refused; asking again later");
         }
         if let Some(ens) = self.ensemble.as_mut() {
-            ens.revalidating.insert(
-                ctx,
-                Revalidation {
-                    conn,
-                    session_id,
-                    passwd,
-                    index: None,
-                },
-            );
+            ens.revalidating.insert(ctx, r);
         }
-        true
+    }
+
+    /// Asks again, under fresh contexts, for every waiting revalidation `pick` selects.
+    fn reask_revalidations(&mut self, pick: impl Fn(&Revalidation) -> bool) {
+        let Some(ens) = self.ensemble.as_mut() else {
+            return;
+        };
+        let ctxs: Vec<u64> = ens
+            .revalidating
+            .iter()
+            .filter(|(_, r)| pick(r))
+            .map(|(ctx, _)| *ctx)
+            .collect();
+        let again: Vec<Revalidation> = ctxs
+            .into_iter()
+            .filter_map(|ctx| ens.revalidating.remove(&ctx))
+            .collect();
+        let now = Instant::now();
+        for r in again {
+            debug!(
+                session = format_args!("{:#x}", r.session_id),
+                "revalidation unanswered; asking for a read index again"
+            );
+            self.ask_revalidation(r, now);
+        }
+    }
+
+    /// On the ticker: a revalidation whose connection is gone is dropped, one past its session
+    /// timeout is refused, and one unanswered for its patience is asked again (raft-rs drops a
+    /// ReadIndex silently when the leader has not committed in its term yet or is lost on the
+    /// way; the old request is then answered never).
+    pub(super) fn retry_revalidations(&mut self, now: Instant) {
+        let Some(ens) = self.ensemble.as_mut() else {
+            return;
+        };
+        if ens.revalidating.is_empty() {
+            return;
+        }
+        let conns = &self.conns;
+        let gone: Vec<u64> = ens
+            .revalidating
+            .iter()
+            .filter(|(_, r)| conns.get(&r.conn).is_none_or(|c| c.closed))
+            .map(|(ctx, _)| *ctx)
+            .collect();
+        for ctx in gone {
+            ens.revalidating.remove(&ctx);
+        }
+        let expired: Vec<u64> = ens
+            .revalidating
+            .iter()
+            .filter(|(_, r)| now >= r.until)
+            .map(|(ctx, _)| *ctx)
+            .collect();
+        let expired: Vec<Revalidation> = expired
+            .into_iter()
+            .filter_map(|ctx| ens.revalidating.remove(&ctx))
+            .collect();
+        for r in expired {
+            info!(
+                session = format_args!("{:#x}", r.session_id),
+                "no leader confirmed a reconnect within its session timeout; closing it"
+            );
+            self.refuse_connection(r.conn);
+        }
+        self.reask_revalidations(|r| {
+            r.index.is_none() && now.saturating_duration_since(r.asked) >= r.patience
+        });
     }
 
     /// A ReadIndex answer for a revalidation (false: not one of ours).
@@ -401,9 +507,11 @@ impl Core {
         true
     }
 
-    /// Completes the revalidations whose index this member has applied.
+    /// Completes the revalidations whose index this member has applied; asks again for those
+    /// asked before the leader had committed in its term, once it has.
     pub(super) fn finish_revalidations(&mut self) {
         let applied = self.applied_index;
+        let term_committed = self.applied_term >= self.term;
         let Some(ens) = self.ensemble.as_mut() else {
             return;
         };
@@ -422,6 +530,9 @@ impl Core {
             .collect();
         for r in ready {
             self.reconnect(r.conn, r.session_id, r.passwd, false);
+        }
+        if term_committed {
+            self.reask_revalidations(|r| r.index.is_none() && r.early);
         }
     }
 }

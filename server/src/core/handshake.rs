@@ -108,9 +108,15 @@ impl Core {
         self.reconnect(id, req.session_id, req.passwd, true);
     }
 
-    /// Reconnect: the password must match a live session that is not closing. A member of an
-    /// ensemble that does not know the session first asks for the leader's commit index
-    /// (`revalidate`) and comes back here with `may_revalidate` false.
+    /// Reconnect: the password must match a live session that is not closing. A follower first
+    /// asks the leader for its commit index (`revalidate`, a ReadIndex, asked again until a live
+    /// leader answers) and comes back here with `may_revalidate` false, as a ZooKeeper follower
+    /// revalidates every reconnect with its leader: the session may have been created elsewhere a
+    /// moment ago, and, for a session it knows, the answer proves a leader still leads. Without
+    /// that, a client whose member had just died reconnected to a follower that had not yet
+    /// noticed, got its session back, and lost it a moment later when the follower learned it had
+    /// no leader and dropped its clients (go-zookeeper's TestIntegration_ClientClusterFailover,
+    /// BUGS.md P6).
     pub(super) fn reconnect(
         &mut self,
         id: ConnId,
@@ -118,13 +124,13 @@ impl Core {
         passwd: Option<Vec<u8>>,
         may_revalidate: bool,
     ) {
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.conns.get(&id).filter(|c| !c.closed) else {
             return;
         };
         let (remote, timeout_ms, sent_read_only) =
             (conn.remote, conn.timeout_ms, conn.sent_read_only);
         let known = self.tree.session(session_id).map(|s| s.password);
-        if known.is_none() && may_revalidate && self.revalidate(id, session_id, passwd.clone()) {
+        if may_revalidate && self.revalidate(id, session_id, passwd.clone()) {
             return;
         }
         let valid = match known {

@@ -234,6 +234,7 @@ impl Core {
                     self.reconcile_membership();
                     self.finish_waiting_reconfigs();
                     self.retry_syncs(now);
+                    self.retry_revalidations(now);
                     if now >= next_container_check {
                         next_container_check = now + container_every;
                         self.propose_expired_nodes();
