@@ -55,7 +55,6 @@ pub struct Segments {
     capacity: u64,
     next_seq: u64,
     buf: Vec<u8>,
-    rotations: u64,
 }
 
 fn segment_name(number: u64) -> String {
@@ -188,11 +187,8 @@ impl Segments {
         let old = list(dir)?;
         let number = old.last().map_or(1, |(n, _)| n + 1);
         let file = create(dir, number, SEGMENT_BYTES)?;
-        for (_, path) in &old {
-            fs::remove_file(path)?;
-        }
         if !old.is_empty() {
-            sync_dir(dir)?;
+            delete_before(dir, number)?;
         }
         Ok(Segments {
             dir: dir.to_path_buf(),
@@ -202,7 +198,6 @@ impl Segments {
             capacity: SEGMENT_BYTES,
             next_seq,
             buf: Vec::new(),
-            rotations: 0,
         })
     }
 
@@ -223,18 +218,11 @@ impl Segments {
         let number = self.number + 1;
         let capacity = SEGMENT_BYTES.max((HEADER + len) as u64);
         let file = create(&self.dir, number, capacity)?;
-        let old = std::mem::replace(&mut self.file, file);
-        drop(old);
-        for (n, path) in list(&self.dir)? {
-            if n < number {
-                fs::remove_file(path)?;
-            }
-        }
-        sync_dir(&self.dir)?;
+        drop(std::mem::replace(&mut self.file, file));
+        delete_before(&self.dir, number)?;
         self.number = number;
         self.offset = 0;
         self.capacity = capacity;
-        self.rotations += 1;
         Ok(())
     }
 
@@ -278,11 +266,16 @@ impl Segments {
     pub fn current_path(&self) -> PathBuf {
         self.dir.join(segment_name(self.number))
     }
+}
 
-    /// Segments started because the previous one was full, since open.
-    pub fn rotations(&self) -> u64 {
-        self.rotations
+/// Deletes the segments numbered below `number`, durably.
+fn delete_before(dir: &Path, number: u64) -> Result<(), ConsensusError> {
+    for (n, path) in list(dir)? {
+        if n < number {
+            fs::remove_file(path)?;
+        }
     }
+    Ok(sync_dir(dir)?)
 }
 
 /// Creates segment `number`, sized to `capacity` (sparse), and makes its name durable.
@@ -309,6 +302,15 @@ mod tests {
             .into_iter()
             .map(|r| (r.seq, r.payload))
             .collect()
+    }
+
+    /// A closed segment holding records 1 and 2, of 100 bytes each (120 with their headers); its
+    /// path.
+    fn two_records(dir: &Path) -> PathBuf {
+        let mut s = Segments::start(dir, 1).unwrap();
+        s.append(&[1; 100], true).unwrap();
+        s.append(&[2; 100], true).unwrap();
+        s.current_path()
     }
 
     #[test]
@@ -341,11 +343,7 @@ mod tests {
     #[test]
     fn a_record_cut_short_by_the_end_of_the_file_ends_the_log() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
-        s.append(&[1; 100], true).unwrap();
-        s.append(&[2; 100], true).unwrap();
-        let path = s.current_path();
-        drop(s);
+        let path = two_records(dir.path());
         let f = OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(2 * 120 - 7).unwrap();
         drop(f);
@@ -361,11 +359,7 @@ mod tests {
     fn a_damaged_record_refuses_whether_header_or_payload() {
         for at in [3usize, 14, 60] {
             let dir = tempfile::tempdir().unwrap();
-            let mut s = Segments::start(dir.path(), 1).unwrap();
-            s.append(&[1; 100], true).unwrap();
-            s.append(&[2; 100], true).unwrap();
-            let path = s.current_path();
-            drop(s);
+            let path = two_records(dir.path());
             let f = OpenOptions::new().write(true).open(&path).unwrap();
             f.write_all_at(&[0xEE], 120 + at as u64).unwrap();
             drop(f);
@@ -385,7 +379,7 @@ mod tests {
         s.rotate(10).unwrap();
         s.append(b"two", true).unwrap();
         assert_eq!(list(dir.path()).unwrap().len(), 1);
-        assert_eq!(s.rotations(), 1);
+        assert!(s.current_path().ends_with(segment_name(2)), "moved on to segment 2");
         drop(s);
         assert_eq!(payloads(dir.path(), 1), vec![(2, b"two".to_vec())]);
         // A record bigger than a segment gets a segment of its own size.

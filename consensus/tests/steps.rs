@@ -130,6 +130,16 @@ impl Net {
         );
     }
 
+    /// Member 3 of the group of 1, 2, 3 (keep 1000) loses its disk and comes back with an empty
+    /// store under its old id: not an initial member any more, so it does not bootstrap.
+    fn wipe_and_rejoin_member_3_of_3(&mut self) {
+        self.nodes.remove(&3);
+        self.add(Config {
+            voters: Vec::new(),
+            ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
+        });
+    }
+
     fn driver(&self, id: u64) -> &Driver {
         &self.nodes[&id].driver
     }
@@ -681,11 +691,7 @@ fn a_wiped_member_survives_the_leaders_stale_heartbeat_and_catches_up() {
     net.elect(1);
     let before = net.propose(1, "a", 20);
     // Member 3 loses its disk and comes back with an empty store under its old id.
-    net.nodes.remove(&3);
-    net.add(Config {
-        voters: Vec::new(),
-        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
-    });
+    net.wipe_and_rejoin_member_3_of_3();
     assert_eq!(net.driver(3).status().last_index, 0);
     // Heartbeats come before any append: without the clamp this panics ("to_commit out of range").
     for _ in 0..HEARTBEAT_TICK * 3 {
@@ -763,11 +769,7 @@ fn a_wiped_member_does_not_vote_until_caught_up_so_a_committed_entry_survives() 
     assert!(net.driver(2).status().last_index < committed);
     // 3's disk is wiped; it comes back empty (not an initial member any more, like the server's
     // join path), and 1 dies.
-    net.nodes.remove(&3);
-    net.add(Config {
-        voters: Vec::new(),
-        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
-    });
+    net.wipe_and_rejoin_member_3_of_3();
     assert!(net.driver(3).is_rejoining());
     net.down.insert(1);
     net.down.remove(&2);
@@ -900,11 +902,7 @@ fn a_wiped_member_of_an_idle_ensemble_catches_up_without_a_new_write() {
     let mut net = Net::new(&[1, 2, 3], 1000);
     net.elect(1);
     let before = net.propose(1, "a", 20);
-    net.nodes.remove(&3);
-    net.add(Config {
-        voters: Vec::new(),
-        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
-    });
+    net.wipe_and_rejoin_member_3_of_3();
     // No proposal from here on: only ticks (heartbeats) and what they cause.
     for _ in 0..ELECTION_TICK * (SNAPSHOT_ACK_ELECTIONS + 1) {
         net.tick();

@@ -379,6 +379,21 @@ fn data_end(path: &std::path::Path) -> usize {
     bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
 }
 
+/// Flips the 8 bytes that start 20 bytes before `end` in `path` (the fault suite's corrupt-log).
+fn flip_8_bytes_20_before(path: &std::path::Path, end: usize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    for b in &mut bytes[end - 20..end - 12] {
+        *b ^= 0xff;
+    }
+    std::fs::write(path, &bytes).unwrap();
+}
+
+/// Truncates `path` to `len` bytes.
+fn cut_to(path: &std::path::Path, len: u64) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_len(len).unwrap();
+}
+
 /// compat-tests/faults/BUGS.md P4: RocksDB's default WAL recovery (point in time) stopped replay
 /// at a record whose checksum failed and opened the store without it, so a member silently lost
 /// an entry it had synced and acknowledged (and the vote in the same batch). The synced copy is
@@ -389,11 +404,7 @@ fn a_corrupt_synced_record_at_the_log_tail_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let segment = closed_store_with_a_synced_tail(dir.path());
     let end = data_end(&segment);
-    let mut bytes = std::fs::read(&segment).unwrap();
-    for b in &mut bytes[end - 20..end - 12] {
-        *b ^= 0xff;
-    }
-    std::fs::write(&segment, &bytes).unwrap();
+    flip_8_bytes_20_before(&segment, end);
     let err = LogStore::open(dir.path())
         .err()
         .expect("a corrupt log does not open");
@@ -409,11 +420,7 @@ fn a_damaged_tail_of_rocksdbs_wal_is_replayed_from_the_segment() {
     let dir = tempfile::tempdir().unwrap();
     closed_store_with_a_synced_tail(dir.path());
     let (wal, len) = newest_wal(dir.path());
-    let mut bytes = std::fs::read(&wal).unwrap();
-    for b in &mut bytes[len as usize - 20..len as usize - 12] {
-        *b ^= 0xff;
-    }
-    std::fs::write(&wal, &bytes).unwrap();
+    flip_8_bytes_20_before(&wal, len as usize);
     let s = LogStore::open(dir.path()).unwrap();
     assert_eq!(s.last_index().unwrap(), 11);
     assert_eq!(read(&s, 11, 12).unwrap(), entries(11..=11, 3));
@@ -447,9 +454,7 @@ fn a_power_loss_that_keeps_only_the_segments_loses_no_synced_write() {
     s.write_ready(None, &entries(20..=21, 6), Some(&hs))
         .unwrap();
     drop(s);
-    let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
-    f.set_len(kept).unwrap();
-    drop(f);
+    cut_to(&wal, kept);
     for _ in 0..2 {
         let s = LogStore::open(dir.path()).unwrap();
         assert_eq!(s.last_index().unwrap(), 21);
@@ -470,16 +475,8 @@ fn a_torn_last_record_is_dropped_and_the_store_opens() {
     let dir = tempfile::tempdir().unwrap();
     let segment = closed_store_with_a_synced_tail(dir.path());
     let (wal, len) = newest_wal(dir.path());
-    let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
-    f.set_len(len - 7).unwrap();
-    drop(f);
-    let end = data_end(&segment);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&segment)
-        .unwrap();
-    f.set_len(end as u64 - 7).unwrap();
-    drop(f);
+    cut_to(&wal, len - 7);
+    cut_to(&segment, data_end(&segment) as u64 - 7);
     let s = LogStore::open(dir.path()).unwrap();
     assert_eq!(s.last_index().unwrap(), 10, "entry 11 was the torn record");
     assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));

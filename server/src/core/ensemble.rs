@@ -82,6 +82,14 @@ impl Ensemble {
             revalidating: HashMap::new(),
         }
     }
+
+    /// Removes and returns the waiting revalidations `pick` selects.
+    fn take_revalidations(&mut self, pick: impl Fn(&Revalidation) -> bool) -> Vec<Revalidation> {
+        self.revalidating
+            .extract_if(|_, r| pick(r))
+            .map(|(_, r)| r)
+            .collect()
+    }
 }
 
 impl Core {
@@ -430,16 +438,7 @@ impl Core {
         let Some(ens) = self.ensemble.as_mut() else {
             return;
         };
-        let ctxs: Vec<u64> = ens
-            .revalidating
-            .iter()
-            .filter(|(_, r)| pick(r))
-            .map(|(ctx, _)| *ctx)
-            .collect();
-        let again: Vec<Revalidation> = ctxs
-            .into_iter()
-            .filter_map(|ctx| ens.revalidating.remove(&ctx))
-            .collect();
+        let again = ens.take_revalidations(pick);
         let now = Instant::now();
         for r in again {
             debug!(
@@ -462,25 +461,8 @@ impl Core {
             return;
         }
         let conns = &self.conns;
-        let gone: Vec<u64> = ens
-            .revalidating
-            .iter()
-            .filter(|(_, r)| conns.get(&r.conn).is_none_or(|c| c.closed))
-            .map(|(ctx, _)| *ctx)
-            .collect();
-        for ctx in gone {
-            ens.revalidating.remove(&ctx);
-        }
-        let expired: Vec<u64> = ens
-            .revalidating
-            .iter()
-            .filter(|(_, r)| now >= r.until)
-            .map(|(ctx, _)| *ctx)
-            .collect();
-        let expired: Vec<Revalidation> = expired
-            .into_iter()
-            .filter_map(|ctx| ens.revalidating.remove(&ctx))
-            .collect();
+        ens.take_revalidations(|r| conns.get(&r.conn).is_none_or(|c| c.closed));
+        let expired = ens.take_revalidations(|r| now >= r.until);
         for r in expired {
             info!(
                 session = format_args!("{:#x}", r.session_id),
@@ -518,16 +500,7 @@ impl Core {
         if ens.revalidating.is_empty() {
             return;
         }
-        let ready: Vec<u64> = ens
-            .revalidating
-            .iter()
-            .filter(|(_, r)| r.index.is_some_and(|i| i <= applied))
-            .map(|(ctx, _)| *ctx)
-            .collect();
-        let ready: Vec<Revalidation> = ready
-            .into_iter()
-            .filter_map(|ctx| ens.revalidating.remove(&ctx))
-            .collect();
+        let ready = ens.take_revalidations(|r| r.index.is_some_and(|i| i <= applied));
         for r in ready {
             self.reconnect(r.conn, r.session_id, r.passwd, false);
         }
