@@ -12,6 +12,7 @@ use raft::eraftpb::{ConfChangeV2, Message};
 use crate::driver::{Command, Driver};
 use crate::raft_loop::{self, Request};
 use crate::status::{PeerProgress, Shared, Status};
+use crate::storage::LogStore;
 use crate::transport::{NoPeers, Transport};
 use crate::{Config, ConsensusError, Event, Snapshot};
 
@@ -335,7 +336,18 @@ pub fn start_with_sink(
     transport: Box<dyn Transport>,
     sink: Box<dyn EventSink>,
 ) -> Result<Started, ConsensusError> {
-    let (driver, snapshot) = Driver::open(&cfg)?;
+    start_opened(cfg, None, transport, sink)
+}
+
+/// As `start_with_sink`, on a store the caller already opened from `cfg.db_dir()` (`None`: open
+/// it here), so that a restart opens RocksDB once.
+pub fn start_opened(
+    cfg: Config,
+    store: Option<LogStore>,
+    transport: Box<dyn Transport>,
+    sink: Box<dyn EventSink>,
+) -> Result<Started, ConsensusError> {
+    let (driver, snapshot) = Driver::open_with(&cfg, store)?;
     let membership = driver.membership();
     let (tx, rx) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared::default());

@@ -88,7 +88,9 @@ mod transport;
 
 pub use config::Config;
 pub use error::ConsensusError;
-pub use handle::{start, start_with_sink, start_with_transport, EventSink, Handle, Started};
+pub use handle::{
+    start, start_opened, start_with_sink, start_with_transport, EventSink, Handle, Started,
+};
 pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,

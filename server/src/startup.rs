@@ -61,7 +61,8 @@ impl Server {
 
         // Whose data is this? (identity.rs: refuse a foreign or standalone dir in an ensemble.)
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
-        let initialized = log_initialized(&dir)?;
+        let store = open_log(&dir)?;
+        let initialized = store.as_ref().is_some_and(log_is_initialized);
         let decision = identity::decide(&cfg, stored, initialized);
         let my_id = cfg.my_id.unwrap_or(1);
         let mut net = if is_ensemble {
@@ -130,11 +131,12 @@ impl Server {
         // raft must never wait on the core: heartbeats and votes go out from the same thread).
         let (events_tx, events_rx) = mpsc::unbounded_channel::<consensus::Event>();
         let sink = move |ev| events_tx.send(ev).is_ok();
-        let started = tokio::task::spawn_blocking(move || match transport {
-            Some(t) => consensus::start_with_sink(raft_cfg, Box::new(t), Box::new(sink)),
-            None => {
-                consensus::start_with_sink(raft_cfg, Box::new(consensus::NoPeers), Box::new(sink))
-            }
+        let started = tokio::task::spawn_blocking(move || {
+            let transport: Box<dyn consensus::Transport> = match transport {
+                Some(t) => Box::new(t),
+                None => Box::new(consensus::NoPeers),
+            };
+            consensus::start_opened(raft_cfg, store, transport, Box::new(sink))
         })
         .await?
         .context("opening the raft log")?;
@@ -350,18 +352,24 @@ impl Server {
     }
 }
 
-/// Whether the raft directory already holds a log (opened and closed again before raft starts).
-fn log_initialized(raft_dir: &std::path::Path) -> anyhow::Result<bool> {
+/// Opens the raft directory's log if one was ever created (`None`: no store yet). The store stays
+/// open and is handed to raft, so a restart opens RocksDB once.
+fn open_log(raft_dir: &std::path::Path) -> anyhow::Result<Option<consensus::storage::LogStore>> {
     let db = raft_dir.join("raftdb");
     if !db.join("CURRENT").exists() {
-        return Ok(false);
+        return Ok(None);
     }
     let store = consensus::storage::LogStore::open(&db)
         .with_context(|| format!("opening the raft log in {}", db.display()))?;
-    // A member that joined empty and has not received its first snapshot yet holds no log, but it
-    // did join: its store records that (`rejoining`), and with it any vote it cast. It resumes,
-    // still abstaining until caught up, instead of being refused as a member whose log is gone.
-    Ok(store.is_initialized() || store.is_rejoining())
+    Ok(Some(store))
+}
+
+/// Whether an opened store holds a log to resume. A member that joined empty and has not received
+/// its first snapshot yet holds no log, but it did join: its store records that (`rejoining`), and
+/// with it any vote it cast. It resumes, still abstaining until caught up, instead of being refused
+/// as a member whose log is gone.
+fn log_is_initialized(store: &consensus::storage::LogStore) -> bool {
+    store.is_initialized() || store.is_rejoining()
 }
 
 /// Binds this member's peer port (its server line's host and peerPort) for the raft and forward
@@ -529,8 +537,15 @@ async fn accept_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::log_initialized;
+    use super::{log_is_initialized, open_log};
     use consensus::storage::LogStore;
+
+    fn log_initialized(dir: &std::path::Path) -> bool {
+        open_log(dir)
+            .unwrap()
+            .as_ref()
+            .is_some_and(log_is_initialized)
+    }
 
     /// BUGS.md P5: a member that joined empty (its data wiped) and was stopped before its first
     /// snapshot holds no entry, only the `rejoining` mark. Its store must count as a log, or start-up
@@ -538,11 +553,11 @@ mod tests {
     #[test]
     fn a_store_that_only_records_its_empty_join_counts_as_a_log() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(!log_initialized(dir.path()).unwrap(), "no raftdb at all");
+        assert!(open_log(dir.path()).unwrap().is_none(), "no raftdb at all");
 
         drop(LogStore::open(&dir.path().join("raftdb")).unwrap());
         assert!(
-            !log_initialized(dir.path()).unwrap(),
+            !log_initialized(dir.path()),
             "an opened but never used store is no log"
         );
 
@@ -550,7 +565,7 @@ mod tests {
         store.set_rejoining(true).unwrap();
         drop(store);
         assert!(
-            log_initialized(dir.path()).unwrap(),
+            log_initialized(dir.path()),
             "the empty join's mark is a log to resume"
         );
 
@@ -558,7 +573,7 @@ mod tests {
         store.set_rejoining(false).unwrap();
         drop(store);
         assert!(
-            !log_initialized(dir.path()).unwrap(),
+            !log_initialized(dir.path()),
             "without the mark and without entries: no log"
         );
     }
