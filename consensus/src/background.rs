@@ -56,7 +56,10 @@ mod tests {
         const SCHED_OTHER: i64 = 0;
         const SCHED_IDLE: i64 = 5;
         let before = own_policy();
-        assert_eq!(before, SCHED_OTHER, "the test thread starts as a normal thread");
+        assert_eq!(
+            before, SCHED_OTHER,
+            "the test thread starts as a normal thread"
+        );
         let lowered = std::thread::spawn(|| {
             super::lower_current_thread_priority();
             own_policy()

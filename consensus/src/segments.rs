@@ -379,7 +379,10 @@ mod tests {
         s.rotate(10).unwrap();
         s.append(b"two", true).unwrap();
         assert_eq!(list(dir.path()).unwrap().len(), 1);
-        assert!(s.current_path().ends_with(segment_name(2)), "moved on to segment 2");
+        assert!(
+            s.current_path().ends_with(segment_name(2)),
+            "moved on to segment 2"
+        );
         drop(s);
         assert_eq!(payloads(dir.path(), 1), vec![(2, b"two".to_vec())]);
         // A record bigger than a segment gets a segment of its own size.
