@@ -45,7 +45,8 @@
 # (1 session, 1 in flight) alongside snapCount + 10% writes, so at least one snapshot of the filled
 # tree is taken while it runs: its longest latency is the stall (the number of snapshots taken is
 # checked: paddock's mntr zk_paddock_last_snapshot_index, ZooKeeper's snapshot files). The disk's own
-# fsync cost (append + fdatasync, up to 200 times in 2 s) is measured for the lone-write target.
+# fsync cost (append + fdatasync, up to 200 times in 2 s) is measured, from the servers' core, for the
+# lone-write target (and from the load generator's, for reference; see fsync_cost).
 # Results: bench/results/<timestamp>/ (table.txt, one JSON per run, params.json with the load average).
 # Exit code: 0 when every run was correct (no failed op, no lock exclusion violation, pinning held) and,
 # with --smoke, every table cell was produced; 1 otherwise; 2 for bad usage or a server that did not start.
@@ -611,9 +612,15 @@ snapshot_stall() {
         "$side" "$taken" "$writes" "${SNAP_COUNT:-default}" >"$OUT/$side-stall.json"
 }
 
-# fsync_cost: the disk's own cost of a small synced append (what one durable write cannot go below).
+# fsync_cost: the disk's own cost of a small synced append (what one durable write cannot go below),
+# measured from the server's core (pinned as the servers are) and from the load generator's. They
+# differ where the disk's completion interrupt lands on one core only (one virtio queue): a task on
+# the other core is then woken by an inter-processor interrupt, 70-80 us more in a VM (measured on
+# 2 Dec 2026: 205 us from CPU 0, 121-136 us from CPU 1, which took the interrupts). The servers pay
+# the first, so the lone-write target is set from it.
 fsync_cost() {
-    python3 - "$WORK" >"$OUT/fsync.json" <<'EOF'
+    local probe server client
+    probe='
 import json, os, statistics, sys, time
 path = os.path.join(sys.argv[1], "fsync-probe")
 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -627,9 +634,16 @@ while len(times) < 200 and (len(times) < 10 or time.monotonic() < deadline):
 os.close(fd)
 os.unlink(path)
 times.sort()
-print(json.dumps({"append_fdatasync_p50_us": round(statistics.median(times), 1),
-                  "append_fdatasync_p90_us": round(times[int(len(times) * 0.9)], 1)}))
-EOF
+print(json.dumps([round(statistics.median(times), 1), round(times[int(len(times) * 0.9)], 1)]))
+'
+    server="$("${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" python3 -c "$probe" "$WORK")"
+    client="$("${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" python3 -c "$probe" "$WORK")"
+    python3 -c '
+import json, sys
+(s50, s90), (c50, c90) = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(json.dumps({"append_fdatasync_p50_us": s50, "append_fdatasync_p90_us": s90,
+                  "generator_core_p50_us": c50, "generator_core_p90_us": c90}))
+' "$server" "$client" >"$OUT/fsync.json"
 }
 
 write_params() {
@@ -953,7 +967,9 @@ print(f"{mode}; loadavg {params['loadavg_start']} at the start, {params['loadavg
       f"{params['nproc']} CPUs; git {params['git_rev']}")
 if fsync is not None:
     print(f"this disk: a 512-byte append + fdatasync takes {fsync:.0f} us at the median "
-          f"({fs['append_fdatasync_p90_us']:.0f} us p90)")
+          f"({fs['append_fdatasync_p90_us']:.0f} us p90) from the servers' core"
+          + (f", {fs['generator_core_p50_us']:.0f} us from the load generator's"
+             if "generator_core_p50_us" in fs else ""))
 print("server CPU: the server process's user+system CPU over a run (set-up and clean-up included) divided by")
 print("  the ops it counted; busy: that CPU time over the run's wall time (100 = one core the whole run:")
 print("  the server set the pace); lone: one session, one request in flight (a set)")
