@@ -21,9 +21,22 @@
 //!   full; before that RocksDB's WAL is synced (so RocksDB holds every earlier record durably) and
 //!   the older segments are deleted.
 //!
+//! - Zeros are written 1 MB ahead of the records. A segment is created sparse (its size set, no
+//!   blocks), and an append into a hole allocates blocks, so its fdatasync writes the inode as well
+//!   as the data: one more synchronous I/O (seen in `perf`: `ext4_write_inode` under
+//!   `ext4_sync_file`). With zeros ahead, only the fdatasync after each 1 MB of zeros pays that.
+//!   Measured on ext4 (no journal, a VM's virtio disk) from the core the server runs on: 7 KB
+//!   appended and fdatasync'ed 327 us at the median into a sparse file, 218 into written zeros,
+//!   30 KB 301 against 194. The server pinned to one core, 8 sessions x 32 in flight, 10 s runs
+//!   alternating: 105-110k sets/s before, 123-124k after (p50 2.2-2.3 ms against 1.9, p99 5.3-6.2
+//!   ms against 5.5-5.7); 90/10 mixed 189-193k against 201-211k; creates 73-75k against 77-81k. The zeros change no byte a reader sees: a sparse file reads
+//!   as zeros too. (A spare segment written ahead by a background thread was tried first: its
+//!   own syncs, 64 of them per segment, competed with the log's and p99 doubled.)
+//!
 //! Record: `len u32 | seq u64 | crc32(len, seq) u32 | crc32(payload) u32 | payload (len bytes)`,
-//! little-endian. A segment is a file of `SEGMENT_BYTES` (sparse) holding records from offset 0;
-//! its end is the first header of zeros. Reading, as ZooKeeper reads its log: a record cut short
+//! little-endian. A segment is a file of `SEGMENT_BYTES` holding records from offset 0, then
+//! zeros (written up to 1 MB past the last record, a hole after that); its end is the first
+//! header of zeros. Reading, as ZooKeeper reads its log: a record cut short
 //! by the end of the file is a write the crash interrupted, and ends the log; a record whose
 //! checksum fails is damage to data that may have been acknowledged, and refuses the open.
 
@@ -34,10 +47,13 @@ use std::path::{Path, PathBuf};
 
 use crate::ConsensusError;
 
-/// The size a segment is given when it is created (sparse: blocks are allocated as written).
+/// The size a segment is given when it is created (sparse: blocks are allocated as written, the
+/// zeros ahead of the records included).
 pub const SEGMENT_BYTES: u64 = 64 << 20;
 const HEADER: usize = 20;
 const SUFFIX: &str = "seg";
+/// Zeros are written this far ahead of the records (see `append`).
+const ZERO_AHEAD: u64 = 1 << 20;
 
 /// One record read back: its sequence number and payload (a RocksDB write batch's bytes).
 #[derive(Debug, PartialEq, Eq)]
@@ -55,6 +71,8 @@ pub struct Segments {
     capacity: u64,
     next_seq: u64,
     buf: Vec<u8>,
+    /// The segment holds written zeros (or records) up to here.
+    zeroed_to: u64,
 }
 
 fn segment_name(number: u64) -> String {
@@ -198,6 +216,7 @@ impl Segments {
             capacity: SEGMENT_BYTES,
             next_seq,
             buf: Vec::new(),
+            zeroed_to: 0,
         })
     }
 
@@ -223,6 +242,7 @@ impl Segments {
         self.number = number;
         self.offset = 0;
         self.capacity = capacity;
+        self.zeroed_to = 0;
         Ok(())
     }
 
@@ -250,6 +270,16 @@ impl Segments {
         self.buf
             .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         self.buf.extend_from_slice(payload);
+        // Zeros go ahead of the records, 1 MB at a time: an append then lands in blocks already
+        // allocated, and its fdatasync writes the data alone, not the inode too (module docs).
+        // The fdatasync after each 1 MB of zeros writes them and allocates their blocks at once.
+        let end = self.offset + self.buf.len() as u64;
+        if end > self.zeroed_to {
+            let to = (end + ZERO_AHEAD).min(self.capacity);
+            let zeros = vec![0u8; (to - end) as usize];
+            self.file.write_all_at(&zeros, end)?;
+            self.zeroed_to = to;
+        }
         self.file.write_all_at(&self.buf, self.offset)?;
         if sync {
             self.file.sync_data()?;
@@ -398,6 +428,37 @@ mod tests {
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].0, 4);
         assert_eq!(back[0].1.len(), big.len());
+    }
+
+    #[test]
+    fn zeros_are_written_ahead_of_the_records_and_read_as_the_end() {
+        use std::os::unix::fs::MetadataExt;
+        let allocated = |p: &Path| fs::metadata(p).unwrap().blocks() * 512;
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Segments::start(dir.path(), 1).unwrap();
+        assert!(
+            allocated(&s.current_path()) < 64 << 10,
+            "a new segment is sparse"
+        );
+        s.append(&[1; 100], true).unwrap();
+        let after_one = allocated(&s.current_path());
+        assert!(
+            (ZERO_AHEAD..ZERO_AHEAD + (64 << 10)).contains(&after_one),
+            "the record and 1 MB of zeros after it: {after_one}"
+        );
+        // Records within the zeroed stretch allocate nothing more.
+        for _ in 0..100 {
+            s.append(&[2; 100], true).unwrap();
+        }
+        assert_eq!(allocated(&s.current_path()), after_one);
+        // Past it, the next megabyte.
+        s.append(&vec![3; ZERO_AHEAD as usize], true).unwrap();
+        assert!(allocated(&s.current_path()) >= 2 * ZERO_AHEAD);
+        drop(s);
+        let back = payloads(dir.path(), 0);
+        assert_eq!(back.len(), 102);
+        assert_eq!(back[0], (1, vec![1; 100]));
+        assert_eq!(back[101].1.len(), ZERO_AHEAD as usize);
     }
 
     #[test]
