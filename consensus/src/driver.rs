@@ -508,6 +508,15 @@ impl Driver {
         }
     }
 
+    /// True if this node is the group's only member (one voter, no learner, no joint change).
+    fn is_alone(&self) -> bool {
+        let cs = &self.conf_history.last().expect("never empty").1;
+        cs.voters.len() == 1
+            && cs.learners.is_empty()
+            && cs.voters_outgoing.is_empty()
+            && cs.learners_next.is_empty()
+    }
+
     /// True while this member joined empty and has not caught up with a leader (it does not
     /// vote or campaign meanwhile).
     pub fn is_rejoining(&self) -> bool {
@@ -624,7 +633,11 @@ impl Driver {
         }
         self.deliver(light.take_committed_entries(), out)?;
         if let Some(commit) = light.commit_index() {
-            self.raw.mut_store().set_commit(commit)?;
+            if self.is_alone() {
+                self.raw.mut_store().note_commit(commit);
+            } else {
+                self.raw.mut_store().set_commit(commit)?;
+            }
         }
         self.raw.advance_apply();
         Ok(())

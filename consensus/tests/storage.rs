@@ -206,6 +206,51 @@ fn hard_state_and_commit_round_trip_through_reopen() {
     assert_eq!(s.initial_state().unwrap().hard_state, want);
 }
 
+/// `note_commit` (what a group of one uses) writes nothing: the commit reaches the disk with the
+/// next batch that `write_ready` writes, entries or not.
+#[test]
+fn a_noted_commit_is_written_with_the_next_batch_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    s.set_commit(5).unwrap();
+    s.note_commit(8);
+    assert_eq!(s.hard_state().commit, 8, "in memory at once");
+    drop(s);
+    let mut s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(
+        s.initial_state().unwrap().hard_state.commit,
+        5,
+        "not written"
+    );
+
+    s.note_commit(9);
+    s.write_ready(None, &entries(11..=11, 2), None).unwrap();
+    drop(s);
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.initial_state().unwrap().hard_state.commit, 9);
+    assert_eq!(s.last_index().unwrap(), 11);
+
+    // A Ready with nothing else to persist (a read barrier's) writes nothing for it, synced or
+    // not; a new hard state from raft does carry it.
+    let mut s = s;
+    s.note_commit(11);
+    let synced = s.synced_writes();
+    s.write_ready(None, &[], None).unwrap();
+    assert_eq!(s.synced_writes(), synced);
+    assert_eq!(s.hard_state().commit, 11);
+    drop(s);
+    let mut s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.initial_state().unwrap().hard_state.commit, 9);
+    s.note_commit(11);
+    let mut hs = s.hard_state().clone();
+    hs.term += 1;
+    s.write_ready(None, &[], Some(&hs)).unwrap();
+    drop(s);
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.initial_state().unwrap().hard_state, hs);
+    assert_eq!(hs.commit, 11);
+}
+
 #[test]
 fn recording_a_snapshot_compacts_up_to_the_requested_index() {
     let dir = tempfile::tempdir().unwrap();
