@@ -90,6 +90,8 @@ pub struct Core {
     applied_term: u64,
     /// The index of the last snapshot taken or installed.
     last_snapshot_index: u64,
+    /// Snapshot encoder threads running (`maybe_snapshot` waits for none).
+    snapshot_encoding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Whether raft last said this server leads: only a leader expires sessions and nodes.
     is_leader: bool,
     /// The leader raft last named (0: none known) and its term.
@@ -175,6 +177,7 @@ impl Core {
             applied_index,
             applied_term,
             last_snapshot_index: applied_index,
+            snapshot_encoding: Default::default(),
             is_leader: false,
             leader_id: 0,
             term: 0,
