@@ -305,12 +305,12 @@ impl Core {
 
     /// Takes a snapshot every `snapCount` applied entries, one at a time: while one is still
     /// being encoded the next waits for it (as ZooKeeper skips a snapshot while its snapshot
-    /// thread runs), and is taken at the first commit after it. Encoding runs at background
+    /// thread runs), and is taken at the first commit or core tick after it. Encoding runs at background
     /// priority, so under a load that keeps the core busy (a fill of 1M znodes) it finishes late;
     /// without the wait a new one started every 100k entries, and at the end of the fill six
     /// encoded snapshots of 80-180 MB were in memory at once (763 MiB of RSS against 340 once
     /// they were written), four of them only to be discarded by the writer as outdated.
-    fn maybe_snapshot(&mut self) {
+    pub(super) fn maybe_snapshot(&mut self) {
         let every = self.cfg.snapshot_every_entries.max(1);
         if self.applied_index >= self.last_snapshot_index + every
             && self

@@ -238,6 +238,9 @@ impl Core {
                     self.finish_waiting_reconfigs();
                     self.retry_syncs(now);
                     self.retry_revalidations(now);
+                    // A snapshot that waited for the previous one's encoding is due even if no
+                    // write follows (the end of a fill).
+                    self.maybe_snapshot();
                     if now >= next_container_check {
                         next_container_check = now + container_every;
                         self.propose_expired_nodes();
