@@ -20,7 +20,6 @@
 //! - Segments are never rewritten. A new one starts at every open and when the current one is
 //!   full; before that RocksDB's WAL is synced (so RocksDB holds every earlier record durably) and
 //!   the older segments are deleted.
-//!
 //! - Zeros are written 1 MB ahead of the records. A segment is created sparse (its size set, no
 //!   blocks), and an append into a hole allocates blocks, so its fdatasync writes the inode as well
 //!   as the data: one more synchronous I/O (seen in `perf`: `ext4_write_inode` under
@@ -29,16 +28,17 @@
 //!   appended and fdatasync'ed 327 us at the median into a sparse file, 218 into written zeros,
 //!   30 KB 301 against 194. The server pinned to one core, 8 sessions x 32 in flight, 10 s runs
 //!   alternating: 105-110k sets/s before, 123-124k after (p50 2.2-2.3 ms against 1.9, p99 5.3-6.2
-//!   ms against 5.5-5.7); 90/10 mixed 189-193k against 201-211k; creates 73-75k against 77-81k. The zeros change no byte a reader sees: a sparse file reads
-//!   as zeros too. (A spare segment written ahead by a background thread was tried first: its
-//!   own syncs, 64 of them per segment, competed with the log's and p99 doubled.)
+//!   ms against 5.5-5.7); 90/10 mixed 189-193k against 201-211k; creates 73-75k against 77-81k.
+//!   The zeros change no byte a reader sees: a sparse file reads as zeros too. (A spare segment
+//!   written ahead by a background thread was tried first: its own syncs, 64 of them per segment,
+//!   competed with the log's and p99 doubled.)
 //!
 //! Record: `len u32 | seq u64 | crc32(len, seq) u32 | crc32(payload) u32 | payload (len bytes)`,
-//! little-endian. A segment is a file of `SEGMENT_BYTES` holding records from offset 0, then
-//! zeros (written up to 1 MB past the last record, a hole after that); its end is the first
-//! header of zeros. Reading, as ZooKeeper reads its log: a record cut short
-//! by the end of the file is a write the crash interrupted, and ends the log; a record whose
-//! checksum fails is damage to data that may have been acknowledged, and refuses the open.
+//! little-endian. A segment is a file of `SEGMENT_BYTES` holding records from offset 0, then zeros
+//! (written up to 1 MB past the last record, a hole after that); its end is the first header of
+//! zeros. Reading, as ZooKeeper reads its log: a record cut short by the end of the file is a write
+//! the crash interrupted, and ends the log; a record whose checksum fails is damage to data that
+//! may have been acknowledged, and refuses the open.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
