@@ -87,26 +87,29 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
     child.kill_9();
 }
 
-/// The number of this process's threads named `name` (the in-process server's threads included).
-fn threads_named(name: &str) -> usize {
-    std::fs::read_dir("/proc/self/task")
+/// The `zk_paddock_snapshots_encoding` line of mntr.
+async fn snapshots_encoding(addr: SocketAddr) -> u64 {
+    let mntr = common::four_letter(addr, "mntr").await;
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_paddock_snapshots_encoding\t"))
+        .expect("mntr shows the snapshots being encoded")
+        .parse()
         .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.trim_end() == name)
-        .count()
 }
 
 /// Snapshots are encoded one at a time (`core/apply.rs`, `maybe_snapshot`): with a tree of 100 MB
 /// and snapCount 100, writes reach the next snapCount long before an encoding ends, and a new
 /// encoder thread used to start at each one (at 1M znodes six encoded snapshots were in memory
-/// at once at the end of a fill).
+/// at once at the end of a fill). (Counting the encoder threads instead proved flaky: a finished
+/// encoder, at background priority, can take a while to exit on a busy machine.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_waits_for_the_one_still_being_encoded() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = common::test_config(dir.path());
     cfg.snapshot_every_entries = 100;
     let server = common::start_with(cfg).await;
-    let zk = common::client(server.local_addr()).await;
+    let addr = server.local_addr();
+    let zk = common::client(addr).await;
     let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let big = vec![7u8; 50 << 10];
     for chunk in 0..20 {
@@ -119,32 +122,29 @@ async fn a_snapshot_waits_for_the_one_still_being_encoded() {
     }
     zk.create("/counter", b"", &opts).await.unwrap();
 
-    // Writes go on for 3 s while the encoder threads are counted.
-    let sampler = tokio::task::spawn_blocking(|| {
-        let (mut most, mut seen) = (0, 0);
-        let until = std::time::Instant::now() + Duration::from_secs(3);
-        while std::time::Instant::now() < until {
-            let n = threads_named("snapshot-encode");
-            most = most.max(n);
-            seen += usize::from(n > 0);
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        (most, seen)
-    });
-    let writes = async {
+    // Writes go on for 3 s while mntr counts the snapshots being encoded.
+    let writer = zk.clone();
+    let writes = tokio::spawn(async move {
         let mut version = 0;
-        while !sampler.is_finished() {
+        let until = tokio::time::Instant::now() + Duration::from_secs(3);
+        while tokio::time::Instant::now() < until {
             let sets: Vec<_> = (0..20)
-                .map(|_| zk.set_data("/counter", b"x", None))
+                .map(|_| writer.set_data("/counter", b"x", None))
                 .collect();
             for set in sets {
                 version = version.max(set.await.unwrap().version);
             }
         }
         version
-    };
-    let version = writes.await;
-    let (most, seen) = sampler.await.unwrap();
+    });
+    let (mut most, mut seen) = (0, 0);
+    while !writes.is_finished() {
+        let n = snapshots_encoding(addr).await;
+        most = most.max(n);
+        seen += u64::from(n > 0);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let version = writes.await.unwrap();
     assert!(
         version > 300,
         "enough writes for several snapCounts: {version}"

@@ -457,6 +457,12 @@ fn server_view(core: &mut Core) -> ServerView {
                 core.last_snapshot_index.to_string(),
             ),
             (
+                "paddock_snapshots_encoding".into(),
+                core.snapshot_encoding
+                    .load(std::sync::atomic::Ordering::Acquire)
+                    .to_string(),
+            ),
+            (
                 "looking_count".into(),
                 core.latency.looking_count().to_string(),
             ),

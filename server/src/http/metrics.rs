@@ -232,6 +232,10 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
             "paddock_last_snapshot_index",
             "The index of the last snapshot this server took or installed.",
         ),
+        (
+            "paddock_snapshots_encoding",
+            "Snapshots being encoded now (at most one but for one a peer asked for).",
+        ),
     ];
     for (name, help) in gauges {
         if let Some(x) = extra(v, name) {
