@@ -87,16 +87,6 @@ async fn kill_9_during_a_write_load_loses_no_acknowledged_write() {
     child.kill_9();
 }
 
-/// The `zk_paddock_snapshots_encoding` line of mntr.
-async fn snapshots_encoding(addr: SocketAddr) -> u64 {
-    let mntr = common::four_letter(addr, "mntr").await;
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_paddock_snapshots_encoding\t"))
-        .expect("mntr shows the snapshots being encoded")
-        .parse()
-        .unwrap()
-}
-
 /// Snapshots are encoded one at a time (`core/apply.rs`, `maybe_snapshot`): with a tree of 100 MB
 /// and snapCount 100, writes reach the next snapCount long before an encoding ends, and a new
 /// encoder thread used to start at each one (at 1M znodes six encoded snapshots were in memory
@@ -139,9 +129,9 @@ async fn a_snapshot_waits_for_the_one_still_being_encoded() {
     });
     let (mut most, mut seen) = (0, 0);
     while !writes.is_finished() {
-        let n = snapshots_encoding(addr).await;
+        let n = common::mntr_value(addr, "zk_paddock_snapshots_encoding").await;
         most = most.max(n);
-        seen += u64::from(n > 0);
+        seen += i64::from(n > 0);
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let version = writes.await.unwrap();

@@ -602,16 +602,6 @@ async fn stmk_sets_the_mask_that_gtmk_reports() {
     server.shutdown().await;
 }
 
-/// One mntr value.
-async fn mntr_value(addr: std::net::SocketAddr, key: &str) -> i64 {
-    let mntr = four_letter(addr, "mntr").await;
-    mntr.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
-        .unwrap_or_else(|| panic!("no {key} in {mntr}"))
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_get_through() {
     let dir = tempfile::tempdir().unwrap();
@@ -653,7 +643,7 @@ async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_g
     let mut most = 0;
     let mut samples = 0;
     while !reader.is_finished() {
-        most = most.max(mntr_value(addr, "zk_outstanding_requests").await);
+        most = most.max(common::mntr_value(addr, "zk_outstanding_requests").await);
         samples += 1;
         assert!(zk.check_stat("/").await.unwrap().is_some());
     }
@@ -668,9 +658,9 @@ async fn a_pipelining_client_is_held_to_the_outstanding_limit_and_others_still_g
 /// (last, min, max) client response sizes from mntr.
 async fn response_sizes(addr: std::net::SocketAddr) -> (i64, i64, i64) {
     (
-        mntr_value(addr, "zk_last_client_response_size").await,
-        mntr_value(addr, "zk_min_client_response_size").await,
-        mntr_value(addr, "zk_max_client_response_size").await,
+        common::mntr_value(addr, "zk_last_client_response_size").await,
+        common::mntr_value(addr, "zk_min_client_response_size").await,
+        common::mntr_value(addr, "zk_max_client_response_size").await,
     )
 }
 

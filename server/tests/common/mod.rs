@@ -187,6 +187,16 @@ pub async fn four_letter(addr: SocketAddr, word: &str) -> String {
     four_letter_bytes(addr, word.as_bytes()).await
 }
 
+/// One mntr value.
+pub async fn mntr_value(addr: SocketAddr, key: &str) -> i64 {
+    let mntr = four_letter(addr, "mntr").await;
+    mntr.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t'))
+        .unwrap_or_else(|| panic!("no {key} in {mntr}"))
+        .parse()
+        .unwrap()
+}
+
 /// Sends raw bytes (a word and its argument) and returns the whole text reply.
 pub async fn four_letter_bytes(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut s = TcpStream::connect(addr).await.unwrap();
