@@ -36,18 +36,25 @@ pub fn lower_current_thread_priority() {
     }
 }
 
+/// Field `field` (numbered from 1, as in proc(5)) of a thread's `/proc/.../stat` text, as a number.
+/// The command name (field 2) may hold spaces; the fields after it start after its closing
+/// parenthesis.
+#[cfg(test)]
+pub(crate) fn stat_field(stat: &str, field: usize) -> i64 {
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    rest.split(' ')
+        .nth(field - 3)
+        .expect("stat field")
+        .parse()
+        .expect("number")
+}
+
 #[cfg(test)]
 mod tests {
     /// The scheduling policy of the calling thread, from /proc (field 41 of `stat`).
     fn own_policy() -> i64 {
         let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("procfs");
-        // The command name may hold spaces; fields start after its closing parenthesis (field 3).
-        let rest = &stat[stat.rfind(')').expect("comm") + 2..];
-        rest.split(' ')
-            .nth(41 - 3)
-            .expect("policy field")
-            .parse()
-            .expect("number")
+        super::stat_field(&stat, 41)
     }
 
     #[test]

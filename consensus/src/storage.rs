@@ -793,6 +793,11 @@ impl raft::Storage for LogStore {
 
 #[cfg(test)]
 mod tests {
+    use crate::background::stat_field;
+
+    /// The nice value's field in `/proc/.../stat`.
+    const NICE: usize = 19;
+
     /// (name, nice) of every thread of this process whose name starts with `prefix`.
     fn threads_named(prefix: &str) -> Vec<(String, i64)> {
         let mut out = Vec::new();
@@ -804,17 +809,9 @@ mod tests {
             let open = stat.find('(').expect("comm");
             let close = stat.rfind(')').expect("comm");
             let name = &stat[open + 1..close];
-            if !name.starts_with(prefix) {
-                continue;
+            if name.starts_with(prefix) {
+                out.push((name.to_string(), stat_field(&stat, NICE)));
             }
-            // Fields after the name start at field 3; nice is field 19.
-            let nice = stat[close + 2..]
-                .split(' ')
-                .nth(19 - 3)
-                .expect("nice field")
-                .parse()
-                .expect("number");
-            out.push((name.to_string(), nice));
         }
         out
     }
@@ -854,13 +851,10 @@ mod tests {
             "{high:?} {low:?}"
         );
         let this_thread = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let close = this_thread.rfind(')').unwrap();
-        let own_nice: i64 = this_thread[close + 2..]
-            .split(' ')
-            .nth(16)
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert_eq!(own_nice, 0, "the opening thread keeps its priority");
+        assert_eq!(
+            stat_field(&this_thread, NICE),
+            0,
+            "the opening thread keeps its priority"
+        );
     }
 }

@@ -2,6 +2,9 @@
 //! queued, then the write's reply; raft's role changes, ReadIndex answers and installed
 //! snapshots; and the trigger that takes a snapshot every `snapshot_every_entries`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use tokio::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
@@ -313,10 +316,7 @@ impl Core {
     pub(super) fn maybe_snapshot(&mut self) {
         let every = self.cfg.snapshot_every_entries.max(1);
         if self.applied_index >= self.last_snapshot_index + every
-            && self
-                .snapshot_encoding
-                .load(std::sync::atomic::Ordering::Acquire)
-                == 0
+            && self.snapshot_encoding.load(Ordering::Acquire) == 0
         {
             self.take_snapshot();
         }
@@ -368,17 +368,17 @@ impl Core {
 
 /// Counts a snapshot as being encoded for as long as it lives (the encoder thread owns it, so a
 /// panic ends the count too).
-struct EncodingMark(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+struct EncodingMark(Arc<AtomicUsize>);
 
 impl EncodingMark {
-    fn set(count: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> EncodingMark {
-        count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    fn set(count: &Arc<AtomicUsize>) -> EncodingMark {
+        count.fetch_add(1, Ordering::AcqRel);
         EncodingMark(count.clone())
     }
 }
 
 impl Drop for EncodingMark {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
