@@ -632,6 +632,8 @@ impl Driver {
             out.send(light.take_messages());
         }
         self.deliver(light.take_committed_entries(), out)?;
+        // The Ready's RocksDB write, after the commits it made possible went out.
+        self.raw.mut_store().write_deferred()?;
         if let Some(commit) = light.commit_index() {
             if self.is_alone() {
                 self.raw.mut_store().note_commit(commit);
