@@ -1,5 +1,6 @@
 //! The log's synced append: every write to the RocksDB store is first a record in a pre-sized
-//! segment file, and a write raft needs durable is fdatasync'ed there, not in RocksDB.
+//! segment file, and a write raft needs durable is synced there (`O_DIRECT | O_DSYNC`), not in
+//! RocksDB.
 //!
 //! Why: RocksDB's WAL grows with every append, so each synced write also commits the file's new
 //! size through the file system's journal: 233-313 us per 600-byte append on the disk this was
@@ -10,7 +11,7 @@
 //!
 //! The scheme (a redo log in front of RocksDB):
 //! - Each write batch carries a sequence number (`seq`, one more per batch, also stored in the
-//!   batch itself under the meta key `log_seq`), is appended here as one record, fdatasync'ed when
+//!   batch itself under the meta key `log_seq`), is appended here as one record, synced when
 //!   the write must be durable, and only then written to RocksDB, unsynced. So RocksDB never holds
 //!   a durable write the segments lack, and RocksDB's `log_seq` says which records it has.
 //! - At open, RocksDB recovers some prefix of its writes (after a process crash: all of them; after
@@ -33,6 +34,18 @@
 //!   written ahead by a background thread was tried first: its own syncs, 64 of them per segment,
 //!   competed with the log's and p99 doubled.)
 //!
+//! - Writes bypass the page cache: the file is opened `O_DIRECT | O_DSYNC` (where the file system
+//!   takes it; otherwise it is written through the page cache and fdatasync'ed). A synced append
+//!   writes whole 4 KB blocks from an aligned buffer, the last, partly filled, block rewritten
+//!   with the bytes it already held plus the new record (the bytes already there are rewritten
+//!   unchanged, so a torn block write can only tear the new record), and the one system call
+//!   returns once the device has the data. Unsynced records (commit-index hints) stay in that
+//!   buffer and go out with the next synced one. Through the page cache, each append copied its
+//!   bytes into a page and fdatasync wrote the page back: pinned to one core, 8 sessions x 32
+//!   sets in flight, 90.7k sets/s against 115.3k with `O_DIRECT` (server CPU 9.9 against 7.8 us
+//!   per set, p99 9.2 against 6.9 ms), lock hand-offs 1,036 against 1,184/s; a lone write the
+//!   same (322 against 321 us). Alternating 3 s runs, 4 each, 3 Dec 2026.
+//!
 //! Record: `len u32 | seq u64 | crc32(len, seq) u32 | crc32(payload) u32 | payload (len bytes)`,
 //! little-endian. A segment is a file of `SEGMENT_BYTES` holding records from offset 0, then zeros
 //! (written up to 1 MB past the last record, a hole after that); its end is the first header of
@@ -42,7 +55,8 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::ConsensusError;
@@ -66,13 +80,103 @@ pub struct Record {
 pub struct Segments {
     dir: PathBuf,
     file: File,
+    /// The file was opened with `O_DIRECT | O_DSYNC`: a write returns once it is on the device.
+    direct: bool,
     number: u64,
+    /// Where the next record starts.
     offset: u64,
     capacity: u64,
     next_seq: u64,
-    buf: Vec<u8>,
+    /// The bytes from `base` (a multiple of `ALIGN`) to `offset`: the tail of the last block
+    /// written, then every record appended since. A write rewrites them from `base`, whole blocks.
+    pending: AlignedBuf,
+    base: u64,
     /// The segment holds written zeros (or records) up to here.
     zeroed_to: u64,
+    /// Zeros to write ahead of the records, aligned.
+    zeros: AlignedBuf,
+}
+
+/// The unit of every write to a segment: offsets and lengths are multiples of it, and so is the
+/// address of the memory written (`O_DIRECT` requires the device's logical block size, 512 bytes
+/// on the disk measured, and 4096 is a multiple of any block size a Linux file system uses).
+const ALIGN: usize = 4096;
+/// Unsynced records are held in memory up to this many bytes, then written.
+const PENDING_LIMIT: usize = 1 << 20;
+
+/// A byte buffer whose contents start at an `ALIGN`-aligned address, without `unsafe`: a
+/// `Vec` with `ALIGN` bytes of slack, used from the first aligned byte in it.
+struct AlignedBuf {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn new() -> AlignedBuf {
+        AlignedBuf {
+            raw: Vec::new(),
+            start: 0,
+            len: 0,
+        }
+    }
+
+    fn zeroed(len: usize) -> AlignedBuf {
+        let mut b = AlignedBuf::new();
+        b.reserve(len);
+        b.len = len;
+        b
+    }
+
+    /// Room for `total` bytes, rounded up to whole blocks (the tail of the last block is zeros
+    /// when it is written; see `blocks`).
+    fn reserve(&mut self, total: usize) {
+        let need = round_up(total as u64) as usize;
+        if self.start + need <= self.raw.len() {
+            return;
+        }
+        let mut raw = vec![0u8; need.max(ALIGN * 16).max(2 * self.len) + ALIGN];
+        let start = raw.as_ptr().align_offset(ALIGN);
+        raw[start..start + self.len].copy_from_slice(&self.raw[self.start..self.start + self.len]);
+        self.raw = raw;
+        self.start = start;
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        self.reserve(self.len + bytes.len());
+        let at = self.start + self.len;
+        self.raw[at..at + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// The contents padded with zeros to whole blocks.
+    fn blocks(&mut self) -> &[u8] {
+        let end = self.start + round_up(self.len as u64) as usize;
+        self.raw[self.start + self.len..end].fill(0);
+        &self.raw[self.start..end]
+    }
+
+    /// Drops the first `n` bytes (a multiple of `ALIGN`), keeping the rest at the aligned start;
+    /// gives back the memory of a large batch once it is written.
+    fn consume(&mut self, n: usize) {
+        debug_assert_eq!(n % ALIGN, 0);
+        self.raw
+            .copy_within(self.start + n..self.start + self.len, self.start);
+        self.len -= n;
+        if self.raw.len() > 4 * PENDING_LIMIT && self.len < ALIGN {
+            let mut small = AlignedBuf::new();
+            small.extend(&self.raw[self.start..self.start + self.len]);
+            *self = small;
+        }
+    }
+}
+
+fn round_up(n: u64) -> u64 {
+    n.div_ceil(ALIGN as u64) * ALIGN as u64
+}
+
+fn round_down(n: u64) -> u64 {
+    n / ALIGN as u64 * ALIGN as u64
 }
 
 fn segment_name(number: u64) -> String {
@@ -204,19 +308,22 @@ impl Segments {
         fs::create_dir_all(dir)?;
         let old = list(dir)?;
         let number = old.last().map_or(1, |(n, _)| n + 1);
-        let file = create(dir, number, SEGMENT_BYTES)?;
+        let (file, direct) = create(dir, number, SEGMENT_BYTES)?;
         if !old.is_empty() {
             delete_before(dir, number)?;
         }
         Ok(Segments {
             dir: dir.to_path_buf(),
             file,
+            direct,
             number,
             offset: 0,
             capacity: SEGMENT_BYTES,
             next_seq,
-            buf: Vec::new(),
+            pending: AlignedBuf::new(),
+            base: 0,
             zeroed_to: 0,
+            zeros: AlignedBuf::new(),
         })
     }
 
@@ -232,23 +339,35 @@ impl Segments {
     }
 
     /// Moves on to a new segment (sized for a record of `len` bytes at least) and deletes the
-    /// older ones. Only after every record so far is durable in RocksDB.
+    /// older ones. Only after every record so far is durable in RocksDB: records appended
+    /// unsynced and not yet written are dropped with their segment.
     pub fn rotate(&mut self, len: usize) -> Result<(), ConsensusError> {
         let number = self.number + 1;
-        let capacity = SEGMENT_BYTES.max((HEADER + len) as u64);
-        let file = create(&self.dir, number, capacity)?;
+        let capacity = round_up(SEGMENT_BYTES.max((HEADER + len) as u64));
+        let (file, direct) = create(&self.dir, number, capacity)?;
         drop(std::mem::replace(&mut self.file, file));
         delete_before(&self.dir, number)?;
+        self.direct = direct;
         self.number = number;
         self.offset = 0;
         self.capacity = capacity;
+        self.pending = AlignedBuf::new();
+        self.base = 0;
         self.zeroed_to = 0;
         Ok(())
     }
 
     /// Appends `payload` as record `next_seq` (which the caller has already put into it), and
-    /// fdatasyncs it if `sync`. A record too big for what is left of the segment is refused: call
-    /// `rotate` first (see `is_full_for`).
+    /// makes it durable if `sync`, together with every record appended before it. A record too
+    /// big for what is left of the segment is refused: call `rotate` first (see `is_full_for`).
+    ///
+    /// A record appended unsynced is only kept in memory (up to `PENDING_LIMIT` bytes) and written
+    /// with the next one: nobody waits for it, and the file is written in whole blocks, so a
+    /// record sharing its last block with the next one would be written twice. A synced append
+    /// rewrites the last, partly filled, block with the bytes it already held plus the new ones,
+    /// with `O_DIRECT | O_DSYNC` where the file system allows it: straight from this buffer to
+    /// the device, no page cache to fill and write back, and one system call that returns once
+    /// the device has it (module docs).
     pub fn append(&mut self, payload: &[u8], sync: bool) -> Result<u64, ConsensusError> {
         if self.offset + (HEADER + payload.len()) as u64 > self.capacity {
             return Err(ConsensusError::Invalid(format!(
@@ -262,34 +381,57 @@ impl Segments {
             ConsensusError::Invalid(format!("a write batch of {} bytes", payload.len()))
         })?;
         let seq = self.next_seq;
-        self.buf.clear();
-        self.buf.extend_from_slice(&len.to_le_bytes());
-        self.buf.extend_from_slice(&seq.to_le_bytes());
-        self.buf
-            .extend_from_slice(&header_crc(len, seq).to_le_bytes());
-        self.buf
-            .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        self.buf.extend_from_slice(payload);
-        // Zeros go ahead of the records, 1 MB at a time: an append then lands in blocks already
-        // allocated, and its fdatasync writes the data alone, not the inode too (module docs).
-        // The fdatasync after each 1 MB of zeros writes them and allocates their blocks at once.
-        let end = self.offset + self.buf.len() as u64;
-        if end > self.zeroed_to {
-            let to = (end + ZERO_AHEAD).min(self.capacity);
-            let zeros = vec![0u8; (to - end) as usize];
-            self.file.write_all_at(&zeros, end)?;
-            self.zeroed_to = to;
+        let mut header = [0u8; HEADER];
+        header[0..4].copy_from_slice(&len.to_le_bytes());
+        header[4..12].copy_from_slice(&seq.to_le_bytes());
+        header[12..16].copy_from_slice(&header_crc(len, seq).to_le_bytes());
+        header[16..20].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        self.pending.extend(&header);
+        self.pending.extend(payload);
+        self.offset += (HEADER + payload.len()) as u64;
+        self.next_seq += 1;
+        if sync || self.pending.len >= PENDING_LIMIT {
+            self.write_pending()?;
         }
-        self.file.write_all_at(&self.buf, self.offset)?;
-        if sync {
+        // Opened O_DIRECT, the file is O_DSYNC too: the write returned once on the device.
+        if sync && !self.direct {
             self.file.sync_data()?;
         }
-        self.offset += self.buf.len() as u64;
-        self.next_seq += 1;
-        if self.buf.capacity() > 1 << 20 {
-            self.buf = Vec::new();
-        }
         Ok(seq)
+    }
+
+    /// Writes the pending bytes from `base`, whole blocks, the zeros ahead first where the
+    /// records pass them; keeps the last, partly filled, block for the next write.
+    fn write_pending(&mut self) -> Result<(), ConsensusError> {
+        let end = round_up(self.offset);
+        // Zeros go ahead of the records, 1 MB at a time: an append then lands in blocks already
+        // allocated, and its sync writes the data alone, not the inode too (module docs).
+        if end > self.zeroed_to {
+            let to = round_up(end + ZERO_AHEAD).min(self.capacity);
+            if self.zeros.len == 0 {
+                self.zeros = AlignedBuf::zeroed(ZERO_AHEAD as usize);
+            }
+            let mut at = end;
+            while at < to {
+                let n = (to - at).min(ZERO_AHEAD) as usize;
+                let zeros = &self.zeros.blocks()[..n];
+                write_blocks(&mut self.file, &mut self.direct, &self.dir, zeros, at)?;
+                at += n as u64;
+            }
+            self.zeroed_to = to;
+        }
+        let blocks = self.pending.blocks();
+        write_blocks(
+            &mut self.file,
+            &mut self.direct,
+            &self.dir,
+            blocks,
+            self.base,
+        )?;
+        let keep_from = round_down(self.offset);
+        self.pending.consume((keep_from - self.base) as usize);
+        self.base = keep_from;
+        Ok(())
     }
 
     /// The file being appended to.
@@ -308,8 +450,9 @@ fn delete_before(dir: &Path, number: u64) -> Result<(), ConsensusError> {
     Ok(sync_dir(dir)?)
 }
 
-/// Creates segment `number`, sized to `capacity` (sparse), and makes its name durable.
-fn create(dir: &Path, number: u64, capacity: u64) -> Result<File, ConsensusError> {
+/// Creates segment `number`, sized to `capacity` (sparse), and makes its name durable; the file
+/// to append to, opened with `O_DIRECT | O_DSYNC` if the file system takes it (and whether it did).
+fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, bool), ConsensusError> {
     let path = dir.join(segment_name(number));
     let file = OpenOptions::new()
         .read(true)
@@ -319,7 +462,48 @@ fn create(dir: &Path, number: u64, capacity: u64) -> Result<File, ConsensusError
     file.set_len(capacity)?;
     file.sync_all()?;
     sync_dir(dir)?;
-    Ok(file)
+    drop(file);
+    match OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+        .open(&path)
+    {
+        Ok(file) => Ok((file, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            tracing::info!(
+                dir = %dir.display(),
+                "the file system refuses O_DIRECT: log segments are written through the page cache"
+            );
+            Ok((OpenOptions::new().write(true).open(&path)?, false))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes whole blocks at `offset`. A file system that opened the file with `O_DIRECT` may still
+/// refuse the alignment (EINVAL): then the file is opened again without it, for good, and the
+/// caller's fdatasync takes over from `O_DSYNC`.
+fn write_blocks(
+    file: &mut File,
+    direct: &mut bool,
+    dir: &Path,
+    blocks: &[u8],
+    offset: u64,
+) -> Result<(), ConsensusError> {
+    match file.write_all_at(blocks, offset) {
+        Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            tracing::warn!(
+                dir = %dir.display(),
+                "an O_DIRECT write was refused ({e}): log segments are written through the page \
+                 cache from now on"
+            );
+            let path = fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+            *file = OpenOptions::new().write(true).open(path)?;
+            *direct = false;
+            Ok(file.write_all_at(blocks, offset)?)
+        }
+        r => Ok(r?),
+    }
 }
 
 #[cfg(test)]
@@ -347,17 +531,19 @@ mod tests {
     fn records_read_back_in_order_after_the_store_holds() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Segments::start(dir.path(), 5).unwrap();
+        // Synced, unsynced, synced, unsynced: the last one is never written (nothing synced
+        // after it), so a crash loses it, as it may.
         for i in 0..4u8 {
             assert_eq!(s.append(&[i; 10], i % 2 == 0).unwrap(), 5 + u64::from(i));
         }
         assert_eq!(s.next_seq(), 9);
         drop(s);
         assert_eq!(
-            payloads(dir.path(), 6),
-            vec![(7, vec![2; 10]), (8, vec![3; 10])]
+            payloads(dir.path(), 5),
+            vec![(6, vec![1; 10]), (7, vec![2; 10])]
         );
-        assert_eq!(payloads(dir.path(), 8), vec![]);
-        assert_eq!(payloads(dir.path(), 4).len(), 4);
+        assert_eq!(payloads(dir.path(), 7), vec![]);
+        assert_eq!(payloads(dir.path(), 4).len(), 3);
     }
 
     #[test]
@@ -459,6 +645,75 @@ mod tests {
         assert_eq!(back.len(), 102);
         assert_eq!(back[0], (1, vec![1; 100]));
         assert_eq!(back[101].1.len(), ZERO_AHEAD as usize);
+    }
+
+    #[test]
+    fn records_of_every_size_across_block_boundaries_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut want = Vec::new();
+        // Sizes that end records inside a block, exactly on a block's end, and past several.
+        for i in 0..600u64 {
+            let len = [0, 1, 7, 100, ALIGN - HEADER, ALIGN, 3 * ALIGN + 5][(i % 7) as usize];
+            let payload = vec![(i % 251) as u8; len];
+            assert_eq!(s.append(&payload, i % 3 != 1).unwrap(), i + 1);
+            want.push((i + 1, payload));
+        }
+        // The last one synced, so every record before it is on disk too.
+        s.append(b"last", true).unwrap();
+        want.push((601, b"last".to_vec()));
+        drop(s);
+        assert_eq!(payloads(dir.path(), 0), want);
+    }
+
+    #[test]
+    fn unsynced_records_are_written_with_the_next_synced_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Segments::start(dir.path(), 1).unwrap();
+        s.append(b"synced", true).unwrap();
+        s.append(b"hint", false).unwrap();
+        // Not written yet: the file ends after the synced record.
+        assert_eq!(payloads(dir.path(), 0), vec![(1, b"synced".to_vec())]);
+        s.append(b"vote", true).unwrap();
+        assert_eq!(
+            payloads(dir.path(), 0),
+            vec![
+                (1, b"synced".to_vec()),
+                (2, b"hint".to_vec()),
+                (3, b"vote".to_vec())
+            ]
+        );
+        // Unsynced records past the limit are written without waiting for a synced one.
+        let big = vec![5u8; PENDING_LIMIT];
+        s.append(&big, false).unwrap();
+        drop(s);
+        let back = payloads(dir.path(), 3);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].1, big);
+    }
+
+    #[test]
+    fn synced_appends_bypass_the_page_cache_where_the_file_system_allows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Segments::start(dir.path(), 1).unwrap();
+        s.append(b"x", true).unwrap();
+        let fdinfo =
+            fs::read_to_string(format!("/proc/self/fdinfo/{}", s.file.as_raw_fd())).unwrap();
+        let flags = fdinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|f| i64::from_str_radix(f.trim(), 8).unwrap())
+            .unwrap();
+        let want = i64::from(libc::O_DIRECT | libc::O_DSYNC);
+        assert_eq!(
+            flags & want == want,
+            s.direct,
+            "the flags and what the segment believes agree"
+        );
+        // ext4, xfs and btrfs take O_DIRECT; say so if this machine's temporary directory did not.
+        if !s.direct {
+            eprintln!("O_DIRECT not available under {}", dir.path().display());
+        }
     }
 
     #[test]

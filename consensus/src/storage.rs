@@ -606,7 +606,9 @@ impl Drop for LogStore {
     /// A clean stop leaves RocksDB holding every batch (a crash leaves the last one to replay).
     fn drop(&mut self) {
         if let Err(e) = self.write_deferred() {
-            tracing::warn!("the last log batch was not written to RocksDB ({e}); the next start replays it");
+            tracing::warn!(
+                "the last log batch was not written to RocksDB ({e}); the next start replays it"
+            );
         }
     }
 }
