@@ -71,6 +71,7 @@
 //! a full election timeout. A leader stopping gracefully calls `transfer_leadership_and_wait`
 //! before `shutdown`.
 
+mod aligned;
 pub mod background;
 mod config;
 pub mod driver;

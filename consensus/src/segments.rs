@@ -59,6 +59,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::aligned::{round_down, round_up, AlignedBuf};
 use crate::ConsensusError;
 
 /// The size a segment is given when it is created (sparse: blocks are allocated as written, the
@@ -97,87 +98,8 @@ pub struct Segments {
     zeros: AlignedBuf,
 }
 
-/// The unit of every write to a segment: offsets and lengths are multiples of it, and so is the
-/// address of the memory written (`O_DIRECT` requires the device's logical block size, 512 bytes
-/// on the disk measured, and 4096 is a multiple of any block size a Linux file system uses).
-const ALIGN: usize = 4096;
 /// Unsynced records are held in memory up to this many bytes, then written.
 const PENDING_LIMIT: usize = 1 << 20;
-
-/// A byte buffer whose contents start at an `ALIGN`-aligned address, without `unsafe`: a
-/// `Vec` with `ALIGN` bytes of slack, used from the first aligned byte in it.
-struct AlignedBuf {
-    raw: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuf {
-    fn new() -> AlignedBuf {
-        AlignedBuf {
-            raw: Vec::new(),
-            start: 0,
-            len: 0,
-        }
-    }
-
-    fn zeroed(len: usize) -> AlignedBuf {
-        let mut b = AlignedBuf::new();
-        b.reserve(len);
-        b.len = len;
-        b
-    }
-
-    /// Room for `total` bytes, rounded up to whole blocks (the tail of the last block is zeros
-    /// when it is written; see `blocks`).
-    fn reserve(&mut self, total: usize) {
-        let need = round_up(total as u64) as usize;
-        if self.start + need <= self.raw.len() {
-            return;
-        }
-        let mut raw = vec![0u8; need.max(ALIGN * 16).max(2 * self.len) + ALIGN];
-        let start = raw.as_ptr().align_offset(ALIGN);
-        raw[start..start + self.len].copy_from_slice(&self.raw[self.start..self.start + self.len]);
-        self.raw = raw;
-        self.start = start;
-    }
-
-    fn extend(&mut self, bytes: &[u8]) {
-        self.reserve(self.len + bytes.len());
-        let at = self.start + self.len;
-        self.raw[at..at + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    /// The contents padded with zeros to whole blocks.
-    fn blocks(&mut self) -> &[u8] {
-        let end = self.start + round_up(self.len as u64) as usize;
-        self.raw[self.start + self.len..end].fill(0);
-        &self.raw[self.start..end]
-    }
-
-    /// Drops the first `n` bytes (a multiple of `ALIGN`), keeping the rest at the aligned start;
-    /// gives back the memory of a large batch once it is written.
-    fn consume(&mut self, n: usize) {
-        debug_assert_eq!(n % ALIGN, 0);
-        self.raw
-            .copy_within(self.start + n..self.start + self.len, self.start);
-        self.len -= n;
-        if self.raw.len() > 4 * PENDING_LIMIT && self.len < ALIGN {
-            let mut small = AlignedBuf::new();
-            small.extend(&self.raw[self.start..self.start + self.len]);
-            *self = small;
-        }
-    }
-}
-
-fn round_up(n: u64) -> u64 {
-    n.div_ceil(ALIGN as u64) * ALIGN as u64
-}
-
-fn round_down(n: u64) -> u64 {
-    n / ALIGN as u64 * ALIGN as u64
-}
 
 fn segment_name(number: u64) -> String {
     format!("{number:020}.{SUFFIX}")
@@ -509,6 +431,7 @@ fn write_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aligned::ALIGN;
 
     fn payloads(dir: &Path, applied: u64) -> Vec<(u64, Vec<u8>)> {
         recover(dir, applied)

@@ -8,13 +8,15 @@
 //! All integers big-endian. A file is written as `.tmp`, fsynced, renamed, and the directory fsynced,
 //! so a name ending in `.snap` always means a complete file; the checksums catch later damage.
 
-use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use protobuf::Message as _;
 use raft::eraftpb::ConfState;
 
+use crate::aligned::AlignedBuf;
 use crate::ConsensusError;
 
 const MAGIC: &[u8; 8] = b"PDKSNAP1";
@@ -62,18 +64,108 @@ pub fn write(
     body_crc.update(data);
 
     let tmp = tmp_path_for(dir, index);
-    let mut f = File::create(&tmp)?;
-    f.write_all(&header)?;
-    f.write_all(&conf)?;
-    f.write_all(data)?;
-    f.write_all(&body_crc.finalize().to_be_bytes())?;
-    f.write_all(END_MAGIC)?;
-    f.sync_all()?;
-    drop(f);
+    let mut f = ChunkWriter::create(&tmp)?;
+    f.write(&header)?;
+    f.write(&conf)?;
+    f.write(data)?;
+    f.write(&body_crc.finalize().to_be_bytes())?;
+    f.write(END_MAGIC)?;
+    f.finish()?;
     let path = path_for(dir, index);
     fs::rename(&tmp, &path)?;
     File::open(dir)?.sync_all()?;
     Ok(path)
+}
+
+/// A snapshot file is written this many bytes at a time (see `ChunkWriter`).
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// Writes a file front to back in `WRITE_CHUNK` pieces from an aligned buffer, with `O_DIRECT`
+/// where the file system takes it.
+///
+/// Why: the snapshot writer thread runs at background priority (`background`) so that clients
+/// never wait for it, but a single 200 MB `write` into the page cache ran in the kernel for
+/// 6 ms at a time without giving the core back (perf sched, 1M znodes, server on one core: the
+/// core task waited 6 ms, slice after slice, while the writer copied), and the writeback of the
+/// dirty pages afterwards ran in kernel threads at normal priority. Written in 1 MB pieces the
+/// thread returns to user mode, where it can be preempted, between pieces; with `O_DIRECT` the
+/// pieces go from this buffer to the device, the thread sleeps while they do, and no dirty page
+/// is left for anyone else to write. The copy into the buffer runs in user mode.
+struct ChunkWriter {
+    file: File,
+    path: PathBuf,
+    direct: bool,
+    buf: AlignedBuf,
+    offset: u64,
+    written: u64,
+}
+
+impl ChunkWriter {
+    fn create(path: &Path) -> Result<ChunkWriter, ConsensusError> {
+        let open = |flags: i32| {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(flags)
+                .open(path)
+        };
+        let (file, direct) = match open(libc::O_DIRECT) {
+            Ok(file) => (file, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open(0)?, false),
+            Err(e) => return Err(e.into()),
+        };
+        let mut buf = AlignedBuf::new();
+        buf.reserve(WRITE_CHUNK);
+        Ok(ChunkWriter {
+            file,
+            path: path.to_path_buf(),
+            direct,
+            buf,
+            offset: 0,
+            written: 0,
+        })
+    }
+
+    fn write(&mut self, mut bytes: &[u8]) -> Result<(), ConsensusError> {
+        while !bytes.is_empty() {
+            let n = (WRITE_CHUNK - self.buf.len).min(bytes.len());
+            self.buf.extend(&bytes[..n]);
+            self.written += n as u64;
+            bytes = &bytes[n..];
+            if self.buf.len == WRITE_CHUNK {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffer (the last piece padded with zeros to whole blocks; `finish` cuts the
+    /// file back to its length).
+    fn flush(&mut self) -> Result<(), ConsensusError> {
+        let blocks = self.buf.blocks();
+        match self.file.write_all_at(blocks, self.offset) {
+            Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                // Opened with O_DIRECT, but this write's alignment is refused: go on without.
+                self.file = OpenOptions::new().write(true).open(&self.path)?;
+                self.direct = false;
+                self.file.write_all_at(blocks, self.offset)?;
+            }
+            r => r?,
+        }
+        self.offset += blocks.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), ConsensusError> {
+        if self.buf.len > 0 {
+            self.flush()?;
+        }
+        self.file.set_len(self.written)?;
+        self.file.sync_all()?;
+        Ok(())
+    }
 }
 
 /// Reads and verifies the snapshot at `index`. `Ok(None)` when there is no such file.
