@@ -880,13 +880,19 @@ mod tests {
         store.db.get_cf(log, super::key(index)).unwrap().is_some()
     }
 
+    /// A group of one that has just written a Ready appending entries 2..=5.
+    fn store_after_a_ready(dir: &std::path::Path) -> super::LogStore {
+        let mut store = super::LogStore::open(dir).unwrap();
+        store.bootstrap(&[1], &[]).unwrap();
+        store.write_ready(None, &entries(2..=5), None).unwrap();
+        store
+    }
+
     #[test]
     fn a_readys_rocksdb_write_waits_for_write_deferred_and_its_entries_read_meanwhile() {
         use raft::{GetEntriesContext, Storage};
         let dir = tempfile::tempdir().unwrap();
-        let mut store = super::LogStore::open(dir.path()).unwrap();
-        store.bootstrap(&[1], &[]).unwrap();
-        store.write_ready(None, &entries(2..=5), None).unwrap();
+        let mut store = store_after_a_ready(dir.path());
         assert!(!in_rocksdb(&store, 5), "deferred");
         let read = store
             .entries(2, 6, None, GetEntriesContext::empty(false))
@@ -909,9 +915,7 @@ mod tests {
     fn a_crash_before_the_deferred_rocksdb_write_loses_nothing() {
         use raft::{GetEntriesContext, Storage};
         let dir = tempfile::tempdir().unwrap();
-        let mut store = super::LogStore::open(dir.path()).unwrap();
-        store.bootstrap(&[1], &[]).unwrap();
-        store.write_ready(None, &entries(2..=5), None).unwrap();
+        let mut store = store_after_a_ready(dir.path());
         // The process dies between the segment's synced append and the RocksDB write.
         store.deferred = None;
         assert!(!in_rocksdb(&store, 2));
