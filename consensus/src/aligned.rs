@@ -1,6 +1,6 @@
-//! Memory and offsets for `O_DIRECT` writes (the log segments, snapshot files): the buffer's
-//! address, the file offset and the length must all be multiples of the device's logical block
-//! size, without `unsafe` code (the workspace forbids it).
+//! Memory and offsets for `O_DIRECT` writes (the log segments): the buffer's address, the file
+//! offset and the length must all be multiples of the device's logical block size, without
+//! `unsafe` code (the workspace forbids it).
 
 /// The unit of every `O_DIRECT` write: offsets and lengths are multiples of it, and so is the
 /// address of the memory written (`O_DIRECT` requires the device's logical block size, 512 bytes
@@ -53,14 +53,6 @@ impl AlignedBuf {
         let at = self.start + self.len;
         self.raw[at..at + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
-    }
-
-    /// Empties it (the memory stays, unless a large write grew it past `SHRINK_ABOVE`).
-    pub(crate) fn clear(&mut self) {
-        self.len = 0;
-        if self.raw.len() > SHRINK_ABOVE {
-            *self = AlignedBuf::new();
-        }
     }
 
     /// The contents padded with zeros to whole blocks.
