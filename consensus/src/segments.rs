@@ -55,7 +55,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -325,31 +324,22 @@ impl Segments {
     /// Writes the pending bytes from `base`, whole blocks, the zeros ahead first where the
     /// records pass them; keeps the last, partly filled, block for the next write.
     fn write_pending(&mut self) -> Result<(), ConsensusError> {
+        let path = self.current_path();
         let end = round_up(self.offset);
         // Zeros go ahead of the records, 1 MB at a time: an append then lands in blocks already
-        // allocated, and its sync writes the data alone, not the inode too (module docs).
+        // allocated, and its sync writes the data alone, not the inode too (module docs). `end`
+        // and `ZERO_AHEAD` are whole blocks, so one write of at most `ZERO_AHEAD` does it.
         if end > self.zeroed_to {
-            let to = round_up(end + ZERO_AHEAD).min(self.capacity);
+            let to = (end + ZERO_AHEAD).min(self.capacity);
             if self.zeros.len == 0 {
                 self.zeros = AlignedBuf::zeroed(ZERO_AHEAD as usize);
             }
-            let mut at = end;
-            while at < to {
-                let n = (to - at).min(ZERO_AHEAD) as usize;
-                let zeros = &self.zeros.blocks()[..n];
-                write_blocks(&mut self.file, &mut self.direct, &self.dir, zeros, at)?;
-                at += n as u64;
-            }
+            let zeros = &self.zeros.blocks()[..(to - end) as usize];
+            write_blocks(&mut self.file, &mut self.direct, &path, zeros, end)?;
             self.zeroed_to = to;
         }
         let blocks = self.pending.blocks();
-        write_blocks(
-            &mut self.file,
-            &mut self.direct,
-            &self.dir,
-            blocks,
-            self.base,
-        )?;
+        write_blocks(&mut self.file, &mut self.direct, &path, blocks, self.base)?;
         let keep_from = round_down(self.offset);
         self.pending.consume((keep_from - self.base) as usize);
         self.base = keep_from;
@@ -402,24 +392,23 @@ fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, bool), Consen
     }
 }
 
-/// Writes whole blocks at `offset`. A file system that opened the file with `O_DIRECT` may still
-/// refuse the alignment (EINVAL): then the file is opened again without it, for good, and the
-/// caller's fdatasync takes over from `O_DSYNC`.
+/// Writes whole blocks at `offset` of the segment at `path`. A file system that opened the file
+/// with `O_DIRECT` may still refuse the alignment (EINVAL): then the file is opened again without
+/// it, for good, and the caller's fdatasync takes over from `O_DSYNC`.
 fn write_blocks(
     file: &mut File,
     direct: &mut bool,
-    dir: &Path,
+    path: &Path,
     blocks: &[u8],
     offset: u64,
 ) -> Result<(), ConsensusError> {
     match file.write_all_at(blocks, offset) {
         Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
             tracing::warn!(
-                dir = %dir.display(),
+                path = %path.display(),
                 "an O_DIRECT write was refused ({e}): log segments are written through the page \
                  cache from now on"
             );
-            let path = fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
             *file = OpenOptions::new().write(true).open(path)?;
             *direct = false;
             Ok(file.write_all_at(blocks, offset)?)
@@ -432,6 +421,7 @@ fn write_blocks(
 mod tests {
     use super::*;
     use crate::aligned::ALIGN;
+    use std::os::fd::AsRawFd;
 
     fn payloads(dir: &Path, applied: u64) -> Vec<(u64, Vec<u8>)> {
         recover(dir, applied)

@@ -246,14 +246,11 @@ impl LogStore {
         if sync {
             self.synced_writes += 1;
         }
+        self.deferred = Some(batch);
         if defer {
-            self.deferred = Some(batch);
             return Ok(());
         }
-        let mut wo = WriteOptions::default();
-        wo.set_sync(false);
-        self.db.write_opt(batch, &wo)?;
-        Ok(())
+        self.write_deferred()
     }
 
     /// Writes to RocksDB (unsynced) the batch `write_ready` left for later, if any. The driver
