@@ -400,6 +400,10 @@ cpu_ticks() {
     echo "$t"
 }
 CLK_TCK="$(getconf CLK_TCK)"
+# The machine's steal time so far, in clock ticks (all CPUs): time a virtual machine's CPUs were
+# ready to run but its host ran something else. Both servers lose it alike, but a run with much of
+# it measured the host as well as the server: the table shows it per run.
+steal_ticks() { awk '/^cpu /{print $9; exit}' /proc/stat; }
 
 # verify_pinned <side> <when>: every thread of every process of the side (the JVM's GC and JIT threads
 # too) may run on SERVER_SET only, as `taskset -a -p` reports it. A thread elsewhere fails the run.
@@ -487,19 +491,21 @@ start_ensemble() {
 # run_measured <side> <json> <server-json> paddock-bench args...: one run, with the server's CPU
 # seconds over it and its VmRSS after it written to <server-json>.
 run_measured() {
-    local side="$1" json="$2" srv="$3" cpu0 t0 rc=0
+    local side="$1" json="$2" srv="$3" cpu0 t0 steal0 rc=0
     shift 3
     cpu0="$(cpu_ticks "${PIDOF[$side]}")"
+    steal0="$(steal_ticks)"
     t0="$(date +%s.%N)"
     bench_on "$side" "$@" --json "$json" || rc=1
     # The server's own CPU over the run (its set-up and clean-up included): the load generator
     # shares the machine, so throughput alone understates a cheaper server. CPU seconds over
     # wall seconds is how busy the server was: near 1 (one core, pinned) means the server, not
     # the generator or the disk, set the pace.
-    printf '{"server_cpu_secs":%s,"wall_secs":%s,"rss_kb":%s}\n' \
+    printf '{"server_cpu_secs":%s,"wall_secs":%s,"rss_kb":%s,"steal_secs":%s}\n' \
         "$(echo "$(cpu_ticks "${PIDOF[$side]}") $cpu0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
         "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" \
-        "$(rss_kb "${PIDOF[$side]}")" >"$srv"
+        "$(rss_kb "${PIDOF[$side]}")" \
+        "$(echo "$(steal_ticks) $steal0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" >"$srv"
     return $rc
 }
 
@@ -581,9 +587,11 @@ fill_and_restart() {
 # 10% times, so the server snapshots the filled tree at least once in the window. Records the number of
 # snapshots taken; the get's max latency is the stall.
 snapshot_stall() {
-    local side="$1" n0 n1 writes writer
+    local side="$1" n0 n1 writes writer steal0 t0
     writes=$((${SNAP_COUNT:-100000} + ${SNAP_COUNT:-100000} / 10 + 100))
     n0="$(snapshots_of "$side")"
+    steal0="$(steal_ticks)"
+    t0="$(date +%s.%N)"
     log "[$side] snapshot stall: a get for ${STALL_SECS}s beside $writes sets (snapshots so far: ${n0:-?})"
     bench_on "$side" --workload set --clients 8 --inflight 4 --ops "$writes" \
         --duration-secs "$STALL_SECS" --json "$OUT/$side-stall-set.json" &
@@ -608,8 +616,10 @@ snapshot_stall() {
         fi
     fi
     log "[$side] snapshots taken in the window: $taken (before ${n0:-?}, after ${n1:-?})"
-    printf '{"side":"%s","snapshots_taken":%s,"writes":%s,"snap_count":"%s"}\n' \
-        "$side" "$taken" "$writes" "${SNAP_COUNT:-default}" >"$OUT/$side-stall.json"
+    printf '{"side":"%s","snapshots_taken":%s,"writes":%s,"snap_count":"%s","steal_secs":%s,"wall_secs":%s}\n' \
+        "$side" "$taken" "$writes" "${SNAP_COUNT:-default}" \
+        "$(echo "$(steal_ticks) $steal0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
+        "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" >"$OUT/$side-stall.json"
 }
 
 # fsync_cost: the disk's own cost of a small synced append (what one durable write cannot go below),
@@ -848,6 +858,12 @@ def rss(r, s):
 def busy(r, s):
     return 100 * s["server_cpu_secs"] / s["wall_secs"] if s and s.get("wall_secs") else None
 
+def steal(r, s):
+    # Share of all the machine's CPU time over the run that its host took (older runs: absent).
+    if not s or "steal_secs" not in s or not s.get("wall_secs"):
+        return None
+    return 100 * s["steal_secs"] / (s["wall_secs"] * params["nproc"])
+
 rows = []  # (measure, va, vb, ratio text, target text, met text, required cells)
 
 def fmt(v):
@@ -873,9 +889,14 @@ def ratio_text(va, vb, per=()):
     spread = f" [{min(per):.2f}..{max(per):.2f}]" if len(per) > 1 else ""
     return r, f"{r:.2f}{spread}"
 
-def add(measure, va, vb, per=(), target=None):
+NO_RATIO = set()  # measures of the machine, not of a server: no ratio shown
+
+def add(measure, va, vb, per=(), target=None, ratio=True):
     """target: (">=" | "<=", x) on the ratio, or a function (va, vb, ratio) -> (text, met)."""
     r, rt = ratio_text(va, vb, per)
+    if not ratio:
+        r, rt = None, ""
+        NO_RATIO.add(measure)
     ttext, met = "", ""
     if callable(target):
         ttext, met = target(va, vb, r)
@@ -940,6 +961,7 @@ for w in ("create", "set", "mixed", "get", "lock", "lone"):
     add(f"{w} server CPU us/{unit}", *per_round(w, cpu))
     add(f"{w} server busy, % of {'its cores' if ensemble else 'a core'}", *per_round(w, busy))
     add(f"{w} server RSS after, MiB", *per_round(w, rss))
+    add(f"{w} host steal, % of the machine's CPU time", *per_round(w, steal), ratio=False)
 viol = [(sum(r["lock"]["exclusion_violations"] for r, _ in rounds(s, "lock").values()) if rounds(s, "lock") else None)
         for s in (a, b)]
 rows.append(("lock exclusion violations", fmt(viol[0]), fmt(viol[1]), "", "= 0",
@@ -952,6 +974,8 @@ if not ensemble:
         return s["rss_right_after_fill_kb"] / 1024 if s and "rss_right_after_fill_kb" in s else None
     add("fill RSS a second after the fill, MiB", right_after(sa), right_after(sb))
     add("snapshots taken in the stall window", ka and ka["snapshots_taken"], kb and kb["snapshots_taken"])
+    add("host steal in the stall window, % of the machine's CPU time", steal(None, ka), steal(None, kb),
+        ratio=False)
 
 header = ("measure", a, b, "ratio", "target", "met?")
 widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
@@ -972,10 +996,11 @@ if fsync is not None:
              if "generator_core_p50_us" in fs else ""))
 print("server CPU: the server process's user+system CPU over a run (set-up and clean-up included) divided by")
 print("  the ops it counted; busy: that CPU time over the run's wall time (100 = one core the whole run:")
-print("  the server set the pace); lone: one session, one request in flight (a set)")
+print("  the server set the pace); lone: one session, one request in flight (a set); host steal: the")
+print("  time the virtual machine's CPUs waited for its host (/proc/stat), a share of all CPUs' time")
 if smoke:
     missing = [f"{r[0]}: {header[i]}" for r in rows for i in (1, 2, 3) if r[i] in ("-", "")
-               and not (i == 3 and r[0] == "lock exclusion violations")]
+               and not (i == 3 and (r[0] == "lock exclusion violations" or r[0] in NO_RATIO))]
     missing += [f"{r[0]}: met?" for r in rows if r[4] and r[5] in ("-", "")]
     if missing:
         print("SMOKE: cells not produced: " + "; ".join(missing))
