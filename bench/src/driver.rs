@@ -90,6 +90,7 @@ pub trait Operation: Send + Sync + 'static {
 pub async fn closed_loop<O: Operation>(
     clients: &[Client],
     inflight: usize,
+    slow_us: u64,
     budget: Arc<Budget>,
     op: Arc<O>,
 ) -> anyhow::Result<(Tally, Duration)> {
@@ -101,7 +102,7 @@ pub async fn closed_loop<O: Operation>(
             let budget = budget.clone();
             let op = op.clone();
             workers.spawn(async move {
-                let mut tally = Tally::new();
+                let mut tally = Tally::recording_slow(slow_us);
                 while let Some(i) = budget.claim() {
                     let t0 = Instant::now();
                     match op.run(&client, i).await {
@@ -113,7 +114,7 @@ pub async fn closed_loop<O: Operation>(
             });
         }
     }
-    let mut total = Tally::new();
+    let mut total = Tally::recording_slow(slow_us);
     while let Some(joined) = workers.join_next().await {
         total.merge(joined.context("benchmark worker panicked")?);
     }

@@ -108,6 +108,11 @@ pub struct Args {
     /// Failover: seconds of write load before the signal.
     #[arg(long, default_value_t = 2)]
     pub warmup_secs: u64,
+    /// List every operation at least this many microseconds long in the JSON report
+    /// (`slow_ops`: when it ended, Unix seconds, and its latency), to match stalls against events
+    /// of known time, such as a snapshot. 0: off. create, set, get, mixed and fill.
+    #[arg(long, default_value_t = 0)]
+    pub slow_us: u64,
 }
 
 impl Args {

@@ -1,7 +1,7 @@
 //! What a workload run measured, and how it is printed: one JSON object per run for scripts, and a
 //! short text block on stderr for people.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -17,7 +17,15 @@ pub struct Tally {
     pub ok: u64,
     pub errors: u64,
     pub first_error: Option<String>,
+    /// Operations at least `slow_us` long: when each ended (seconds since the Unix epoch) and how
+    /// long it took (microseconds), so a script can tell which of them overlapped an event it
+    /// knows the time of (a snapshot). Off (0) unless `--slow-us` asks.
+    pub slow: Vec<(f64, u64)>,
+    slow_us: u64,
 }
+
+/// Slow operations kept per run at most: a run that has more has no single stall to find.
+const MAX_SLOW: usize = 100_000;
 
 impl Tally {
     pub fn new() -> Self {
@@ -28,6 +36,16 @@ impl Tally {
             ok: 0,
             errors: 0,
             first_error: None,
+            slow: Vec::new(),
+            slow_us: 0,
+        }
+    }
+
+    /// A tally that also lists every operation of at least `slow_us` microseconds (0: none).
+    pub fn recording_slow(slow_us: u64) -> Self {
+        Self {
+            slow_us,
+            ..Self::new()
         }
     }
 
@@ -37,6 +55,12 @@ impl Tally {
             .unwrap_or(u64::MAX)
             .clamp(1, MAX_TRACKED_US);
         self.latency.saturating_record(us);
+        if self.slow_us > 0 && us >= self.slow_us && self.slow.len() < MAX_SLOW {
+            let ended = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            self.slow.push((ended, us));
+        }
     }
 
     pub fn record_error(&mut self, what: impl std::fmt::Display) {
@@ -54,6 +78,8 @@ impl Tally {
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
+        let room = MAX_SLOW.saturating_sub(self.slow.len());
+        self.slow.extend(other.slow.into_iter().take(room));
     }
 }
 
@@ -157,6 +183,10 @@ pub struct RunReport {
     pub ready_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverStats>,
+    /// With `--slow-us`: every operation at least that long, as [ended (Unix seconds), us],
+    /// in the order they ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_ops: Option<Vec<(f64, u64)>>,
 }
 
 /// The run-wide facts a report is built from besides the tally.
@@ -194,6 +224,11 @@ impl RunReport {
             fill: None,
             ready_ms: None,
             failover: None,
+            slow_ops: (tally.slow_us > 0).then(|| {
+                let mut slow = tally.slow.clone();
+                slow.sort_by(|a, b| a.0.total_cmp(&b.0));
+                slow
+            }),
         }
     }
 
@@ -286,6 +321,35 @@ mod tests {
         assert_eq!(a.first_error.as_deref(), Some("NoNode"));
         assert_eq!(a.latency.len(), 2);
         assert_eq!(a.latency.max(), a.latency.highest_equivalent(300));
+    }
+
+    #[test]
+    fn only_operations_at_the_threshold_or_longer_are_listed_in_end_order() {
+        let shape = RunShape {
+            workload: "get",
+            label: "x",
+            hosts: "h",
+            clients: 1,
+            inflight: 1,
+            value_size: 0,
+        };
+        let mut a = Tally::recording_slow(1000);
+        a.record_ok(Duration::from_micros(999));
+        a.record_ok(Duration::from_micros(1000));
+        let mut b = Tally::recording_slow(1000);
+        b.record_ok(Duration::from_millis(12));
+        b.record_ok(Duration::from_micros(10));
+        // b's slow operation ended after a's; merging b's list first must not change the order.
+        b.merge(a);
+        assert_eq!(b.slow.len(), 2);
+        let report = RunReport::new(&shape, &b, Duration::from_secs(1));
+        let slow = report.slow_ops.expect("listed when asked for");
+        assert_eq!(slow.iter().map(|s| s.1).collect::<Vec<_>>(), vec![1000, 12_000]);
+        assert!(slow[0].0 <= slow[1].0 && slow[0].0 > 1.7e9);
+        // Not asked for: no list at all in the JSON.
+        let mut plain = Tally::new();
+        plain.record_ok(Duration::from_secs(1));
+        assert!(RunReport::new(&shape, &plain, Duration::from_secs(1)).slow_ops.is_none());
     }
 
     #[test]
