@@ -344,12 +344,17 @@ mod tests {
         assert_eq!(b.slow.len(), 2);
         let report = RunReport::new(&shape, &b, Duration::from_secs(1));
         let slow = report.slow_ops.expect("listed when asked for");
-        assert_eq!(slow.iter().map(|s| s.1).collect::<Vec<_>>(), vec![1000, 12_000]);
+        assert_eq!(
+            slow.iter().map(|s| s.1).collect::<Vec<_>>(),
+            vec![1000, 12_000]
+        );
         assert!(slow[0].0 <= slow[1].0 && slow[0].0 > 1.7e9);
         // Not asked for: no list at all in the JSON.
         let mut plain = Tally::new();
         plain.record_ok(Duration::from_secs(1));
-        assert!(RunReport::new(&shape, &plain, Duration::from_secs(1)).slow_ops.is_none());
+        assert!(RunReport::new(&shape, &plain, Duration::from_secs(1))
+            .slow_ops
+            .is_none());
     }
 
     #[test]

@@ -157,7 +157,8 @@ pub async fn run_create(
         op_limit(args),
         Duration::from_secs(args.duration_secs),
     ));
-    let (tally, elapsed) = driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
+    let (tally, elapsed) =
+        driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
     Ok(RunReport::new(&shape(args, "create"), &tally, elapsed))
 }
 
@@ -186,7 +187,8 @@ pub async fn run_keys(
         op_limit(args),
         Duration::from_secs(args.duration_secs),
     ));
-    let (tally, elapsed) = driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
+    let (tally, elapsed) =
+        driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
     Ok(RunReport::new(&shape(args, name), &tally, elapsed))
 }
 
@@ -211,7 +213,8 @@ pub async fn run_fill(
         value: value(args),
     });
     let budget = Arc::new(Budget::new(n, Duration::from_secs(args.fill_timeout_secs)));
-    let (mut tally, elapsed) = driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
+    let (mut tally, elapsed) =
+        driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
     let done = tally.ok + tally.errors;
     if done < n {
         tally.errors += n - done;
