@@ -509,7 +509,7 @@ impl Driver {
     }
 
     /// True if this node is the group's only member (one voter, no learner, no joint change).
-    fn is_alone(&self) -> bool {
+    pub(crate) fn is_alone(&self) -> bool {
         let cs = &self.conf_history.last().expect("never empty").1;
         cs.voters.len() == 1
             && cs.learners.is_empty()
