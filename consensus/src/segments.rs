@@ -324,7 +324,6 @@ impl Segments {
     /// Writes the pending bytes from `base`, whole blocks, the zeros ahead first where the
     /// records pass them; keeps the last, partly filled, block for the next write.
     fn write_pending(&mut self) -> Result<(), ConsensusError> {
-        let path = self.current_path();
         let end = round_up(self.offset);
         // Zeros go ahead of the records, 1 MB at a time: an append then lands in blocks already
         // allocated, and its sync writes the data alone, not the inode too (module docs). `end`
@@ -335,11 +334,25 @@ impl Segments {
                 self.zeros = AlignedBuf::zeroed(ZERO_AHEAD as usize);
             }
             let zeros = &self.zeros.blocks()[..(to - end) as usize];
-            write_blocks(&mut self.file, &mut self.direct, &path, zeros, end)?;
+            write_blocks(
+                &mut self.file,
+                &mut self.direct,
+                &self.dir,
+                self.number,
+                zeros,
+                end,
+            )?;
             self.zeroed_to = to;
         }
         let blocks = self.pending.blocks();
-        write_blocks(&mut self.file, &mut self.direct, &path, blocks, self.base)?;
+        write_blocks(
+            &mut self.file,
+            &mut self.direct,
+            &self.dir,
+            self.number,
+            blocks,
+            self.base,
+        )?;
         let keep_from = round_down(self.offset);
         self.pending.consume((keep_from - self.base) as usize);
         self.base = keep_from;
@@ -392,18 +405,21 @@ fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, bool), Consen
     }
 }
 
-/// Writes whole blocks at `offset` of the segment at `path`. A file system that opened the file
-/// with `O_DIRECT` may still refuse the alignment (EINVAL): then the file is opened again without
-/// it, for good, and the caller's fdatasync takes over from `O_DSYNC`.
+/// Writes whole blocks at `offset` of segment `number` in `dir`. A file system that opened the
+/// file with `O_DIRECT` may still refuse the alignment (EINVAL): then the file is opened again
+/// without it, for good, and the caller's fdatasync takes over from `O_DSYNC`. (The path is only
+/// built then: this runs on every synced append.)
 fn write_blocks(
     file: &mut File,
     direct: &mut bool,
-    path: &Path,
+    dir: &Path,
+    number: u64,
     blocks: &[u8],
     offset: u64,
 ) -> Result<(), ConsensusError> {
     match file.write_all_at(blocks, offset) {
         Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            let path = dir.join(segment_name(number));
             tracing::warn!(
                 path = %path.display(),
                 "an O_DIRECT write was refused ({e}): log segments are written through the page \
