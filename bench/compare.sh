@@ -404,6 +404,10 @@ CLK_TCK="$(getconf CLK_TCK)"
 # ready to run but its host ran something else. Both servers lose it alike, but a run with much of
 # it measured the host as well as the server: the table shows it per run.
 steal_ticks() { awk '/^cpu /{print $9; exit}' /proc/stat; }
+# ticks_as_secs <ticks now> <ticks then>: the clock ticks between them in seconds, 3 decimals.
+ticks_as_secs() { echo "$1 $2 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}'; }
+# secs_since <date +%s.%N of then>: wall seconds since then, 3 decimals.
+secs_since() { echo "$(date +%s.%N) $1" | awk '{printf "%.3f", $1 - $2}'; }
 
 # verify_pinned <side> <when>: every thread of every process of the side (the JVM's GC and JIT threads
 # too) may run on SERVER_SET only, as `taskset -a -p` reports it. A thread elsewhere fails the run.
@@ -502,10 +506,8 @@ run_measured() {
     # wall seconds is how busy the server was: near 1 (one core, pinned) means the server, not
     # the generator or the disk, set the pace.
     printf '{"server_cpu_secs":%s,"wall_secs":%s,"rss_kb":%s,"steal_secs":%s}\n' \
-        "$(echo "$(cpu_ticks "${PIDOF[$side]}") $cpu0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
-        "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" \
-        "$(rss_kb "${PIDOF[$side]}")" \
-        "$(echo "$(steal_ticks) $steal0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" >"$srv"
+        "$(ticks_as_secs "$(cpu_ticks "${PIDOF[$side]}")" "$cpu0")" "$(secs_since "$t0")" \
+        "$(rss_kb "${PIDOF[$side]}")" "$(ticks_as_secs "$(steal_ticks)" "$steal0")" >"$srv"
     return $rc
 }
 
@@ -662,8 +664,7 @@ snapshot_stall() {
         log "[$side] the snapshots' times could not be read; the table has no in-snapshot stall"
     printf '{"side":"%s","snapshots_taken":%s,"writes":%s,"snap_count":"%s","steal_secs":%s,"wall_secs":%s}\n' \
         "$side" "$taken" "$writes" "${SNAP_COUNT:-default}" \
-        "$(echo "$(steal_ticks) $steal0 $CLK_TCK" | awk '{printf "%.3f", ($1 - $2) / $3}')" \
-        "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" >"$OUT/$side-stall.json"
+        "$(ticks_as_secs "$(steal_ticks)" "$steal0")" "$(secs_since "$t0")" >"$OUT/$side-stall.json"
 }
 
 # fsync_cost: the disk's own cost of a small synced append (what one durable write cannot go below),
