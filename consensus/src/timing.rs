@@ -114,7 +114,6 @@ const BUCKETS: usize = (42 - SUB_BITS as usize) * SUB + SUB;
 /// buckets per power of two. Recording is a few relaxed atomic adds; no allocation after `new`.
 pub struct Histogram {
     buckets: Box<[AtomicU64]>,
-    count: AtomicU64,
     sum: AtomicU64,
     min: AtomicU64,
     max: AtomicU64,
@@ -159,19 +158,25 @@ impl Histogram {
     pub fn new() -> Histogram {
         Histogram {
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
-            count: AtomicU64::new(0),
             sum: AtomicU64::new(0),
             min: AtomicU64::new(u64::MAX),
             max: AtomicU64::new(0),
         }
     }
 
+    /// Two atomic read-modify-writes in the common case (a write is recorded about nine times):
+    /// the count is the buckets' sum, read when asked for, and min and max are only written when
+    /// `v` passes them. The five read-modify-writes this did before were 1.9% of the server's
+    /// CPU samples under 8 sessions x 32 sets in flight (perf, 3 Dec 2026).
     pub fn record(&self, v: u64) {
         self.buckets[bucket_of(v)].fetch_add(1, Ordering::Relaxed);
         self.sum.fetch_add(v, Ordering::Relaxed);
-        self.min.fetch_min(v, Ordering::Relaxed);
-        self.max.fetch_max(v, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
+        if v < self.min.load(Ordering::Relaxed) {
+            self.min.fetch_min(v, Ordering::Relaxed);
+        }
+        if v > self.max.load(Ordering::Relaxed) {
+            self.max.fetch_max(v, Ordering::Relaxed);
+        }
     }
 
     /// Records `d` in microseconds.
@@ -185,7 +190,7 @@ impl Histogram {
     }
 
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).sum()
     }
 
     pub fn sum(&self) -> u64 {
