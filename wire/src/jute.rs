@@ -100,19 +100,27 @@ impl<'a> Reader<'a> {
         Ok(self.read_len(what)?.map(|n| self.take(n).to_vec()))
     }
 
-    /// `ustring`: `None` is the null string (length -1).
-    pub fn read_opt_string(&mut self, what: &'static str) -> Result<Option<String>, DecodeError> {
+    /// `ustring`, borrowed from the buffer: `None` is the null string (length -1).
+    pub fn read_opt_str(&mut self, what: &'static str) -> Result<Option<&'a str>, DecodeError> {
         let at = self.pos;
         match self.read_len(what)? {
             None => Ok(None),
-            Some(n) => {
-                let bytes = self.take(n);
-                match std::str::from_utf8(bytes) {
-                    Ok(s) => Ok(Some(s.to_owned())),
-                    Err(_) => Err(DecodeError::BadUtf8 { what, at }),
-                }
-            }
+            Some(n) => match std::str::from_utf8(self.take(n)) {
+                Ok(s) => Ok(Some(s)),
+                Err(_) => Err(DecodeError::BadUtf8 { what, at }),
+            },
         }
+    }
+
+    /// `read_opt_str` with null read as the empty string: for a string only looked at while the
+    /// buffer is (a snapshot's paths, a million of them, each copied into the tree by name).
+    pub fn read_str(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
+        Ok(self.read_opt_str(what)?.unwrap_or_default())
+    }
+
+    /// `ustring`: `None` is the null string (length -1).
+    pub fn read_opt_string(&mut self, what: &'static str) -> Result<Option<String>, DecodeError> {
+        Ok(self.read_opt_str(what)?.map(str::to_owned))
     }
 
     /// `ustring` where null is read as the empty string, as Java's readString callers do

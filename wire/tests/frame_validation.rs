@@ -526,3 +526,37 @@ fn real_handshake_lengths_and_near_misses_are_not_words() {
         assert_eq!(FourLetterWord::detect(near), None, "{near:?}");
     }
 }
+
+#[test]
+fn a_borrowed_string_reads_as_the_owned_one_does() {
+    use wire::jute::Reader;
+    // "/a", then null, then bad UTF-8.
+    let b = [
+        0, 0, 0, 2, b'/', b'a', 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0xff,
+    ];
+    let mut r = Reader::new(&b);
+    let path: &str = r.read_str("path").unwrap();
+    assert_eq!(path, "/a");
+    assert!(
+        std::ptr::eq(path.as_ptr(), b[4..].as_ptr()),
+        "borrowed, not copied"
+    );
+    assert_eq!(r.read_str("null").unwrap(), "");
+    assert_eq!(
+        r.read_str("bad").unwrap_err(),
+        DecodeError::BadUtf8 {
+            what: "bad",
+            at: 10
+        }
+    );
+    let mut owned = Reader::new(&b);
+    assert_eq!(owned.read_string("path").unwrap(), "/a");
+    assert_eq!(owned.read_opt_string("null").unwrap(), None);
+    assert_eq!(
+        owned.read_opt_string("bad").unwrap_err(),
+        DecodeError::BadUtf8 {
+            what: "bad",
+            at: 10
+        }
+    );
+}

@@ -220,10 +220,10 @@ impl Tree {
             let mut nodes: Vec<(String, Node)> = Vec::with_capacity(n);
             for _ in 0..n {
                 let (p, node) = read_node(r, &mut t, &mut lists)?;
-                if nodes.last().is_some_and(|(q, _)| q.as_str() >= p.as_str()) {
+                if nodes.last().is_some_and(|(q, _)| q.as_str() >= p) {
                     return Err(Bad::Inconsistent(format!("node {p:?} out of order")));
                 }
-                nodes.push((p, node));
+                nodes.push((p.to_owned(), node));
             }
             nodes.sort_by(|(a, _), (b, _)| a.split('/').cmp(b.split('/')));
             for (p, node) in nodes {
@@ -232,7 +232,7 @@ impl Tree {
         } else {
             for _ in 0..n {
                 let (p, node) = read_node(r, &mut t, &mut lists)?;
-                b.push(&mut t, &p, node).map_err(Bad::Inconsistent)?;
+                b.push(&mut t, p, node).map_err(Bad::Inconsistent)?;
             }
         }
         b.finish(&mut t).map_err(Bad::Inconsistent)?;
@@ -246,13 +246,15 @@ impl Tree {
     }
 }
 
-/// One node record, its ACL number resolved to a reference in the tree's table.
-fn read_node(
-    r: &mut Reader<'_>,
+/// One node record, its ACL number resolved to a reference in the tree's table. The path is
+/// borrowed from the snapshot's bytes: the tree keeps only its last component, so an owned copy
+/// was one allocation and one free per node restored.
+fn read_node<'a>(
+    r: &mut Reader<'a>,
     t: &mut Tree,
     lists: &mut [(Vec<Acl>, Option<u32>)],
-) -> Result<(String, Node), Bad> {
-    let p = r.read_string("node.path")?;
+) -> Result<(&'a str, Node), Bad> {
+    let p = r.read_str("node.path")?;
     let data = r.read_buffer("node.data")?;
     let ai = r.read_i32("node.acl")?;
     let mut l = [0i64; 6];
