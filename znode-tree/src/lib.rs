@@ -53,6 +53,6 @@ pub use entry::{Entry, Txn};
 pub use error::TreeError;
 pub use read::read_with_watch;
 pub use session::Session;
-pub use snapshot::SnapshotView;
+pub use snapshot::{Restore, SnapshotView};
 pub use tree::{Applied, Change, ReadCtx, Tree, TreeConfig};
 pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};

@@ -164,9 +164,10 @@ impl Tree {
         h.0
     }
 
-    /// Rebuilds a tree from `snapshot` bytes after verifying the checksum.
+    /// Rebuilds a tree from `snapshot` bytes after verifying the checksum. (`Restore` takes
+    /// the same bytes in pieces.)
     pub fn restore(bytes: &[u8], config: TreeConfig) -> Result<Tree, TreeError> {
-        if bytes.len() < MAGIC.len() + 1 + 4 {
+        if bytes.len() < MIN_SNAPSHOT {
             return Err(TreeError::SnapshotTooShort(bytes.len()));
         }
         let (body, trailer) = bytes.split_at(bytes.len() - 4);
@@ -175,21 +176,156 @@ impl Tree {
         if stored != computed {
             return Err(TreeError::Checksum { stored, computed });
         }
-        let version = body[4];
-        if &body[..4] != MAGIC || !(version == 1 || version == VERSION) {
-            return Err(TreeError::SnapshotFormat);
+        let mut r = Restore::new(config);
+        r.hasher = None;
+        r.feed(bytes)?;
+        r.finish()
+    }
+}
+
+/// Magic, version and checksum: the shortest snapshot there could be.
+const MIN_SNAPSHOT: usize = MAGIC.len() + 1 + 4;
+
+/// A restore fed the snapshot's bytes in pieces of any size, as they are read from a file: the
+/// tree is built as the nodes arrive, so the snapshot never has to be in memory whole. At 1M
+/// znodes that is 200 MB of memory a restart no longer allocates (and the kernel no longer
+/// zeroes) before the tree's own: see ARCHITECTURE.md, "restart".
+///
+/// Each piece is decoded as far as whole records go; a record cut by the end of a piece waits
+/// in `carry` for the next one. `finish` checks that the bytes ended just after the last
+/// node with the checksum of everything before it.
+pub struct Restore {
+    tree: Tree,
+    phase: Phase,
+    /// The start of a record the pieces so far cut short (or, once the nodes are read, the
+    /// checksum).
+    carry: Vec<u8>,
+    /// Over every byte decoded (`None`: the caller checked the checksum already).
+    hasher: Option<crc32fast::Hasher>,
+    fed: usize,
+    /// Bytes decoded so far (where the next record starts).
+    decoded: usize,
+    version: u8,
+    lists: Vec<(Vec<Acl>, Option<u32>)>,
+    builder: Builder,
+    /// Version 1 only: its nodes, sorted depth first once all are read.
+    unsorted: Vec<(String, Node)>,
+}
+
+enum Phase {
+    Head,
+    Nodes { left: usize },
+    Trailer,
+}
+
+impl Restore {
+    pub fn new(config: TreeConfig) -> Restore {
+        Restore {
+            tree: Tree::empty(config),
+            phase: Phase::Head,
+            carry: Vec::new(),
+            hasher: Some(crc32fast::Hasher::new()),
+            fed: 0,
+            decoded: 0,
+            version: VERSION,
+            lists: Vec::new(),
+            builder: Builder::default(),
+            unsorted: Vec::new(),
         }
-        let r = &mut Reader::new(&body[5..]);
-        Tree::decode_state(r, config, version).map_err(|e| match e {
-            Bad::Decode(d) => TreeError::BadSnapshot(d),
-            Bad::Inconsistent(s) => TreeError::Inconsistent(s),
-        })
     }
 
-    fn decode_state(r: &mut Reader<'_>, config: TreeConfig, version: u8) -> Result<Tree, Bad> {
-        let mut t = Tree::empty(config);
-        t.last_zxid = r.read_i64("last_zxid")?;
+    /// The next piece of the snapshot's bytes.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), TreeError> {
+        self.fed += bytes.len();
+        let mut at = 0;
+        // A record cut short by the last piece: complete it from this one. `carry` is the
+        // start of one record, so a decode either uses all of it and more, or nothing yet.
+        while !self.carry.is_empty() {
+            if at == bytes.len() {
+                return Ok(());
+            }
+            let had = self.carry.len();
+            let take = (bytes.len() - at).min(had.max(4096));
+            self.carry.extend_from_slice(&bytes[at..at + take]);
+            let carry = std::mem::take(&mut self.carry);
+            let used = self.decode(&carry).map_err(Bad::into_error)?;
+            if used == 0 {
+                self.carry = carry;
+                at += take;
+            } else {
+                // The rest of `carry` is still in `bytes`: decode it from there.
+                at += used - had;
+            }
+        }
+        let used = self.decode(&bytes[at..]).map_err(Bad::into_error)?;
+        self.carry.extend_from_slice(&bytes[at + used..]);
+        Ok(())
+    }
+
+    /// Decodes whole records from the start of `buf` while they last; the bytes used.
+    fn decode(&mut self, buf: &[u8]) -> Result<usize, Bad> {
+        let mut used = 0;
+        loop {
+            let mut r = Reader::new(&buf[used..]);
+            let step = match self.phase {
+                Phase::Trailer => break,
+                Phase::Head => self.decode_head(&mut r),
+                Phase::Nodes { left: 0 } => {
+                    self.phase = Phase::Trailer;
+                    continue;
+                }
+                Phase::Nodes { left } => {
+                    let step = read_node(&mut r, &mut self.tree, &mut self.lists);
+                    step.and_then(|(p, node)| {
+                        self.phase = Phase::Nodes { left: left - 1 };
+                        if self.version == 1 {
+                            if self.unsorted.last().is_some_and(|(q, _)| q.as_str() >= p) {
+                                return Err(Bad::Inconsistent(format!("node {p:?} out of order")));
+                            }
+                            self.unsorted.push((p.to_owned(), node));
+                            Ok(())
+                        } else {
+                            self.builder
+                                .push(&mut self.tree, p, node)
+                                .map_err(Bad::Inconsistent)
+                        }
+                    })
+                }
+            };
+            match step {
+                Ok(()) => {
+                    let n = buf.len() - used - r.remaining();
+                    if let Some(h) = &mut self.hasher {
+                        h.update(&buf[used..used + n]);
+                    }
+                    used += n;
+                    self.decoded += n;
+                }
+                // The piece ends inside this record: wait for the next one.
+                Err(Bad::Decode(DecodeError::Truncated { .. })) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(used)
+    }
+
+    /// Magic and version, `last_zxid`, sessions, ACL lists and the node count: one record here.
+    fn decode_head(&mut self, r: &mut Reader<'_>) -> Result<(), Bad> {
+        let rest = r.rest();
+        let start = rest.len();
+        if rest.len() >= MAGIC.len() + 1 {
+            let version = rest[MAGIC.len()];
+            if &rest[..MAGIC.len()] != MAGIC || !(version == 1 || version == VERSION) {
+                return Err(Bad::Format);
+            }
+            self.version = version;
+        }
+        for _ in 0..MAGIC.len() + 1 {
+            r.read_u8("snapshot.magic")?;
+        }
+        let last_zxid = r.read_i64("last_zxid")?;
         let n = r.read_count("sessions", 28)?.unwrap_or(0);
+        let mut sessions = Vec::with_capacity(n);
         for _ in 0..n {
             let id = r.read_i64("session.id")?;
             let timeout_ms = r.read_i32("session.timeout")?;
@@ -197,51 +333,90 @@ impl Tree {
             for b in password.iter_mut() {
                 *b = r.read_u8("session.password")?;
             }
-            t.sessions.insert(
+            sessions.push(Session {
                 id,
-                Session {
-                    id,
-                    timeout_ms,
-                    password,
-                },
-            );
+                timeout_ms,
+                password,
+            });
         }
         let n = r.read_count("acls", 4)?.unwrap_or(0);
         let mut lists: Vec<(Vec<Acl>, Option<u32>)> = Vec::with_capacity(n);
         for _ in 0..n {
             lists.push((r.read_vec("acl", 1, Acl::decode)?, None));
         }
-        let n = r.read_count("nodes", 4 + 4 + 4 + 48 + 12)?.unwrap_or(0);
-        let mut b = Builder::default();
-        if version == 1 {
-            // Sorted full paths put every parent before its children, but not depth first
-            // (`/a-x` before `/a/b`). Check the old order, then sort component by component,
-            // which is depth first with siblings in byte order.
-            let mut nodes: Vec<(String, Node)> = Vec::with_capacity(n);
-            for _ in 0..n {
-                let (p, node) = read_node(r, &mut t, &mut lists)?;
-                if nodes.last().is_some_and(|(q, _)| q.as_str() >= p) {
-                    return Err(Bad::Inconsistent(format!("node {p:?} out of order")));
-                }
-                nodes.push((p.to_owned(), node));
+        // Not `read_count`: the nodes are not in this piece yet.
+        let at = self.decoded + start - r.remaining();
+        let nodes = match r.read_i32("nodes")? {
+            -1 => 0,
+            n if n < 0 => {
+                return Err(Bad::Decode(DecodeError::BadLength {
+                    what: "nodes",
+                    len: n,
+                    at,
+                }))
             }
-            nodes.sort_by(|(a, _), (b, _)| a.split('/').cmp(b.split('/')));
-            for (p, node) in nodes {
-                b.push(&mut t, &p, node).map_err(Bad::Inconsistent)?;
-            }
-        } else {
-            for _ in 0..n {
-                let (p, node) = read_node(r, &mut t, &mut lists)?;
-                b.push(&mut t, p, node).map_err(Bad::Inconsistent)?;
-            }
+            n => n as usize,
+        };
+        self.tree.last_zxid = last_zxid;
+        for s in sessions {
+            self.tree.sessions.insert(s.id, s);
         }
-        b.finish(&mut t).map_err(Bad::Inconsistent)?;
-        if !r.is_empty() {
-            return Err(Bad::Inconsistent(format!(
+        self.lists = lists;
+        if self.version == 1 {
+            self.unsorted = Vec::with_capacity(nodes.min(1 << 20));
+        }
+        self.phase = Phase::Nodes { left: nodes };
+        Ok(())
+    }
+
+    /// The tree, once every byte was fed: the last node must be followed by exactly the
+    /// checksum of everything before it.
+    pub fn finish(mut self) -> Result<Tree, TreeError> {
+        if self.fed < MIN_SNAPSHOT {
+            return Err(TreeError::SnapshotTooShort(self.fed));
+        }
+        if !matches!(self.phase, Phase::Trailer) {
+            // Every record was cut short at the end: a truncated snapshot.
+            let carry = std::mem::take(&mut self.carry);
+            let mut r = Reader::new(&carry);
+            let step = match self.phase {
+                Phase::Head => self.decode_head(&mut r),
+                _ => read_node(&mut r, &mut self.tree, &mut self.lists).map(|_| ()),
+            };
+            return Err(match step {
+                Err(e) => e.into_error(),
+                Ok(()) => TreeError::Inconsistent("the snapshot ends before its nodes".into()),
+            });
+        }
+        if self.carry.len() > 4 {
+            return Err(TreeError::Inconsistent(format!(
                 "{} trailing bytes",
-                r.remaining()
+                self.carry.len() - 4
             )));
         }
+        if self.carry.len() < 4 {
+            return Err(TreeError::SnapshotTooShort(self.fed));
+        }
+        if let Some(h) = self.hasher.take() {
+            let stored = u32::from_be_bytes(self.carry[..4].try_into().expect("4 bytes"));
+            let computed = h.finalize();
+            if stored != computed {
+                return Err(TreeError::Checksum { stored, computed });
+            }
+        }
+        let mut t = self.tree;
+        let mut b = self.builder;
+        if self.version == 1 {
+            // Sorted full paths put every parent before its children, but not depth first
+            // (`/a-x` before `/a/b`): sort component by component, which is depth first with
+            // siblings in byte order.
+            let mut nodes = self.unsorted;
+            nodes.sort_by(|(a, _), (b, _)| a.split('/').cmp(b.split('/')));
+            for (p, node) in nodes {
+                b.push(&mut t, &p, node).map_err(TreeError::Inconsistent)?;
+            }
+        }
+        b.finish(&mut t).map_err(TreeError::Inconsistent)?;
         Ok(t)
     }
 }
@@ -297,6 +472,17 @@ fn read_node<'a>(
 enum Bad {
     Decode(DecodeError),
     Inconsistent(String),
+    Format,
+}
+
+impl Bad {
+    fn into_error(self) -> TreeError {
+        match self {
+            Bad::Decode(d) => TreeError::BadSnapshot(d),
+            Bad::Inconsistent(s) => TreeError::Inconsistent(s),
+            Bad::Format => TreeError::SnapshotFormat,
+        }
+    }
 }
 
 impl From<DecodeError> for Bad {

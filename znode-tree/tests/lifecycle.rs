@@ -6,7 +6,7 @@ use common::{stat, H, SESSION};
 use wire::ops::children::GetChildrenRequest;
 use wire::ops::data::GetDataRequest;
 use wire::{Acl, ErrorCode, Id, MultiResult, Request, Response};
-use znode_tree::{Change, Entry, ReadCtx, Tree, TreeConfig, TreeError, Txn};
+use znode_tree::{Change, Entry, ReadCtx, Restore, Tree, TreeConfig, TreeError, Txn};
 
 fn ttl_cfg() -> TreeConfig {
     TreeConfig {
@@ -556,6 +556,73 @@ fn corrupt_snapshots_are_refused() {
     magic.extend_from_slice(&crc.to_be_bytes());
     assert_eq!(
         Tree::restore(&magic, TreeConfig::default()).err(),
+        Some(TreeError::SnapshotFormat)
+    );
+}
+
+/// `Restore` fed `bytes` in pieces of `size` bytes.
+fn restore_in_pieces(bytes: &[u8], size: usize) -> Result<Tree, TreeError> {
+    let mut r = Restore::new(TreeConfig::default());
+    for piece in bytes.chunks(size) {
+        r.feed(piece)?;
+    }
+    r.finish()
+}
+
+#[test]
+fn a_snapshot_fed_in_pieces_of_any_size_restores_the_same_tree() {
+    let mut h = H::new();
+    busy_history(&mut h);
+    let snap = h.tree.snapshot();
+    for size in [1, 2, 3, 7, 64, 4095, 4096, snap.len() - 1, snap.len()] {
+        let t = restore_in_pieces(&snap, size).unwrap();
+        assert_eq!(t.digest(), h.tree.digest(), "pieces of {size}");
+        assert_eq!(t.snapshot(), snap, "pieces of {size}");
+        assert_eq!(t.node_count(), h.tree.node_count());
+    }
+    // Uneven pieces, empty ones included.
+    let mut r = Restore::new(TreeConfig::default());
+    let mut at = 0;
+    for (i, size) in [0usize, 5, 0, 1, 300, 17, 0].iter().cycle().enumerate() {
+        if at == snap.len() {
+            break;
+        }
+        let end = (at + size + i % 3).min(snap.len());
+        r.feed(&snap[at..end]).unwrap();
+        at = end;
+    }
+    assert_eq!(r.finish().unwrap().snapshot(), snap);
+}
+
+#[test]
+fn a_snapshot_fed_in_pieces_checks_what_a_whole_one_does() {
+    let mut h = H::new();
+    busy_history(&mut h);
+    let snap = h.tree.snapshot();
+    let mut flipped = snap.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert!(matches!(
+        restore_in_pieces(&flipped, 7),
+        Err(TreeError::Checksum { .. })
+    ));
+    assert!(matches!(
+        restore_in_pieces(&snap[..3], 1),
+        Err(TreeError::SnapshotTooShort(3))
+    ));
+    for cut in [6, 20, snap.len() / 2, snap.len() - 5, snap.len() - 1] {
+        assert!(restore_in_pieces(&snap[..cut], 5).is_err(), "cut {cut}");
+    }
+    let mut longer = snap.clone();
+    longer.extend_from_slice(b"xy");
+    assert_eq!(
+        restore_in_pieces(&longer, 9).err(),
+        Some(TreeError::Inconsistent("2 trailing bytes".into()))
+    );
+    let mut magic = snap.clone();
+    magic[0] = b'X';
+    assert_eq!(
+        restore_in_pieces(&magic, 2).err(),
         Some(TreeError::SnapshotFormat)
     );
 }
