@@ -24,7 +24,7 @@ use raft::eraftpb::{
 };
 use raft::{ProgressState, RawNode, SnapshotStatus, StateRole, INVALID_ID};
 
-use crate::snapshot_file;
+use crate::snapshot_file::{self, ScannedSnapshot};
 use crate::status::PeerProgress;
 use crate::storage::{LogStore, BOOTSTRAP_INDEX};
 use crate::{CommittedEntry, Config, ConsensusError, Event, Snapshot, Status};
@@ -165,7 +165,7 @@ impl Driver {
     /// Opens (or creates) the node's store in `cfg.dir`, bootstraps a new group if this node is
     /// an initial member, and loads the newest intact snapshot. Returns the driver and the
     /// snapshot the applier must load first (`None` = start from the empty state).
-    pub fn open(cfg: &Config) -> Result<(Driver, Option<Snapshot>), ConsensusError> {
+    pub fn open(cfg: &Config) -> Result<(Driver, Option<ScannedSnapshot>), ConsensusError> {
         Driver::open_with(cfg, None)
     }
 
@@ -175,7 +175,7 @@ impl Driver {
     pub fn open_with(
         cfg: &Config,
         opened: Option<LogStore>,
-    ) -> Result<(Driver, Option<Snapshot>), ConsensusError> {
+    ) -> Result<(Driver, Option<ScannedSnapshot>), ConsensusError> {
         cfg.validate()?;
         let db_dir = cfg.db_dir();
         let snapshot_dir = cfg.snapshot_dir();
@@ -241,12 +241,7 @@ impl Driver {
             rejoining,
             leaderless_ticks: 0,
         };
-        let snapshot = loaded.map(|f| Snapshot {
-            index: f.index,
-            term: f.term,
-            data: f.data,
-        });
-        Ok((driver, snapshot))
+        Ok((driver, loaded))
     }
 
     /// One raft tick (heartbeats, election timeouts), then paddock's own timers.
@@ -1067,7 +1062,7 @@ fn emit_read_state(rs: raft::ReadState, out: &mut impl Output) {
 fn load_snapshot(
     store: &mut LogStore,
     dir: &Path,
-) -> Result<Option<snapshot_file::SnapshotFile>, ConsensusError> {
+) -> Result<Option<snapshot_file::ScannedSnapshot>, ConsensusError> {
     let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
         // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
         if store.first() > BOOTSTRAP_INDEX + 1 {
@@ -1100,7 +1095,7 @@ fn load_snapshot(
     tracing::info!(
         index = file.index,
         term = file.term,
-        bytes = file.data.len(),
+        bytes = file.data_len,
         "loaded snapshot"
     );
     Ok(Some(file))

@@ -11,10 +11,11 @@ use raft::eraftpb::{ConfChangeV2, Message};
 
 use crate::driver::{Command, Driver};
 use crate::raft_loop::{self, Request};
+use crate::snapshot_file::ScannedSnapshot;
 use crate::status::{PeerProgress, Shared, Status};
 use crate::storage::LogStore;
 use crate::transport::{NoPeers, Transport};
-use crate::{Config, ConsensusError, Event, Snapshot};
+use crate::{Config, ConsensusError, Event};
 
 /// Where the raft thread puts its events. It must not block for long: the raft thread waits
 /// for it, and with it heartbeats and elections. `false` means the receiver is gone; the event
@@ -40,7 +41,7 @@ impl<F: FnMut(Event) -> bool + Send> EventSink for F {
 pub struct Started {
     pub handle: Handle,
     pub events: Receiver<Event>,
-    pub snapshot: Option<Snapshot>,
+    pub snapshot: Option<ScannedSnapshot>,
     /// The membership as of that snapshot (or the bootstrap): (voters, learners). Later changes
     /// arrive as `Event::MembershipChanged`.
     pub membership: (Vec<u64>, Vec<u64>),

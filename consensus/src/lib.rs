@@ -97,6 +97,7 @@ pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
     MessageType,
 };
+pub use snapshot_file::ScannedSnapshot;
 pub use status::{PeerProgress, Status};
 pub use transport::{NoPeers, Transport};
 

@@ -71,6 +71,13 @@ fn snapshot_files_of_several_write_pieces_round_trip_at_their_exact_length() {
         let got = snapshot_file::read(dir.path(), index).unwrap().unwrap();
         assert_eq!(got.data, data, "{len} bytes of data");
         assert_eq!(got.conf_state, conf(&[1, 2]));
+        let scanned = snapshot_file::scan(dir.path(), index).unwrap().unwrap();
+        assert_eq!(
+            (scanned.index, scanned.term, scanned.data_len),
+            (index, 2, len as u64)
+        );
+        assert_eq!(scanned.conf_state, conf(&[1, 2]));
+        assert_eq!(scanned.read_data().unwrap(), data, "{len} bytes, scanned");
     }
 }
 
@@ -87,10 +94,18 @@ fn damaged_snapshot_files_are_reported_corrupt() {
         snapshot_file::read(dir.path(), 5),
         Err(ConsensusError::Corrupt(_))
     ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
     std::fs::write(&path, &clean).unwrap();
     flip_byte(&path, clean.len() - 10);
     assert!(matches!(
         snapshot_file::read(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
         Err(ConsensusError::Corrupt(_))
     ));
     std::fs::write(&path, &clean[..clean.len() - 3]).unwrap();
@@ -98,15 +113,31 @@ fn damaged_snapshot_files_are_reported_corrupt() {
         snapshot_file::read(dir.path(), 5),
         Err(ConsensusError::Corrupt(_))
     ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
     std::fs::write(&path, b"").unwrap();
     assert!(matches!(
         snapshot_file::read(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
         Err(ConsensusError::Corrupt(_))
     ));
     std::fs::write(&path, &clean).unwrap();
     assert_eq!(
         snapshot_file::read(dir.path(), 5).unwrap().unwrap().data,
         data
+    );
+    // A scanned file stays readable after its name is pruned: it is held open.
+    let scanned = snapshot_file::scan(dir.path(), 5).unwrap().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(scanned.read_data().unwrap(), data);
+    assert_eq!(
+        snapshot_file::scan(dir.path(), 5).unwrap().map(|s| s.index),
+        None
     );
 }
 
@@ -119,14 +150,16 @@ fn load_newest_falls_back_past_a_damaged_file() {
         snapshot_file::load_newest(dir.path(), u64::MAX)
             .unwrap()
             .unwrap()
-            .data,
+            .read_data()
+            .unwrap(),
         b"twenty"
     );
     assert_eq!(
         snapshot_file::load_newest(dir.path(), 19)
             .unwrap()
             .unwrap()
-            .data,
+            .read_data()
+            .unwrap(),
         b"ten"
     );
     flip_byte(&newest, 14);
@@ -176,7 +209,7 @@ fn restart_loads_the_saved_snapshot_and_redelivers_only_later_entries() {
 
     let started = start(config(dir.path(), 1000)).unwrap();
     assert_eq!(
-        started.snapshot,
+        common::loaded(started.snapshot),
         Some(Snapshot {
             index: 12,
             term: 2,
@@ -265,7 +298,7 @@ fn damaged_newest_snapshot_falls_back_to_the_previous_and_replays_from_it() {
     flip_byte(&snapshot_file::path_for(&snapdir, 12), 20);
     let started = start(config(dir.path(), 0)).unwrap();
     assert_eq!(
-        started.snapshot,
+        common::loaded(started.snapshot),
         Some(Snapshot {
             index: 6,
             term: 2,
@@ -292,7 +325,7 @@ fn damaged_only_snapshot_falls_back_to_replaying_the_whole_log() {
 
     flip_byte(&snapshot_file::path_for(&snapdir, 5), 5);
     let started = start(config(dir.path(), 0)).unwrap();
-    assert_eq!(started.snapshot, None);
+    assert!(started.snapshot.is_none());
     let entries = committed_until(&started.events, 8);
     assert_eq!(
         entries.iter().map(|e| e.index).collect::<Vec<_>>(),

@@ -171,7 +171,7 @@ impl Cluster {
         net.attach(Arc::new(started.handle.clone()));
         let applied = Arc::new(Mutex::new(Applied::default()));
         if let Some(s) = &started.snapshot {
-            applied.lock().unwrap().state = decode_state(&s.data).unwrap();
+            applied.lock().unwrap().state = decode_state(&s.read_data().unwrap()).unwrap();
         }
         let sink = applied.clone();
         let events = started.events;

@@ -390,6 +390,9 @@ pub struct MetricsConfig {
     pub port: u16,
 }
 
+/// A saved snapshot is read into its restore this many bytes at a time.
+const RESTORE_PIECE: usize = 1 << 20;
+
 impl Config {
     /// What `paddock serve` uses with no config file: zoo_sample.cfg's timing, `./data`, port
     /// 2181 on loopback only (ZooKeeper binds all interfaces, as a zoo.cfg without
@@ -786,6 +789,37 @@ impl Config {
         } else {
             znode_tree::Tree::restore(data, self.tree_config())
         }
+    }
+
+    /// `tree_from_snapshot` for the snapshot a start loads: its data is read from the file a
+    /// piece at a time into the restore (`znode_tree::Restore`), never whole into memory.
+    pub fn tree_from_saved_snapshot(
+        &self,
+        snap: &consensus::ScannedSnapshot,
+    ) -> anyhow::Result<znode_tree::Tree> {
+        use std::io::Read;
+        if snap.data_len == 0 {
+            return Ok(znode_tree::Tree::new(self.tree_config()));
+        }
+        let mut data = snap.data()?;
+        let mut restore = znode_tree::Restore::new(self.tree_config());
+        let mut buf = vec![0u8; RESTORE_PIECE];
+        let mut read = 0u64;
+        loop {
+            let n = data.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            read += n as u64;
+            restore.feed(&buf[..n])?;
+        }
+        if read != snap.data_len {
+            anyhow::bail!(
+                "the snapshot file ended after {read} of its {} bytes",
+                snap.data_len
+            );
+        }
+        Ok(restore.finish()?)
     }
 
     /// Where the raft log and snapshots live: `dataLogDir` if set, else `dataDir`.

@@ -155,7 +155,7 @@ impl Server {
         let (tree, applied, term) = match started.snapshot {
             Some(snap) => {
                 let tree = cfg
-                    .tree_from_snapshot(&snap.data)
+                    .tree_from_saved_snapshot(&snap)
                     .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
                 info!(
                     index = snap.index,

@@ -183,7 +183,7 @@ impl Cluster {
         let applied = Arc::new(Mutex::new(Applied::default()));
         if let Some(s) = &started.snapshot {
             let mut a = applied.lock().unwrap();
-            a.state = decode_state(&s.data).unwrap_or_default();
+            a.state = decode_state(&s.read_data().unwrap()).unwrap_or_default();
             a.last = (s.index, s.term);
         }
         let sink = applied.clone();
@@ -239,7 +239,7 @@ impl Cluster {
             Node {
                 handle: started.handle,
                 applied,
-                loaded: started.snapshot,
+                loaded: super::loaded(started.snapshot),
             },
         );
     }

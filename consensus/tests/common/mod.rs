@@ -79,3 +79,15 @@ pub fn drain(events: &Receiver<Event>, quiet: Duration) -> Vec<Event> {
     }
     out
 }
+
+/// The snapshot a start loaded, its data read whole (tests compare it as a value).
+#[allow(dead_code)]
+pub fn loaded(s: Option<consensus::ScannedSnapshot>) -> Option<consensus::Snapshot> {
+    s.map(|s| consensus::Snapshot {
+        index: s.index,
+        term: s.term,
+        data: s
+            .read_data()
+            .expect("the loaded snapshot's data reads back"),
+    })
+}
