@@ -295,9 +295,6 @@ impl Restore {
             match step {
                 Ok(()) => {
                     let n = buf.len() - used - r.remaining();
-                    if let Some(h) = &mut self.hasher {
-                        h.update(&buf[used..used + n]);
-                    }
                     used += n;
                     self.decoded += n;
                 }
@@ -305,6 +302,10 @@ impl Restore {
                 Err(Bad::Decode(DecodeError::Truncated { .. })) => break,
                 Err(e) => return Err(e),
             }
+        }
+        // Once per piece: per record (about 150 bytes at a time) the checksum took its slow path.
+        if let Some(h) = &mut self.hasher {
+            h.update(&buf[..used]);
         }
         Ok(used)
     }
