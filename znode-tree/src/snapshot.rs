@@ -210,6 +210,8 @@ pub struct Restore {
     builder: Builder,
     /// Version 1 only: its nodes, sorted depth first once all are read.
     unsorted: Vec<(String, Node)>,
+    /// A piece was refused: the tree is half built and `carry` lost.
+    failed: bool,
 }
 
 enum Phase {
@@ -231,11 +233,22 @@ impl Restore {
             lists: Vec::new(),
             builder: Builder::default(),
             unsorted: Vec::new(),
+            failed: false,
         }
     }
 
-    /// The next piece of the snapshot's bytes.
+    /// The next piece of the snapshot's bytes. After an error the restore is over: every later
+    /// call returns an error too.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), TreeError> {
+        if self.failed {
+            return Err(TreeError::Inconsistent("the restore already failed".into()));
+        }
+        let fed = self.feed_inner(bytes);
+        self.failed = fed.is_err();
+        fed
+    }
+
+    fn feed_inner(&mut self, bytes: &[u8]) -> Result<(), TreeError> {
         self.fed += bytes.len();
         let mut at = 0;
         // A record cut short by the last piece: complete it from this one. `carry` is the
@@ -253,8 +266,9 @@ impl Restore {
                 self.carry = carry;
                 at += take;
             } else {
-                // The rest of `carry` is still in `bytes`: decode it from there.
-                at += used - had;
+                // The rest of `carry` is still in `bytes`: decode it from there. (The record
+                // `carry` started with did not fit in `had` bytes, so `used` is past them.)
+                at += used.saturating_sub(had);
             }
         }
         let used = self.decode(&bytes[at..]).map_err(Bad::into_error)?;
@@ -314,7 +328,7 @@ impl Restore {
     fn decode_head(&mut self, r: &mut Reader<'_>) -> Result<(), Bad> {
         let rest = r.rest();
         let start = rest.len();
-        if rest.len() >= MAGIC.len() + 1 {
+        if rest.len() > MAGIC.len() {
             let version = rest[MAGIC.len()];
             if &rest[..MAGIC.len()] != MAGIC || !(version == 1 || version == VERSION) {
                 return Err(Bad::Format);
@@ -373,6 +387,9 @@ impl Restore {
     /// The tree, once every byte was fed: the last node must be followed by exactly the
     /// checksum of everything before it.
     pub fn finish(mut self) -> Result<Tree, TreeError> {
+        if self.failed {
+            return Err(TreeError::Inconsistent("the restore already failed".into()));
+        }
         if self.fed < MIN_SNAPSHOT {
             return Err(TreeError::SnapshotTooShort(self.fed));
         }

@@ -625,6 +625,11 @@ fn a_snapshot_fed_in_pieces_checks_what_a_whole_one_does() {
         restore_in_pieces(&magic, 2).err(),
         Some(TreeError::SnapshotFormat)
     );
+    // Once a piece is refused, the restore stays failed whatever follows.
+    let mut r = Restore::new(TreeConfig::default());
+    assert_eq!(r.feed(&magic[..10]).err(), Some(TreeError::SnapshotFormat));
+    assert!(r.feed(&snap[10..]).is_err());
+    assert!(r.finish().is_err());
 }
 
 #[test]
