@@ -290,10 +290,12 @@ fn read_parts(
         let mut n = 0;
         while n < data_len {
             let want = buf.len().min((data_len - n) as usize);
-            let got = f.read(&mut buf[..want])?;
-            if got == 0 {
-                break;
-            }
+            let got = match f.read(&mut buf[..want]) {
+                Ok(0) => break,
+                Ok(got) => got,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
             crc.update(&buf[..got]);
             n += got as u64;
         }

@@ -806,10 +806,12 @@ impl Config {
         let mut buf = vec![0u8; RESTORE_PIECE];
         let mut read = 0u64;
         loop {
-            let n = data.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
+            let n = match data.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
             read += n as u64;
             restore.feed(&buf[..n])?;
         }
