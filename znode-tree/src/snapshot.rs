@@ -189,7 +189,7 @@ const MIN_SNAPSHOT: usize = MAGIC.len() + 1 + 4;
 /// A restore fed the snapshot's bytes in pieces of any size, as they are read from a file: the
 /// tree is built as the nodes arrive, so the snapshot never has to be in memory whole. At 1M
 /// znodes that is 200 MB of memory a restart no longer allocates (and the kernel no longer
-/// zeroes) before the tree's own: see ARCHITECTURE.md, "restart".
+/// zeroes) before the tree's own (ARCHITECTURE.md, "The tree's layout").
 ///
 /// Each piece is decoded as far as whole records go; a record cut by the end of a piece waits
 /// in `carry` for the next one. `finish` checks that the bytes ended just after the last
