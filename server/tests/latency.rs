@@ -220,6 +220,13 @@ async fn every_write_is_timed_stage_by_stage() {
     assert_eq!(sample(&body, "startup_snap_load_time_count"), 1.0);
     // Nothing written since this start.
     assert_eq!(sample(&body, "updatelatency_count"), 0.0);
+    // The tree came back: the snapshot read from its file a piece at a time, then the log.
+    let zk = common::client(server.local_addr()).await;
+    for i in 0..k {
+        let (data, stat) = zk.get_data(&format!("/n{i}")).await.unwrap();
+        assert_eq!((data, stat.version), (b"x".to_vec(), 0), "/n{i}");
+    }
+    drop(zk);
     server.shutdown().await;
 }
 
