@@ -39,8 +39,8 @@
 //! ## The applier's side of the contract
 //!
 //! - Load `Started::snapshot` (if any) first; the first `Committed` entry is the one after it.
-//!   It is a checked, open file (`ScannedSnapshot`): read its data through `data()` a piece at a
-//!   time rather than whole. `Started::membership` is the membership as of that state.
+//!   It is a checked, open file (`ScannedSnapshot`): read its data with `for_each_piece`, a
+//!   piece at a time rather than whole. `Started::membership` is the membership as of that state.
 //! - Apply `Committed` entries in order; skip entries with empty `data` (raft no-ops and
 //!   membership changes). Index 1 is the bootstrap snapshot, so the first entry ever delivered is
 //!   index 2.

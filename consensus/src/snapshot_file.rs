@@ -136,6 +136,23 @@ impl ChunkWriter {
 /// whole file and then copying the data out of it cost a second buffer and a copy (about 60 ms
 /// at 1M znodes).
 pub fn read(dir: &Path, index: u64) -> Result<Option<SnapshotFile>, ConsensusError> {
+    Ok(
+        open_checked(dir, index, true)?.map(|(_, parts, data)| SnapshotFile {
+            index: parts.index,
+            term: parts.term,
+            conf_state: parts.conf_state,
+            data,
+        }),
+    )
+}
+
+/// Opens the snapshot at `index` and checks it (`read_parts`, its data kept if `keep`): the file,
+/// what it says, and the data if kept. `Ok(None)` when there is no such file.
+fn open_checked(
+    dir: &Path,
+    index: u64,
+    keep: bool,
+) -> Result<Option<(File, Parts, Vec<u8>)>, ConsensusError> {
     let path = path_for(dir, index);
     let mut f = match File::open(&path) {
         Ok(f) => f,
@@ -144,24 +161,19 @@ pub fn read(dir: &Path, index: u64) -> Result<Option<SnapshotFile>, ConsensusErr
     };
     let file_len = f.metadata()?.len();
     let bad = |why: String| ConsensusError::Corrupt(format!("{}: {why}", path.display()));
-    let (parts, data) = match read_parts(&mut f, file_len, true)? {
+    let (parts, data) = match read_parts(&mut f, file_len, keep)? {
         Ok(read) => read,
         Err(why) => return Err(bad(why)),
     };
     if parts.index != index {
         return Err(bad(format!("holds index {}", parts.index)));
     }
-    Ok(Some(SnapshotFile {
-        index: parts.index,
-        term: parts.term,
-        conf_state: parts.conf_state,
-        data,
-    }))
+    Ok(Some((f, parts, data)))
 }
 
 /// A snapshot file whose checksums held when it was scanned (`scan`), kept open (a snapshot
 /// installed meanwhile may prune its name) but not read into memory: the applier reads its data
-/// through `data`, a piece at a time, and restores from that (`znode_tree::Restore`).
+/// with `for_each_piece`, and restores from that (`znode_tree::Restore`).
 #[derive(Debug)]
 pub struct ScannedSnapshot {
     pub index: u64,
@@ -174,25 +186,62 @@ pub struct ScannedSnapshot {
 }
 
 impl ScannedSnapshot {
-    /// The applier's data, from the open file: exactly `data_len` bytes.
-    pub fn data(&self) -> std::io::Result<impl Read + '_> {
+    /// Hands the applier's data to `each`, `piece` bytes at a time (the last piece shorter), from
+    /// the open file; an error if the file no longer holds all `data_len` bytes.
+    pub fn for_each_piece<E: From<std::io::Error>>(
+        &self,
+        piece: usize,
+        each: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut f = &self.file;
         f.seek(SeekFrom::Start(self.data_offset))?;
-        Ok(f.take(self.data_len))
+        let mut buf = vec![0u8; piece.min(self.data_len as usize)];
+        let read = read_pieces(&mut f, self.data_len, &mut buf, each)?;
+        if read != self.data_len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the snapshot file ended after {read} of its {} bytes of data",
+                    self.data_len
+                ),
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// The applier's data, read whole (small snapshots, tests).
     pub fn read_data(&self) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.data_len as usize);
-        self.data()?.read_to_end(&mut out)?;
-        if out.len() as u64 != self.data_len {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the snapshot file shrank after it was scanned",
-            ));
-        }
+        self.for_each_piece(SCAN_CHUNK, |p| {
+            out.extend_from_slice(p);
+            Ok::<_, std::io::Error>(())
+        })?;
         Ok(out)
     }
+}
+
+/// Reads up to `len` bytes of `r` through `buf`, handing each piece read to `each`; the bytes read
+/// (fewer if `r` ends first). A read a signal interrupted is retried.
+fn read_pieces<E: From<std::io::Error>>(
+    r: &mut impl Read,
+    len: u64,
+    buf: &mut [u8],
+    mut each: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<u64, E> {
+    let mut n = 0;
+    while n < len {
+        let want = buf.len().min((len - n) as usize);
+        let got = match r.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        each(&buf[..got])?;
+        n += got as u64;
+    }
+    Ok(n)
 }
 
 /// Verifies the snapshot at `index` as `read` does, reading its data through one buffer of
@@ -202,31 +251,18 @@ impl ScannedSnapshot {
 /// bytes: at 1M znodes 200 MB of fresh memory the kernel zeroed page by page before the
 /// tree's own (perf: `clear_page_erms` 17-56% of a restart's samples, the most on a busy host).
 /// The data is read twice now, both times through a buffer that stays in the cache; the second
-/// read (`ScannedSnapshot::data`) is the restore's.
+/// read (`ScannedSnapshot::for_each_piece`) is the restore's.
 pub fn scan(dir: &Path, index: u64) -> Result<Option<ScannedSnapshot>, ConsensusError> {
-    let path = path_for(dir, index);
-    let mut f = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let file_len = f.metadata()?.len();
-    let bad = |why: String| ConsensusError::Corrupt(format!("{}: {why}", path.display()));
-    let (parts, _) = match read_parts(&mut f, file_len, false)? {
-        Ok(read) => read,
-        Err(why) => return Err(bad(why)),
-    };
-    if parts.index != index {
-        return Err(bad(format!("holds index {}", parts.index)));
-    }
-    Ok(Some(ScannedSnapshot {
-        index: parts.index,
-        term: parts.term,
-        conf_state: parts.conf_state,
-        data_len: parts.data_len,
-        file: f,
-        data_offset: parts.data_offset,
-    }))
+    Ok(
+        open_checked(dir, index, false)?.map(|(file, parts, _)| ScannedSnapshot {
+            index: parts.index,
+            term: parts.term,
+            conf_state: parts.conf_state,
+            data_len: parts.data_len,
+            file,
+            data_offset: parts.data_offset,
+        }),
+    )
 }
 
 /// The data is checked this many bytes at a time by `scan`.
@@ -287,19 +323,10 @@ fn read_parts(
         n as u64
     } else {
         let mut buf = vec![0u8; SCAN_CHUNK.min(data_len as usize)];
-        let mut n = 0;
-        while n < data_len {
-            let want = buf.len().min((data_len - n) as usize);
-            let got = match f.read(&mut buf[..want]) {
-                Ok(0) => break,
-                Ok(got) => got,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            crc.update(&buf[..got]);
-            n += got as u64;
-        }
-        n
+        read_pieces(f, data_len, &mut buf, |piece| {
+            crc.update(piece);
+            Ok::<_, std::io::Error>(())
+        })?
     };
     let mut trailer = [0u8; TRAILER_LEN];
     if read != data_len || f.read_exact(&mut trailer).is_err() {

@@ -797,30 +797,13 @@ impl Config {
         &self,
         snap: &consensus::ScannedSnapshot,
     ) -> anyhow::Result<znode_tree::Tree> {
-        use std::io::Read;
         if snap.data_len == 0 {
             return Ok(znode_tree::Tree::new(self.tree_config()));
         }
-        let mut data = snap.data()?;
         let mut restore = znode_tree::Restore::new(self.tree_config());
-        let mut buf = vec![0u8; RESTORE_PIECE];
-        let mut read = 0u64;
-        loop {
-            let n = match data.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
-            };
-            read += n as u64;
-            restore.feed(&buf[..n])?;
-        }
-        if read != snap.data_len {
-            anyhow::bail!(
-                "the snapshot file ended after {read} of its {} bytes",
-                snap.data_len
-            );
-        }
+        snap.for_each_piece(RESTORE_PIECE, |piece| -> anyhow::Result<()> {
+            Ok(restore.feed(piece)?)
+        })?;
         Ok(restore.finish()?)
     }
 
