@@ -303,8 +303,16 @@ impl LogStore {
         self.write_ready(Some(&meta), &[], Some(&hs))
     }
 
-    /// Persists one Ready as a single synced batch: an installed snapshot (resets the log to start
-    /// after it), appended entries (a conflicting tail is deleted first) and the hard state.
+    /// Persists one Ready as a single batch: an installed snapshot (resets the log to start after
+    /// it), appended entries (a conflicting tail is deleted first) and the hard state.
+    ///
+    /// The batch is synced when raft needs it to be (raft-rs's `Ready::must_sync`, etcd's
+    /// `MustSync`): it installs a snapshot, appends entries, or changes the term or the vote. A
+    /// hard state that moved only its commit index is written unsynced, as `set_commit` writes
+    /// it: a lost commit index is recomputed from the quorum, and every entry below it is already
+    /// durable. Synced, it cost every member of an ensemble a second device write and flush per
+    /// replicated write: a follower learns each commit in a message of its own, and a leader
+    /// learns it from the acks, both outside any Ready that appends.
     pub fn write_ready(
         &mut self,
         snapshot: Option<&SnapshotMetadata>,
@@ -393,7 +401,11 @@ impl LogStore {
         // Deferred (`write_deferred`) when every entry it appends stays in the cache below and it
         // installs no snapshot: then no read goes to RocksDB for anything the batch changes.
         let defer = snapshot.is_none() && entries.len() <= CACHE_ENTRIES / 2;
-        self.write_logged(batch, true, defer)?;
+        let sync = snapshot.is_some()
+            || !entries.is_empty()
+            || hard_state.term != self.hard_state.term
+            || hard_state.vote != self.hard_state.vote;
+        self.write_logged(batch, sync, defer)?;
 
         self.first_index = first_index;
         self.truncated_term = truncated_term;

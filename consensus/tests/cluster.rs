@@ -692,3 +692,39 @@ fn a_leader_whose_followers_stall_refuses_proposals_past_max_uncommitted_bytes()
         "raft's backstop dropped none"
     );
 }
+
+/// Each replicated write costs every member one synced write: its entry. The commit index that
+/// reaches a follower in a message of its own, and the leader from the acks, moves only the hard
+/// state's commit, which raft does not need synced; synced, it doubled every member's device
+/// writes and flushes.
+#[test]
+fn a_replicated_write_costs_each_member_one_synced_write() {
+    const WRITES: u64 = 40;
+    let c = Cluster::new(&[1, 2, 3], 1000);
+    let mut last = c.propose_all(&batch("warm", 1));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    // Let the last status publication settle before the baseline.
+    std::thread::sleep(Duration::from_millis(100));
+    let before: HashMap<u64, u64> = [1, 2, 3]
+        .into_iter()
+        .map(|id| (id, c.handle(id).status().synced_writes))
+        .collect();
+    for i in 0..WRITES {
+        // One at a time, each committed and applied everywhere before the next: no two share a
+        // batch, and each commit index reaches the followers on its own.
+        last = c.propose_all(&[format!("w{i}").into_bytes()]);
+        for id in [1, 2, 3] {
+            c.wait_applied(id, last);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    for id in [1, 2, 3] {
+        let synced = c.handle(id).status().synced_writes - before[&id];
+        assert!(
+            (WRITES..=WRITES + 3).contains(&synced),
+            "node {id}: {WRITES} replicated writes took {synced} synced writes"
+        );
+    }
+}

@@ -206,6 +206,38 @@ fn hard_state_and_commit_round_trip_through_reopen() {
     assert_eq!(s.initial_state().unwrap().hard_state, want);
 }
 
+/// A hard state that moved only its commit is written, but not synced (raft-rs's `must_sync`);
+/// a new term or vote is synced.
+#[test]
+fn only_a_new_term_or_vote_makes_a_hard_state_worth_a_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    let mut hs = HardState {
+        term: 7,
+        vote: 3,
+        commit: 4,
+        ..Default::default()
+    };
+    let synced = s.synced_writes();
+    s.write_ready(None, &[], Some(&hs)).unwrap();
+    assert_eq!(s.synced_writes(), synced + 1, "a new term and vote");
+    hs.commit = 9;
+    s.write_ready(None, &[], Some(&hs)).unwrap();
+    assert_eq!(s.synced_writes(), synced + 1, "a commit alone");
+    s.write_deferred().unwrap();
+    hs.vote = 2;
+    s.write_ready(None, &[], Some(&hs)).unwrap();
+    assert_eq!(s.synced_writes(), synced + 2, "a new vote");
+    hs.commit = 10;
+    s.write_ready(None, &entries(11..=11, 7), Some(&hs))
+        .unwrap();
+    assert_eq!(s.synced_writes(), synced + 3, "entries");
+    drop(s);
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.initial_state().unwrap().hard_state, hs);
+    assert_eq!(s.last_index().unwrap(), 11);
+}
+
 /// `note_commit` (what a group of one uses) writes nothing: the commit reaches the disk with the
 /// next batch that `write_ready` writes, entries or not.
 #[test]
