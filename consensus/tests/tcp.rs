@@ -873,6 +873,8 @@ fn messages_arrive_in_order_and_a_dead_peer_is_lost_once_per_link_then_unreachab
     assert_eq!(a.net_stats().dropped_unknown_peer, 1);
     let s = &a.stats()[0];
     assert_eq!((s.msgs_sent, s.msgs_dropped), (300, 0), "{s:?}");
+    // The link was up and idle: the raft thread's side wrote most of them itself.
+    assert!(s.msgs_sent_direct > 0, "{s:?}");
     assert_eq!(b.stats()[0].msgs_received, 300);
 
     b.shutdown();
@@ -974,6 +976,55 @@ fn a_snapshot_over_the_receivers_cap_is_refused_and_raft_traffic_goes_on() {
     wait_until("the next message", || rb.steps().len() == 1);
     assert_eq!(rb.steps(), vec![append(1, 2, 1)]);
     assert_eq!(b.stats()[0].snapshots_received, 0);
+    a.shutdown();
+    b.shutdown();
+}
+
+/// More than the socket buffers hold, sent in one burst: the sender's side writes what fits at
+/// once, the writer task finishes the rest, and everything sent meanwhile is queued behind it.
+/// Every message arrives once, in order.
+#[test]
+fn a_burst_larger_than_the_socket_buffers_arrives_whole_and_in_order() {
+    let rt = runtime();
+    let (a, b) = pair(&rt, CLUSTER);
+    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+    a.attach(ra.clone());
+    b.attach(rb.clone());
+    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+
+    let mut t = a.transport();
+    // A first message, so the link is known writable and idle before the burst.
+    consensus::Transport::send(&mut t, vec![append(1, 2, 1)]);
+    wait_until("the first message", || rb.steps().len() == 1);
+    let sent: Vec<_> = (2..=121)
+        .map(|i| {
+            let mut m = append(1, 2, i);
+            let e = raft::eraftpb::Entry {
+                index: i,
+                data: vec![i as u8; 256 * 1024].into(),
+                ..Default::default()
+            };
+            m.set_entries(vec![e].into());
+            m
+        })
+        .collect();
+    for chunk in sent.chunks(12) {
+        consensus::Transport::send(&mut t, chunk.to_vec());
+    }
+    wait_until("the burst", || rb.steps().len() >= 121);
+    let got = rb.steps();
+    assert_eq!(got.len(), 121);
+    assert_eq!(
+        &got[1..],
+        &sent[..],
+        "the burst arrived out of order or changed"
+    );
+    let s = &a.stats()[0];
+    assert_eq!((s.msgs_sent, s.msgs_dropped), (121, 0), "{s:?}");
+    assert!(
+        s.msgs_sent_direct < 121,
+        "30 MB fitted in the socket buffers: {s:?}"
+    );
     a.shutdown();
     b.shutdown();
 }

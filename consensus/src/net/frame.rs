@@ -164,6 +164,13 @@ impl FrameWriter {
         self.inner.flush().await
     }
 
+    /// Flushes, then hands over the socket's write half, for a caller that writes whole frames
+    /// itself (the raft link: `peer.rs`).
+    pub(crate) async fn into_half(mut self) -> io::Result<OwnedWriteHalf> {
+        self.inner.flush().await?;
+        Ok(self.inner.into_inner())
+    }
+
     /// Flushes, then closes the sending direction (the peer reads EOF after the last frame).
     pub async fn close(&mut self) -> io::Result<()> {
         self.inner.flush().await?;

@@ -3,13 +3,14 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 
 use super::frame::FramedStream;
 use super::handshake::{self, Expect, Hello, HANDSHAKE_MAX, REPLY_ACCEPT, REPLY_REFUSE};
@@ -33,8 +34,10 @@ const BATCH: usize = 512;
 /// Snapshots waiting for a peer's snapshot task; more are refused (reported as failed).
 const SNAPSHOT_QUEUE: usize = 2;
 
-/// The raft thread's sender (implements [`Transport`]): queues each message for its peer's writer
-/// task and returns. Never blocks; a full queue or unknown peer drops the message and counts it.
+/// The raft thread's sender (implements [`Transport`]). A message to a peer whose link is up and
+/// idle is written to the socket here, on the raft thread, without blocking (`Outbox`); any other
+/// is queued for the peer's writer task. Never blocks; a full queue or unknown peer drops the
+/// message and counts it.
 pub struct TcpTransport {
     shared: Arc<Shared>,
 }
@@ -50,25 +53,158 @@ impl Transport for TcpTransport {
         if self.shared.is_stopped() {
             return;
         }
-        let peers = lock(&self.shared.peers);
+        // Per peer, in order: one socket write for all of a Ready's messages to it.
+        let mut by_peer: Vec<(u64, Vec<Message>)> = Vec::new();
         for m in msgs {
-            let Some(p) = peers.get(&m.to) else {
-                bump(&self.shared.dropped_unknown, 1);
-                tracing::debug!(to = m.to, "no address for peer; message dropped");
-                continue;
-            };
-            let snapshot = m.get_msg_type() == MessageType::MsgSnapshot;
-            if p.tx.try_send(m).is_err() {
-                bump(&p.counters.msgs_dropped, 1);
-                if snapshot {
-                    // Raft waits for the outcome of a snapshot; tell it now rather than after
-                    // its timeout. Through the handle's channel: this does not re-enter raft.
-                    bump(&p.counters.snapshots_failed, 1);
-                    self.shared.snapshot_report(p.id, false);
-                }
+            match by_peer.iter_mut().find(|(to, _)| *to == m.to) {
+                Some((_, v)) => v.push(m),
+                None => by_peer.push((m.to, vec![m])),
             }
         }
+        let peers = lock(&self.shared.peers);
+        for (to, msgs) in by_peer {
+            let Some(p) = peers.get(&to) else {
+                bump(&self.shared.dropped_unknown, msgs.len() as u64);
+                tracing::debug!(to, "no address for peer; message dropped");
+                continue;
+            };
+            p.outbox.send(&self.shared, p, msgs);
+        }
     }
+}
+
+/// What the raft thread and a peer's writer task share. While the link is up and the writer task
+/// has nothing to write, the raft thread writes each batch of frames to the socket itself: the
+/// writer task would otherwise be woken for every message (on a server pinned to one core, a
+/// switch to the runtime's thread and back for each). The writer task keeps everything that can
+/// wait: connecting, a socket buffer that is full (the bytes the raft thread could not write), what
+/// was queued while the link was down, snapshots, and noticing that the link closed.
+///
+/// Order is kept by one rule: the raft thread writes only while `writer_busy` is false, and
+/// queues otherwise, both under the lock; the writer task sets `writer_busy` under the lock before
+/// it writes, and clears it only when nothing is left for it: no `rest`, nothing queued.
+#[derive(Default)]
+pub(crate) struct Outbox {
+    state: Mutex<OutboxState>,
+    /// Wakes the writer task when the raft thread leaves it a `rest`.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct OutboxState {
+    /// The link's write half, while the link is established.
+    half: Option<Arc<OwnedWriteHalf>>,
+    /// The writer task writes (or is about to write): the raft thread queues instead.
+    writer_busy: bool,
+    /// Frames the raft thread wrote only in part (the socket buffer was full), from the first
+    /// byte not written; the writer task writes them before anything queued.
+    rest: Vec<u8>,
+    /// The frames `rest` ends (counted as sent once written).
+    rest_frames: u64,
+}
+
+impl Outbox {
+    /// On the raft thread: writes `msgs` to the link if it is up and idle, else queues them.
+    fn send(&self, shared: &Shared, p: &Peer, msgs: Vec<Message>) {
+        let mut st = lock(&self.state);
+        let half = match (&st.half, st.writer_busy) {
+            (Some(h), false) => h.clone(),
+            _ => {
+                for m in msgs {
+                    queue(shared, p, m);
+                }
+                return;
+            }
+        };
+        let mut buf = Vec::new();
+        let mut frames = 0u64;
+        for m in msgs {
+            if m.get_msg_type() == MessageType::MsgSnapshot {
+                queue(shared, p, m); // the writer task hands it to the snapshot task
+                continue;
+            }
+            if encode_frame(shared, p.id, &p.counters, &m, &mut buf) {
+                frames += 1;
+            }
+        }
+        if buf.is_empty() {
+            return;
+        }
+        let mut written = 0;
+        while written < buf.len() {
+            match half.try_write(&buf[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                // Full (or not yet known writable), or failed: the writer task finishes it, and
+                // meets the failure itself if there is one.
+                Err(_) => break,
+            }
+        }
+        if written == buf.len() {
+            bump(&p.counters.msgs_sent, frames);
+            bump(&p.counters.msgs_sent_direct, frames);
+            bump(&p.counters.bytes_sent, buf.len() as u64);
+            return;
+        }
+        buf.drain(..written);
+        bump(&p.counters.bytes_sent, written as u64);
+        st.rest = buf;
+        st.rest_frames = frames;
+        st.writer_busy = true;
+        drop(st);
+        self.wake.notify_one();
+    }
+}
+
+/// Queues `m` for the peer's writer task; a full queue drops it (a snapshot is reported failed).
+fn queue(shared: &Shared, p: &Peer, m: Message) {
+    let snapshot = m.get_msg_type() == MessageType::MsgSnapshot;
+    if p.tx.try_send(m).is_err() {
+        bump(&p.counters.msgs_dropped, 1);
+        if snapshot {
+            // Raft waits for the outcome of a snapshot; tell it now rather than after its
+            // timeout. Through the handle's channel: this does not re-enter raft.
+            bump(&p.counters.snapshots_failed, 1);
+            shared.snapshot_report(p.id, false);
+        }
+    }
+}
+
+/// Appends `m` to `buf` as one frame (length, `TAG_MSG`, protobuf). False, with the message
+/// counted as dropped, when it cannot be encoded or exceeds the frame cap.
+fn encode_frame(shared: &Shared, peer: u64, c: &Counters, m: &Message, buf: &mut Vec<u8>) -> bool {
+    let len = m.compute_size() as usize + 1;
+    if len > shared.cfg.max_frame {
+        tracing::error!(
+            peer,
+            bytes = len,
+            max_frame = shared.cfg.max_frame,
+            msg_type = ?m.get_msg_type(),
+            "raft message exceeds max_frame; dropped"
+        );
+        bump(&c.msgs_dropped, 1);
+        return false;
+    }
+    let start = buf.len();
+    buf.extend_from_slice(&(len as u32).to_be_bytes());
+    buf.push(TAG_MSG);
+    if let Err(e) = m.write_to_vec(buf) {
+        buf.truncate(start);
+        tracing::error!(peer, error = %e, "cannot encode a raft message; dropped");
+        bump(&c.msgs_dropped, 1);
+        return false;
+    }
+    if buf.len() - start != len + 4 {
+        // compute_size and the encoding disagree: the frame's length would be wrong.
+        buf.truncate(start);
+        tracing::error!(
+            peer,
+            "a raft message encoded to another size than computed; dropped"
+        );
+        bump(&c.msgs_dropped, 1);
+        return false;
+    }
+    true
 }
 
 /// Replaces the address book: starts tasks for new peers, stops those of removed ones.
@@ -96,6 +232,7 @@ pub(crate) fn set_peers(shared: &Arc<Shared>, peers: Vec<(u64, String)>) {
         let p = Arc::new(Peer {
             id,
             tx,
+            outbox: Arc::new(Outbox::default()),
             counters: Arc::new(Counters::default()),
             stop,
         });
@@ -112,6 +249,7 @@ pub(crate) fn set_peers(shared: &Arc<Shared>, peers: Vec<(u64, String)>) {
             shared.clone(),
             id,
             p.counters.clone(),
+            p.outbox.clone(),
             rx,
             snap_tx,
             stop_rx,
@@ -143,6 +281,7 @@ async fn writer(
     shared: Arc<Shared>,
     peer: u64,
     c: Arc<Counters>,
+    outbox: Arc<Outbox>,
     mut rx: mpsc::Receiver<Message>,
     snap_tx: mpsc::Sender<Message>,
     mut stop: watch::Receiver<bool>,
@@ -184,7 +323,21 @@ async fn writer(
         backoff = BACKOFF_MIN;
         logged_failure = false;
         c.connected.store(true, Ordering::Relaxed);
-        let end = run_link(&shared, peer, &c, stream, &mut rx, &snap_tx, &mut stop).await;
+        let end = run_link(
+            &shared, peer, &c, &outbox, stream, &mut rx, &snap_tx, &mut stop,
+        )
+        .await;
+        // The raft thread queues again; what it left unwritten is lost with the link.
+        {
+            let mut st = lock(&outbox.state);
+            st.half = None;
+            st.writer_busy = false;
+            if !st.rest.is_empty() {
+                bump(&c.msgs_dropped, st.rest_frames);
+            }
+            st.rest = Vec::new();
+            st.rest_frames = 0;
+        }
         c.connected.store(false, Ordering::Relaxed);
         match end {
             LinkEnd::Stopped => return,
@@ -212,38 +365,49 @@ enum LinkEnd {
     Closed(&'static str),
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_link(
     shared: &Shared,
     peer: u64,
     c: &Counters,
+    outbox: &Outbox,
     stream: FramedStream,
     rx: &mut mpsc::Receiver<Message>,
     snap_tx: &mpsc::Sender<Message>,
     stop: &mut watch::Receiver<bool>,
 ) -> LinkEnd {
-    let (mut reader, mut writer) = stream.into_split();
+    let (mut reader, writer) = stream.into_split();
+    let half = match writer.into_half().await {
+        Ok(h) => Arc::new(h),
+        Err(e) => return LinkEnd::WriteFailed(e),
+    };
+    {
+        // Busy until what was queued while the link was down is written.
+        let mut st = lock(&outbox.state);
+        st.half = Some(half.clone());
+        st.writer_busy = true;
+    }
     // The acceptor never writes on a Raft link after the handshake: any read result means the
     // link is gone (EOF when the peer's process died or closed it).
     let mut probe = [0u8; 1];
     let mut batch = Vec::with_capacity(BATCH);
+    let mut out = Vec::new();
     loop {
-        tokio::select! {
-            biased;
-            _ = stopped(stop) => return LinkEnd::Stopped,
-            r = reader.read_some(&mut probe) => {
-                return LinkEnd::Closed(match r {
-                    Ok(0) => "closed by the peer",
-                    Ok(_) => "the peer sent data on an outbound raft link",
-                    Err(_) => "reset",
-                });
-            }
-            n = rx.recv_many(&mut batch, BATCH) => {
-                if n == 0 {
-                    return LinkEnd::Stopped; // the peer left the address book
-                }
+        // What to write, in order: the raft thread's rest, then what is queued. Taken with the
+        // link marked busy, so the raft thread queues meanwhile.
+        let mut frames = {
+            let mut st = lock(&outbox.state);
+            st.writer_busy = true;
+            out.clear();
+            std::mem::swap(&mut out, &mut st.rest);
+            std::mem::take(&mut st.rest_frames)
+        };
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(m) => batch.push(m),
+                Err(_) => break,
             }
         }
-        let mut frames = Vec::with_capacity(batch.len());
         for m in batch.drain(..) {
             if m.get_msg_type() == MessageType::MsgSnapshot {
                 if snap_tx.try_send(m).is_err() {
@@ -252,37 +416,42 @@ async fn run_link(
                 }
                 continue;
             }
-            match m.write_to_bytes() {
-                Ok(b) if b.len() < shared.cfg.max_frame => frames.push(b),
-                Ok(b) => {
-                    tracing::error!(
-                        peer,
-                        bytes = b.len(),
-                        max_frame = shared.cfg.max_frame,
-                        msg_type = ?m.get_msg_type(),
-                        "raft message exceeds max_frame; dropped"
-                    );
-                    bump(&c.msgs_dropped, 1);
-                }
-                Err(e) => {
-                    tracing::error!(peer, error = %e, "cannot encode a raft message; dropped");
-                    bump(&c.msgs_dropped, 1);
-                }
+            if encode_frame(shared, peer, c, &m, &mut out) {
+                frames += 1;
             }
         }
-        if frames.is_empty() {
+        if out.is_empty() {
+            {
+                // Nothing left for us: the raft thread writes from here, unless something came
+                // in since the lock above.
+                let mut st = lock(&outbox.state);
+                if !st.rest.is_empty() || !rx.is_empty() {
+                    continue;
+                }
+                st.writer_busy = false;
+            }
+            tokio::select! {
+                biased;
+                _ = stopped(stop) => return LinkEnd::Stopped,
+                r = reader.read_some(&mut probe) => {
+                    return LinkEnd::Closed(match r {
+                        Ok(0) => "closed by the peer",
+                        Ok(_) => "the peer sent data on an outbound raft link",
+                        Err(_) => "reset",
+                    });
+                }
+                n = rx.recv_many(&mut batch, BATCH) => {
+                    if n == 0 {
+                        return LinkEnd::Stopped; // the peer left the address book
+                    }
+                }
+                _ = outbox.wake.notified() => {}
+            }
             continue;
         }
-        // Every frame, then one flush. A peer that stops reading (frozen, or its host gone without
-        // a reset) fills the socket buffers: give up on the link rather than wait for TCP's
-        // retransmission timeout.
-        let write = async {
-            for f in &frames {
-                writer.feed(&[&[TAG_MSG], f]).await?;
-            }
-            writer.flush().await
-        };
-        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        // A peer that stops reading (frozen, or its host gone without a reset) fills the socket
+        // buffers: give up on the link rather than wait for TCP's retransmission timeout.
+        match tokio::time::timeout(WRITE_TIMEOUT, write_all(&half, &out)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return LinkEnd::WriteFailed(e),
             Err(_) => {
@@ -292,12 +461,24 @@ async fn run_link(
                 ))
             }
         }
-        bump(&c.msgs_sent, frames.len() as u64);
-        bump(
-            &c.bytes_sent,
-            frames.iter().map(|f| f.len() as u64 + 5).sum::<u64>(),
-        );
+        bump(&c.msgs_sent, frames);
+        bump(&c.bytes_sent, out.len() as u64);
     }
+}
+
+/// Writes all of `buf` to a socket half shared with the raft thread (which writes only while this
+/// task is not busy).
+async fn write_all(half: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        half.writable().await?;
+        match half.try_write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Drops whatever is queued for an unreachable peer (raft resends), failing snapshots at once.
