@@ -596,7 +596,8 @@ impl Driver {
         // 3. Entries committed by earlier Readys (already durable).
         self.deliver(rd.take_committed_entries(), out)?;
 
-        // 4. Group commit: everything this Ready must persist, in one synced batch.
+        // 4. Group commit: everything this Ready must persist, in one batch, synced when raft
+        // needs it (`LogStore::write_ready`).
         let appended = rd
             .entries()
             .first()
@@ -1088,7 +1089,8 @@ fn load_snapshot(
         )));
     }
     // A snapshot is only ever taken of applied, hence committed, state; a commit index behind it
-    // was lost with an unsynced write and can be restored from it.
+    // was not written yet (commits ride with the next batch: `LogStore::write_ready`) or lost
+    // with an unsynced write, and can be restored from it.
     if file.index > store.hard_state().commit {
         store.set_commit(file.index)?;
     }

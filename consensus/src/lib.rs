@@ -22,7 +22,9 @@
 //!                        3 committed entries ─▶ Event::Committed  (only entries already durable)
 //!                          (a membership change ends its batch ─▶ Event::MembershipChanged)
 //!                        4 entries + hard state ─▶ one WriteBatch: a log-segment record
-//!                          (fdatasync), then RocksDB (unsynced; replayed from the segments at start)
+//!                          (fdatasync), then RocksDB (unsynced; replayed from the segments at start);
+//!                          a hard state that moved only its commit is kept in memory and
+//!                          rides with the next batch (raft needs no sync for it)
 //!                        5 read states ─▶ Event::ReadIndexReady
 //!                        6 persisted messages ─▶ Transport  (votes/acks after the fsync)
 //!                        7 advance ─▶ light ready: commit index, messages, committed entries

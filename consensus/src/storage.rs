@@ -307,18 +307,32 @@ impl LogStore {
     /// it), appended entries (a conflicting tail is deleted first) and the hard state.
     ///
     /// The batch is synced when raft needs it to be (raft-rs's `Ready::must_sync`, etcd's
-    /// `MustSync`): it installs a snapshot, appends entries, or changes the term or the vote. A
-    /// hard state that moved only its commit index is written unsynced, as `set_commit` writes
-    /// it: a lost commit index is recomputed from the quorum, and every entry below it is already
-    /// durable. Synced, it cost every member of an ensemble a second device write and flush per
-    /// replicated write: a follower learns each commit in a message of its own, and a leader
-    /// learns it from the acks, both outside any Ready that appends.
+    /// `MustSync`): it installs a snapshot, appends entries, or changes the term or the vote.
+    ///
+    /// A Ready whose only change is the hard state's commit index writes nothing: the commit is
+    /// noted in memory (`note_commit`) and rides with the next batch. A lost commit index is
+    /// recomputed from the quorum, and every entry below it is already durable; a restart with an
+    /// older one replays fewer entries and learns the rest from the leader. Such Readys are most
+    /// of an ensemble's: a follower learns each commit in a message of its own, and a leader
+    /// learns it from the acks, both outside any Ready that appends. Synced, they cost every
+    /// member a second device write and flush per replicated write; written unsynced, a second
+    /// RocksDB write.
     pub fn write_ready(
         &mut self,
         snapshot: Option<&SnapshotMetadata>,
         entries: &[Entry],
         hs: Option<&HardState>,
     ) -> Result<(), ConsensusError> {
+        if let Some(hs) = hs {
+            if snapshot.is_none()
+                && entries.is_empty()
+                && hs.term == self.hard_state.term
+                && hs.vote == self.hard_state.vote
+            {
+                self.note_commit(hs.commit);
+                return Ok(());
+            }
+        }
         let mut batch = WriteBatch::default();
         let log = cf(&self.db, CF_LOG);
         let meta = cf(&self.db, CF_META);
@@ -493,7 +507,8 @@ impl LogStore {
     }
 
     /// Records a new commit index in memory only; the next batch `write_ready` writes carries it.
-    /// For a group of one: its restart replays its whole log whatever the commit index says, and
+    /// `write_ready` does this for a Ready that changes nothing else. For a group of one (the
+    /// driver calls it after `advance`): its restart replays its whole log whatever the commit index says, and
     /// its own vote commits everything again at once, so the index on disk is never needed; not
     /// writing it saves a record and a RocksDB write per commit, which on a server with one core
     /// ran before the core could answer the commit's clients.

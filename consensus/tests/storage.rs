@@ -206,8 +206,8 @@ fn hard_state_and_commit_round_trip_through_reopen() {
     assert_eq!(s.initial_state().unwrap().hard_state, want);
 }
 
-/// A hard state that moved only its commit is written, but not synced (raft-rs's `must_sync`);
-/// a new term or vote is synced.
+/// A hard state that moved only its commit is noted in memory and written with the next batch
+/// (raft-rs's `must_sync` is false for it); a new term or vote is synced.
 #[test]
 fn only_a_new_term_or_vote_makes_a_hard_state_worth_a_sync() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,14 +224,22 @@ fn only_a_new_term_or_vote_makes_a_hard_state_worth_a_sync() {
     hs.commit = 9;
     s.write_ready(None, &[], Some(&hs)).unwrap();
     assert_eq!(s.synced_writes(), synced + 1, "a commit alone");
-    s.write_deferred().unwrap();
+    assert_eq!(s.hard_state(), &hs, "noted in memory");
+    drop(s);
+    let mut s = LogStore::open(dir.path()).unwrap();
+    hs.commit = 4;
+    assert_eq!(s.initial_state().unwrap().hard_state, hs, "not written");
+    let synced = s.synced_writes();
+    hs.commit = 9;
+    s.write_ready(None, &[], Some(&hs)).unwrap();
+    assert_eq!(s.synced_writes(), synced, "a commit alone, after a restart");
     hs.vote = 2;
     s.write_ready(None, &[], Some(&hs)).unwrap();
-    assert_eq!(s.synced_writes(), synced + 2, "a new vote");
+    assert_eq!(s.synced_writes(), synced + 1, "a new vote");
     hs.commit = 10;
     s.write_ready(None, &entries(11..=11, 7), Some(&hs))
         .unwrap();
-    assert_eq!(s.synced_writes(), synced + 3, "entries");
+    assert_eq!(s.synced_writes(), synced + 2, "entries");
     drop(s);
     let s = LogStore::open(dir.path()).unwrap();
     assert_eq!(s.initial_state().unwrap().hard_state, hs);
