@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
+use std::sync::Arc;
 
 use base64::Engine;
 use sha1::{Digest, Sha1};
@@ -225,9 +226,13 @@ fn ip_matches(remote: &str, acl_expr: &str) -> bool {
 /// digest, snapshot bytes) depends on them, so replicas may number lists differently.
 #[derive(Debug, Clone, Default)]
 pub struct AclTable {
-    lists: Vec<Option<(Vec<Acl>, u32)>>,
+    /// Each list is shared (`Arc`): a change record or a snapshot view holds it without a copy.
+    lists: Vec<Option<(Arc<[Acl]>, u32)>>,
     index: BTreeMap<Vec<u8>, u32>,
     free: Vec<u32>,
+    /// The list interned last: nearly every node of a tree has the same ACL, and comparing with
+    /// it first spares encoding a key for the index on every create.
+    last: u32,
 }
 
 fn key_of(acl: &[Acl]) -> Vec<u8> {
@@ -239,14 +244,21 @@ fn key_of(acl: &[Acl]) -> Vec<u8> {
 impl AclTable {
     /// Takes a reference to `acl`, interning it if new.
     pub fn intern(&mut self, acl: &[Acl]) -> u32 {
+        if let Some(Some((list, rc))) = self.lists.get_mut(self.last as usize) {
+            if **list == *acl {
+                *rc += 1;
+                return self.last;
+            }
+        }
         let key = key_of(acl);
         if let Some(&i) = self.index.get(&key) {
             if let Some((_, rc)) = self.lists[i as usize].as_mut() {
                 *rc += 1;
             }
+            self.last = i;
             return i;
         }
-        let entry = Some((acl.to_vec(), 1));
+        let entry = Some((Arc::from(acl), 1));
         let i = match self.free.pop() {
             Some(i) => {
                 self.lists[i as usize] = entry;
@@ -258,6 +270,7 @@ impl AclTable {
             }
         };
         self.index.insert(key, i);
+        self.last = i;
         i
     }
 
@@ -285,6 +298,11 @@ impl AclTable {
     }
 
     pub fn get(&self, i: u32) -> &[Acl] {
+        self.shared(i)
+    }
+
+    /// The list at `i`, shared rather than copied.
+    pub fn shared(&self, i: u32) -> &Arc<[Acl]> {
         match self.lists.get(i as usize) {
             Some(Some((acl, _))) => acl,
             _ => panic!("ACL index {i} is not interned: the tree is corrupt"),

@@ -55,20 +55,20 @@ pub struct ReadCtx<'a> {
 pub enum Change {
     Created {
         path: String,
-        acl: Vec<Acl>,
+        acl: Arc<[Acl]>,
     },
     Deleted {
         path: String,
-        acl: Vec<Acl>,
+        acl: Arc<[Acl]>,
     },
     DataChanged {
         path: String,
-        acl: Vec<Acl>,
+        acl: Arc<[Acl]>,
     },
     /// `path` is the parent whose child list changed and `acl` that parent's ACL.
     ChildrenChanged {
         path: String,
-        acl: Vec<Acl>,
+        acl: Arc<[Acl]>,
     },
 }
 
@@ -419,8 +419,8 @@ impl Tree {
         Some(cur)
     }
 
-    pub(crate) fn acl_of(&self, n: &Node) -> Vec<Acl> {
-        self.acls.get(n.acl).to_vec()
+    pub(crate) fn acl_of(&self, n: &Node) -> Arc<[Acl]> {
+        self.acls.shared(n.acl).clone()
     }
 
     /// The names of `p`'s children, sorted (their stored order); empty if there is no such node.

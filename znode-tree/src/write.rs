@@ -240,7 +240,7 @@ impl Tree {
         let parent_acl = self.acl_of(self.existing(parent));
         changes.push(Change::Created {
             path: full.clone(),
-            acl,
+            acl: self.acls.shared(idx).clone(),
         });
         changes.push(Change::ChildrenChanged {
             path: parent.to_owned(),

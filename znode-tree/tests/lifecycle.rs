@@ -43,11 +43,11 @@ fn container_expires_only_after_it_had_children_and_lost_them() {
         vec![
             Change::Deleted {
                 path: "/box".into(),
-                acl: Acl::open_unsafe()
+                acl: Acl::open_unsafe().into()
             },
             Change::ChildrenChanged {
                 path: "/".into(),
-                acl: Acl::open_unsafe()
+                acl: Acl::open_unsafe().into()
             }
         ]
     );

@@ -80,11 +80,11 @@ fn create_sets_every_stat_field_and_reports_created_then_parent_children_changed
         vec![
             Change::Created {
                 path: "/a".into(),
-                acl: open()
+                acl: open().into()
             },
             Change::ChildrenChanged {
                 path: "/".into(),
-                acl: open()
+                acl: open().into()
             }
         ]
     );
@@ -203,27 +203,27 @@ fn close_session_deletes_ephemerals_in_path_order_with_events() {
         vec![
             Change::Deleted {
                 path: "/a".into(),
-                acl: o.clone()
+                acl: o.clone().into()
             },
             Change::ChildrenChanged {
                 path: "/".into(),
-                acl: o.clone()
+                acl: o.clone().into()
             },
             Change::Deleted {
                 path: "/b/e".into(),
-                acl: o.clone()
+                acl: o.clone().into()
             },
             Change::ChildrenChanged {
                 path: "/b".into(),
-                acl: o.clone()
+                acl: o.clone().into()
             },
             Change::Deleted {
                 path: "/z".into(),
-                acl: o.clone()
+                acl: o.clone().into()
             },
             Change::ChildrenChanged {
                 path: "/".into(),
-                acl: o
+                acl: o.into()
             },
         ]
     );
@@ -282,11 +282,11 @@ fn delete_checks_in_zookeepers_order() {
         vec![
             Change::Deleted {
                 path: "/p/c".into(),
-                acl: open()
+                acl: open().into()
             },
             Change::ChildrenChanged {
                 path: "/p".into(),
-                acl: open()
+                acl: open().into()
             }
         ]
     );
@@ -316,7 +316,7 @@ fn set_data_bumps_version_mzxid_mtime_only() {
         a.changes,
         vec![Change::DataChanged {
             path: "/a".into(),
-            acl: open()
+            acl: open().into()
         }]
     );
     let (data, st) = h.get("/a").unwrap();
