@@ -507,11 +507,11 @@ impl LogStore {
     }
 
     /// Records a new commit index in memory only; the next batch `write_ready` writes carries it.
-    /// `write_ready` does this for a Ready that changes nothing else. For a group of one (the
-    /// driver calls it after `advance`): its restart replays its whole log whatever the commit index says, and
-    /// its own vote commits everything again at once, so the index on disk is never needed; not
-    /// writing it saves a record and a RocksDB write per commit, which on a server with one core
-    /// ran before the core could answer the commit's clients.
+    /// `write_ready` does this for a Ready that changes nothing else. The driver calls it after
+    /// `advance` for a group of one: its restart replays its whole log whatever the commit index
+    /// says, and its own vote commits everything again at once, so the index on disk is never
+    /// needed; not writing it saves a record and a RocksDB write per commit, which on a server
+    /// with one core ran before the core could answer the commit's clients.
     pub fn note_commit(&mut self, commit: u64) {
         self.hard_state.commit = self.hard_state.commit.max(commit);
     }
