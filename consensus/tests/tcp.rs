@@ -852,14 +852,21 @@ fn connected(n: &PeerNet, peer: u64) -> bool {
         .any(|s| s.id == peer && s.connected && s.inbound_links == 1)
 }
 
+/// Attaches a recorder to each of nodes 1 (`a`) and 2 (`b`) and waits until the Raft links are up
+/// both ways.
+fn record_both(a: &PeerNet, b: &PeerNet) -> (Arc<Recorder>, Arc<Recorder>) {
+    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+    a.attach(ra.clone());
+    b.attach(rb.clone());
+    wait_until("links both ways", || connected(a, 2) && connected(b, 1));
+    (ra, rb)
+}
+
 #[test]
 fn messages_arrive_in_order_and_a_dead_peer_is_lost_once_per_link_then_unreachable() {
     let rt = runtime();
     let (a, b) = pair(&rt, CLUSTER);
-    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
-    a.attach(ra.clone());
-    b.attach(rb.clone());
-    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+    let (ra, rb) = record_both(&a, &b);
 
     let mut t = a.transport();
     let sent: Vec<_> = (1..=300).map(|i| append(1, 2, i)).collect();
@@ -900,10 +907,7 @@ fn a_snapshot_crosses_in_chunks_and_arrives_whole_after_later_heartbeats() {
     let b = bind(&rt, NetConfig::new(2, CLUSTER, localhost()));
     a.set_peers(vec![(2, b.local_addr().to_string())]);
     b.set_peers(vec![(1, a.local_addr().to_string())]);
-    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
-    a.attach(ra.clone());
-    b.attach(rb.clone());
-    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+    let (ra, rb) = record_both(&a, &b);
 
     let data: Vec<u8> = (0..3_500_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let mut snap = consensus::Message::default();
@@ -958,10 +962,7 @@ fn a_snapshot_over_the_receivers_cap_is_refused_and_raft_traffic_goes_on() {
     let b = bind(&rt, cfg);
     a.set_peers(vec![(2, b.local_addr().to_string())]);
     b.set_peers(vec![(1, a.local_addr().to_string())]);
-    let rb = Arc::new(Recorder::default());
-    a.attach(Arc::new(Recorder::default()));
-    b.attach(rb.clone());
-    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+    let (_, rb) = record_both(&a, &b);
 
     let mut snap = consensus::Message::default();
     snap.set_msg_type(consensus::MessageType::MsgSnapshot);
@@ -987,10 +988,7 @@ fn a_snapshot_over_the_receivers_cap_is_refused_and_raft_traffic_goes_on() {
 fn a_burst_larger_than_the_socket_buffers_arrives_whole_and_in_order() {
     let rt = runtime();
     let (a, b) = pair(&rt, CLUSTER);
-    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
-    a.attach(ra.clone());
-    b.attach(rb.clone());
-    wait_until("links both ways", || connected(&a, 2) && connected(&b, 1));
+    let (_, rb) = record_both(&a, &b);
 
     let mut t = a.transport();
     // A first message, so the link is known writable and idle before the burst.
