@@ -415,11 +415,9 @@ impl LogStore {
         // Deferred (`write_deferred`) when every entry it appends stays in the cache below and it
         // installs no snapshot: then no read goes to RocksDB for anything the batch changes.
         let defer = snapshot.is_none() && entries.len() <= CACHE_ENTRIES / 2;
-        let sync = snapshot.is_some()
-            || !entries.is_empty()
-            || hard_state.term != self.hard_state.term
-            || hard_state.vote != self.hard_state.vote;
-        self.write_logged(batch, sync, defer)?;
+        // Synced: a batch that gets here installs a snapshot, appends entries or changes the term
+        // or the vote (a commit alone returned above), all of which raft needs on disk.
+        self.write_logged(batch, true, defer)?;
 
         self.first_index = first_index;
         self.truncated_term = truncated_term;
