@@ -152,6 +152,12 @@ pub struct Driver {
     rejoining: bool,
     /// Ticks in a row spent rejoining without knowing a leader (see `REJOIN_PATIENCE_ELECTIONS`).
     leaderless_ticks: usize,
+    /// Ticks since open: the clock of `skip_repeated_acks`.
+    ticks: u64,
+    /// The last append acknowledgement sent to each peer: (term, index, `ticks` when sent).
+    acks_sent: HashMap<u64, (u64, u64, u64)>,
+    /// Acknowledgements not sent because they repeated the last one (`skip_repeated_acks`).
+    acks_skipped: u64,
 }
 
 /// How many election timeouts a rejoining member goes without any leader before it votes anyway.
@@ -240,6 +246,9 @@ impl Driver {
             readies: 0,
             rejoining,
             leaderless_ticks: 0,
+            ticks: 0,
+            acks_sent: HashMap::new(),
+            acks_skipped: 0,
         };
         Ok((driver, loaded))
     }
@@ -266,6 +275,7 @@ impl Driver {
             self.campaign_in = None;
         }
         self.raw.tick();
+        self.ticks += 1;
         self.expire_lost_snapshots();
         if let Some(left) = self.campaign_in.take() {
             if left > 1 {
@@ -550,7 +560,7 @@ impl Driver {
         self.report_role(out);
         // 1b. Leader messages go out before our own fsync (raft thesis 10.2.1).
         if !rd.messages().is_empty() {
-            out.send(rd.take_messages());
+            self.send(rd.take_messages(), out);
         }
 
         // 2. A snapshot from the leader replaces everything before it. The file is written (and
@@ -616,7 +626,7 @@ impl Driver {
 
         // 6. Votes and acks only after the fsync.
         if !rd.persisted_messages().is_empty() {
-            out.send(rd.take_persisted_messages());
+            self.send(rd.take_persisted_messages(), out);
         }
 
         // 7. What became possible now that the Ready is durable.
@@ -625,7 +635,7 @@ impl Driver {
         // waiting for one more RocksDB write (about 20 us).
         let mut light = self.raw.advance(rd);
         if !light.messages().is_empty() {
-            out.send(light.take_messages());
+            self.send(light.take_messages(), out);
         }
         self.deliver(light.take_committed_entries(), out)?;
         // The Ready's RocksDB write, after the commits it made possible went out.
@@ -639,6 +649,47 @@ impl Driver {
         }
         self.raw.advance_apply();
         Ok(())
+    }
+
+    /// Hands raft's messages to the transport, less the acknowledgements that tell the leader
+    /// nothing (`skip_repeated_acks`).
+    fn send(&mut self, mut msgs: Vec<Message>, out: &mut impl Output) {
+        self.skip_repeated_acks(&mut msgs);
+        if !msgs.is_empty() {
+            out.send(msgs);
+        }
+    }
+
+    /// Drops an append acknowledgement that repeats, within the same tick, the last one sent to
+    /// that peer: same term, same index, not a rejection.
+    ///
+    /// After every commit a leader tells its followers the new commit index in an append without
+    /// entries, and raft-rs has each follower acknowledge it with the index it acknowledged a
+    /// moment before. The leader learns nothing from it: its progress for the follower stays where
+    /// it was (raft-rs's `maybe_update` refuses an index that is not higher), no inflight slot is
+    /// freed, and the follower's commit index it records is never read. Sent, it cost a message and
+    /// a wake-up on both sides per follower per write: on three members sharing a core, one lock
+    /// hand-off sent 30 messages and took 1,600 us of CPU; without the repeats, 25 and 1,460 us.
+    ///
+    /// A repeat is sent anyway once a tick has passed since the original. That matters when the
+    /// original was lost (a link that broke): a leader whose follower's acknowledgement went
+    /// missing probes again after each heartbeat response, and that probe's answer, a tick or more
+    /// later, goes out. The cost of the loss is then at most one more heartbeat interval.
+    /// Rejections are always sent: they carry a hint and move the leader's probe.
+    fn skip_repeated_acks(&mut self, msgs: &mut Vec<Message>) {
+        let now = self.ticks;
+        let before = msgs.len();
+        msgs.retain(|m| {
+            if m.get_msg_type() != MessageType::MsgAppendResponse || m.reject {
+                return true;
+            }
+            let this = (m.term, m.index, now);
+            match self.acks_sent.insert(m.to, this) {
+                Some(last) if last == this => false,
+                _ => true,
+            }
+        });
+        self.acks_skipped += (before - msgs.len()) as u64;
     }
 
     /// The leader believes we hold up to `believed` (a heartbeat's commit), but our log ends at
@@ -986,6 +1037,7 @@ impl Driver {
             readies: self.readies,
             is_learner: self.current_conf().learners.contains(&self.id),
             dropped_proposals: self.dropped_proposals,
+            acks_skipped: self.acks_skipped,
         }
     }
 

@@ -30,6 +30,9 @@ pub struct Status {
     /// a leader transfer in progress, or raft-rs's uncommitted-size backstop. The applier learns
     /// of the first two through `RoleChanged` and its own timeouts.
     pub dropped_proposals: u64,
+    /// Append acknowledgements not sent since start because they repeated, within a tick, the
+    /// last one sent to the same leader (the answers to commit-only appends: see the driver).
+    pub acks_skipped: u64,
 }
 
 /// The leader's view of one peer (see `Handle::progress`).

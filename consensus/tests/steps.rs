@@ -915,3 +915,80 @@ fn a_wiped_member_of_an_idle_ensemble_catches_up_without_a_new_write() {
     );
     assert_eq!(net.payloads(3), net.payloads(1));
 }
+
+/// Acknowledgements a follower sent (not rejections), from `from` on in the log: their indexes.
+fn acks_from(net: &Net, from: u64, since: usize) -> Vec<u64> {
+    net.log[since..]
+        .iter()
+        .filter(|m| {
+            m.from == from && m.get_msg_type() == MessageType::MsgAppendResponse && !m.reject
+        })
+        .map(|m| m.index)
+        .collect()
+}
+
+/// Once a write commits, the leader sends each follower the new commit index in an append without
+/// entries, and raft-rs has the follower answer it with the index it had just acknowledged. The
+/// leader learns nothing from that answer, so it is not sent: each follower acknowledges the
+/// write once, and still learns the commit and applies the write.
+#[test]
+fn a_follower_acknowledges_a_write_once_and_not_again_for_its_commit() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "warm", 1);
+    let since = net.log.len();
+    let skipped_before = [2, 3].map(|f| net.driver(f).status().acks_skipped);
+    let index = net.propose(1, "w", 1);
+    for (i, f) in [2, 3].into_iter().enumerate() {
+        assert!(
+            net.log[since..].iter().any(|m| m.from == 1
+                && m.to == f
+                && m.get_msg_type() == MessageType::MsgAppend
+                && m.entries.is_empty()
+                && m.commit == index),
+            "the leader sent {f} no commit-only append"
+        );
+        assert_eq!(acks_from(&net, f, since), vec![index], "follower {f}");
+        let s = net.driver(f).status();
+        assert_eq!(s.acks_skipped - skipped_before[i], 1, "follower {f}");
+        assert_eq!(s.commit, index, "follower {f}");
+        assert_eq!(net.payloads(f).last().map(|p| p.0), Some(index));
+    }
+}
+
+/// A repeat is skipped only within the tick of the acknowledgement it repeats. When that one was
+/// lost, the leader probes again after its next heartbeat, the answer (a tick or more later) goes
+/// out, and the write commits. Were every repeat skipped, it would never commit.
+#[test]
+fn a_lost_acknowledgement_is_sent_again_after_a_heartbeat() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let before = net.propose(1, "a", 1);
+    let index = before + 1;
+    // Both followers' acknowledgements of the next entry are lost.
+    net.hold = Box::new(move |m| {
+        m.get_msg_type() == MessageType::MsgAppendResponse && !m.reject && m.index == index
+    });
+    net.command(1, Command::Propose(b"b".to_vec()));
+    net.settle();
+    assert_eq!(net.held.len(), 2, "{:?}", net.held);
+    net.held.clear();
+    net.hold = Box::new(|_| false);
+    assert_eq!(net.driver(1).status().commit, before);
+    let since = net.log.len();
+    let mut ticks = 0;
+    while net.driver(1).status().commit < index {
+        assert!(
+            ticks < HEARTBEAT_TICK + 1,
+            "not committed after {ticks} ticks"
+        );
+        net.tick();
+        ticks += 1;
+    }
+    assert_eq!(acks_from(&net, 2, since), vec![index]);
+    assert_eq!(acks_from(&net, 3, since), vec![index]);
+    net.tick();
+    for f in [2, 3] {
+        assert_eq!(net.driver(f).status().commit, index, "follower {f}");
+    }
+}

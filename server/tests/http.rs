@@ -103,6 +103,7 @@ async fn metrics_have_zookeeper_names_and_types() {
         ("paddock_applied_index", "gauge"),
         ("paddock_raft_synced_writes_total", "counter"),
         ("paddock_raft_proposals_dropped_total", "counter"),
+        ("paddock_raft_acks_skipped_total", "counter"),
     ] {
         assert!(
             body.contains(&format!("# TYPE {name} {kind}\n")),

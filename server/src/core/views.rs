@@ -445,6 +445,10 @@ fn server_view(core: &mut Core) -> ServerView {
                 status.dropped_proposals.to_string(),
             ),
             (
+                "paddock_raft_acks_skipped".into(),
+                status.acks_skipped.to_string(),
+            ),
+            (
                 "paddock_raft_leader_id".into(),
                 status.leader_id.to_string(),
             ),

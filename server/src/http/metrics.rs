@@ -258,6 +258,11 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
             "paddock_raft_proposals_dropped_total",
             "Proposals the raft thread dropped since start (leadership lost, transfer, back-pressure).",
         ),
+        (
+            "paddock_raft_acks_skipped",
+            "paddock_raft_acks_skipped_total",
+            "Append acknowledgements not sent since start because they repeated the last one (commit-only appends).",
+        ),
     ];
     for (key, name, help) in counters {
         if let Some(x) = extra(v, key) {
