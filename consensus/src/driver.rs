@@ -684,10 +684,7 @@ impl Driver {
                 return true;
             }
             let this = (m.term, m.index, now);
-            match self.acks_sent.insert(m.to, this) {
-                Some(last) if last == this => false,
-                _ => true,
-            }
+            self.acks_sent.insert(m.to, this) != Some(this)
         });
         self.acks_skipped += (before - msgs.len()) as u64;
     }
