@@ -636,7 +636,9 @@ snapshot_stall() {
     n0="$(snapshots_of "$side")"
     steal0="$(steal_ticks)"
     t0="$(date +%s.%N)"
-    log "[$side] snapshot stall: a get for ${STALL_SECS}s beside $writes sets (snapshots so far: ${n0:-?})"
+    local marker="snapshot files so far"
+    [[ "$side" == paddock ]] && marker="last snapshot index"
+    log "[$side] snapshot stall: a get for ${STALL_SECS}s beside $writes sets ($marker: ${n0:-?})"
     bench_on "$side" --workload set --clients 8 --inflight 4 --ops "$writes" \
         --duration-secs "$STALL_SECS" --json "$OUT/$side-stall-set.json" &
     writer=$!
