@@ -675,12 +675,19 @@ impl Driver {
     /// original was lost (a link that broke): a leader whose follower's acknowledgement went
     /// missing probes again after each heartbeat response, and that probe's answer, a tick or more
     /// later, goes out. The cost of the loss is then at most one more heartbeat interval.
-    /// Rejections are always sent: they carry a hint and move the leader's probe.
+    /// Rejections are always sent (they carry a hint and move the leader's probe), and the
+    /// acknowledgement after one always goes out: the leader waits for it before it sends more.
     fn skip_repeated_acks(&mut self, msgs: &mut Vec<Message>) {
         let now = self.ticks;
         let before = msgs.len();
         msgs.retain(|m| {
-            if m.get_msg_type() != MessageType::MsgAppendResponse || m.reject {
+            if m.get_msg_type() != MessageType::MsgAppendResponse {
+                return true;
+            }
+            if m.reject {
+                // The leader will probe from the hint; its answer must reach it even if it names
+                // the index acknowledged last.
+                self.acks_sent.remove(&m.to);
                 return true;
             }
             let this = (m.term, m.index, now);

@@ -992,3 +992,39 @@ fn a_lost_acknowledgement_is_sent_again_after_a_heartbeat() {
         assert_eq!(net.driver(f).status().commit, index, "follower {f}");
     }
 }
+
+/// After a rejection the leader probes from the hint and waits for the answer before it sends
+/// more: that answer goes out even when it names the index acknowledged just before.
+#[test]
+fn the_acknowledgement_after_a_rejection_is_sent_even_if_it_repeats() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    let last = net.propose(1, "a", 1);
+    let term = net.driver(1).status().term;
+    let log_term = net.driver(2).raw().store().term_of(last).unwrap();
+    let append = |index: u64, log_term: u64| {
+        let mut m = Message::default();
+        m.set_msg_type(MessageType::MsgAppend);
+        m.from = 1;
+        m.to = 2;
+        m.term = term;
+        m.index = index;
+        m.log_term = log_term;
+        m.commit = last;
+        m
+    };
+    // Follower 2 acknowledged `last`; an append past its log's end is rejected, then the probe at
+    // `last` is acknowledged again, all within one tick.
+    net.command(2, Command::Step(append(last + 5, log_term)));
+    net.command(2, Command::Step(append(last, log_term)));
+    let n = net.nodes.get_mut(&2).unwrap();
+    n.driver.ready(&mut n.out).unwrap();
+    let answers: Vec<(bool, u64)> = net.nodes[&2]
+        .out
+        .msgs
+        .iter()
+        .filter(|m| m.get_msg_type() == MessageType::MsgAppendResponse)
+        .map(|m| (m.reject, m.index))
+        .collect();
+    assert_eq!(answers, vec![(true, last + 5), (false, last)]);
+}
