@@ -230,16 +230,16 @@ newest() { # dir glob
 
 cmd_disk() { # n fault
     need_run
-    local n=$1 fault=$2 d f w=
+    local n=$1 fault=$2 d f
     d="$(mdir "$n")/data"
     if pid=$(member_pid "$n") && kill -0 "$pid" 2>/dev/null; then die "member $n is running; stop it first"; fi
     case "$TARGET/$fault" in
         zookeeper/truncate-log | zookeeper/corrupt-log) f=$(newest "$d/version-2" 'log.*') ;;
         zookeeper/corrupt-snapshot) f=$(newest "$d/version-2" 'snapshot.*') ;;
-        # paddock's synced log is its segments; RocksDB's WAL beside them is written unsynced and is
-        # a second copy, so a lost tail is cut from both (the newest WAL too), as a power loss would.
-        paddock/truncate-log) f=$(newest "$d/paddock/raftdb/segments" '*.seg') w=$(newest "$d/paddock/raftdb" '*.log') ;;
-        paddock/corrupt-log) f=$(newest "$d/paddock/raftdb/segments" '*.seg') ;;
+        # paddock's log is its segments (RocksDB beside them holds only synced checkpoints of the
+        # log's metadata, which a power loss keeps).
+        paddock/truncate-log) f=$(newest "$d/paddock/raftdb/log" '*.seg') ;;
+        paddock/corrupt-log) f=$(newest "$d/paddock/raftdb/log" '*.seg') ;;
         paddock/corrupt-snapshot) f=$(newest "$d/paddock/snapshots" '*') ;;
         */wipe)
             find "$d" -mindepth 1 -maxdepth 1 ! -name myid -exec rm -rf {} +
@@ -251,7 +251,7 @@ cmd_disk() { # n fault
     [[ -n "$f" ]] || { echo "no file for $fault under $d"; return 0; }
     # ZooKeeper preallocates its logs with zeros, paddock its segments: the data ends at the last
     # non-zero byte.
-    python3 - "$fault" "$f" ${w:+"$w"} <<'PY'
+    python3 - "$fault" "$f" <<'PY'
 import os, sys
 fault, paths = sys.argv[1], sys.argv[2:]
 for path in paths:

@@ -55,6 +55,11 @@ impl AlignedBuf {
         self.len += bytes.len();
     }
 
+    /// The contents.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.raw[self.start..self.start + self.len]
+    }
+
     /// The contents padded with zeros to whole blocks.
     pub(crate) fn blocks(&mut self) -> &[u8] {
         let end = self.start + round_up(self.len as u64) as usize;

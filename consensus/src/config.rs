@@ -18,7 +18,7 @@ pub const MAX_COMMITTED_SIZE_PER_READY: u64 = 16 * 1024 * 1024;
 /// writes instead of buffering without limit.
 pub const MAX_UNCOMMITTED_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Settings for one node. `dir` holds `raftdb/` (RocksDB) and `snapshots/`.
+/// Settings for one node. `dir` holds `raftdb/` (the log: RocksDB's checkpoint and `log/`) and `snapshots/`.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub id: u64,

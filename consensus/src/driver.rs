@@ -632,14 +632,12 @@ impl Driver {
         // 7. What became possible now that the Ready is durable.
         // The committed entries go out before the commit index is recorded: that record is an
         // unsynced hint (see `LogStore::set_commit`), and writing it first kept every reply
-        // waiting for one more RocksDB write (about 20 us).
+        // waiting for one more store write.
         let mut light = self.raw.advance(rd);
         if !light.messages().is_empty() {
             self.send(light.take_messages(), out);
         }
         self.deliver(light.take_committed_entries(), out)?;
-        // The Ready's RocksDB write, after the commits it made possible went out.
-        self.raw.mut_store().write_deferred()?;
         if let Some(commit) = light.commit_index() {
             if self.is_alone() {
                 self.raw.mut_store().note_commit(commit);
@@ -836,7 +834,7 @@ impl Driver {
             }
             let store = self.raw.store();
             // The term comparison uses the cache only: a restart replays far more entries than it
-            // holds, and reading each one back from RocksDB would double the replay cost.
+            // holds, and reading each one back from the segments would double the replay cost.
             let durable = e.index <= store.last()
                 && !matches!(store.cached_term(e.index), Some(t) if t != e.term);
             if !durable {

@@ -302,7 +302,7 @@ impl Handle {
         self.inner.shutdown();
     }
 
-    /// The RocksDB directory holding the log.
+    /// The log store's directory (RocksDB's checkpoint and `log/`).
     pub fn data_dir(&self) -> &Path {
         &self.inner.db_dir
     }

@@ -1,4 +1,4 @@
-//! Replicates opaque byte entries with Raft (raft-rs 0.7) over a log kept in RocksDB. It knows
+//! Replicates opaque byte entries with Raft (raft-rs 0.7) over a log kept in segment files. It knows
 //! nothing of znodes: the caller (the applier) owns the state machine, applies `Event::Committed`
 //! entries in order, and hands back serialized snapshots with `Handle::save_snapshot`.
 //!
@@ -21,10 +21,9 @@
 //!                        2 snapshot install ─▶ Event::InstallSnapshot, MembershipChanged
 //!                        3 committed entries ─▶ Event::Committed  (only entries already durable)
 //!                          (a membership change ends its batch ─▶ Event::MembershipChanged)
-//!                        4 entries + hard state ─▶ one WriteBatch: a log-segment record
-//!                          (fdatasync), then RocksDB (unsynced; replayed from the segments at start);
+//!                        4 entries + hard state ─▶ one log-segment record (O_DSYNC write);
 //!                          a hard state that moved only its commit is kept in memory and
-//!                          rides with the next batch (raft needs no sync for it)
+//!                          rides with the next record (raft needs no sync for it)
 //!                        5 read states ─▶ Event::ReadIndexReady
 //!                        6 persisted messages ─▶ Transport  (votes/acks after the fsync)
 //!                        7 advance ─▶ light ready: commit index, messages, committed entries
@@ -83,6 +82,7 @@ mod handle;
 mod logger;
 pub mod net;
 mod raft_loop;
+pub mod record;
 pub mod segments;
 pub mod snapshot_file;
 mod status;

@@ -59,7 +59,7 @@ impl Output for ThreadOutput {
         }
         if committed && self.alone {
             // The applier was just woken to apply and answer; on a server with one core it would
-            // otherwise wait for the rest of this Ready (its RocksDB write, `write_deferred`).
+            // otherwise wait for the rest of this Ready (the commit hint, the next Ready's work).
             // Alone only: in an ensemble whose members share a core, the yield handed the CPU to
             // the other members' threads as often as to our applier. Three members on one core,
             // 7 alternating runs each (3 Dec 2026): a lone write on the leader 999 -> 889 us at

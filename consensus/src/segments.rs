@@ -1,26 +1,23 @@
-//! The log's synced append: every write to the RocksDB store is first a record in a pre-sized
-//! segment file, and a write raft needs durable is synced there (`O_DIRECT | O_DSYNC`), not in
-//! RocksDB.
+//! The raft log's files: every change to the log store (`storage.rs`) is a record appended to a
+//! pre-sized segment file, and a change raft needs durable is synced there (`O_DIRECT | O_DSYNC`).
+//! The segments are the log: its entries are read back from them (`Segments::read`).
 //!
-//! Why: RocksDB's WAL grows with every append, so each synced write also commits the file's new
-//! size through the file system's journal: 233-313 us per 600-byte append on the disk this was
-//! measured on, against 141-157 us for the same append into a file whose size was set beforehand
-//! (DESIGN.md, "the raft log's synced append"). ZooKeeper pads its log files for the same reason.
-//! RocksDB's own remedy (recycled WAL files) is refused together with the recovery mode that keeps
-//! a damaged synced record from being dropped silently (compat-tests/faults/BUGS.md P4).
+//! Why files of our own: RocksDB's WAL grows with every append, so each synced write also commits
+//! the file's new size through the file system's journal: 233-313 us per 600-byte append on the
+//! disk this was measured on, against 141-157 us for the same append into a file whose size was
+//! set beforehand (DESIGN.md, "the raft log's synced append"). ZooKeeper pads its log files for the
+//! same reason. RocksDB's own remedy (recycled WAL files) is refused together with the recovery
+//! mode that keeps a damaged synced record from being dropped silently (compat-tests/faults/BUGS.md
+//! P4). The segments first fronted a copy of the log in RocksDB; that copy went on 4 Dec 2026
+//! (`storage.rs`).
 //!
-//! The scheme (a redo log in front of RocksDB):
-//! - Each write batch carries a sequence number (`seq`, one more per batch, also stored in the
-//!   batch itself under the meta key `log_seq`), is appended here as one record, synced when
-//!   the write must be durable, and only then written to RocksDB, unsynced. So RocksDB never holds
-//!   a durable write the segments lack, and RocksDB's `log_seq` says which records it has.
-//! - At open, RocksDB recovers some prefix of its writes (after a process crash: all of them; after
-//!   a power loss: those its unsynced WAL kept). The records past its `log_seq` are replayed into
-//!   it in order. They must follow on without a gap: a gap means RocksDB lost writes the segments
-//!   no longer hold, and the store refuses to open.
+//! The scheme:
+//! - Each record carries a sequence number (`seq`, one more per record), and records follow on
+//!   without a gap across segments: `scan` refuses a gap, but one the store's checkpoint covers
+//!   (records whose effect the store holds elsewhere, lost from a damaged tail and skipped since).
 //! - Segments are never rewritten. A new one starts at every open and when the current one is
-//!   full; before that RocksDB's WAL is synced (so RocksDB holds every earlier record durably) and
-//!   the older segments are deleted.
+//!   full (`rotate`, which writes out every record held in memory first). Older ones are kept,
+//!   open for reading, until the store says it needs nothing in them (`prune`).
 //! - Zeros are written 1 MB ahead of the records. A segment is created sparse (its size set, no
 //!   blocks), and an append into a hole allocates blocks, so its fdatasync writes the inode as well
 //!   as the data: one more synchronous I/O (seen in `perf`: `ext4_write_inode` under
@@ -40,7 +37,9 @@
 //!   with the bytes it already held plus the new record (the bytes already there are rewritten
 //!   unchanged, so a torn block write can only tear the new record), and the one system call
 //!   returns once the device has the data. Unsynced records (commit-index hints) stay in that
-//!   buffer and go out with the next synced one. Through the page cache, each append copied its
+//!   buffer and go out with the next synced one. Reads go through the page cache (a separate
+//!   read-only descriptor; the kernel keeps it coherent with the direct writes), and what is
+//!   still only in the buffer is read from it. Through the page cache, each append copied its
 //!   bytes into a page and fdatasync wrote the page back: pinned to one core, 8 sessions x 32
 //!   sets in flight, 90.7k sets/s against 115.3k with `O_DIRECT` (server CPU 9.9 against 7.8 us
 //!   per set, p99 9.2 against 6.9 ms), lock hand-offs 1,036 against 1,184/s; a lone write the
@@ -53,12 +52,13 @@
 //! the crash interrupted, and ends the log; a record whose checksum fails is damage to data that
 //! may have been acknowledged, and refuses the open.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::aligned::{round_down, round_up, AlignedBuf};
+use crate::aligned::{round_down, round_up, AlignedBuf, ALIGN};
 use crate::ConsensusError;
 
 /// The size a segment is given when it is created (sparse: blocks are allocated as written, the
@@ -69,32 +69,58 @@ const SUFFIX: &str = "seg";
 /// Zeros are written this far ahead of the records (see `append`).
 const ZERO_AHEAD: u64 = 1 << 20;
 
-/// One record read back: its sequence number and payload (a RocksDB write batch's bytes).
-#[derive(Debug, PartialEq, Eq)]
-pub struct Record {
-    pub seq: u64,
-    pub payload: Vec<u8>,
+/// A segment found at open: its number and the sequence number of its last record (`None`: it
+/// holds none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    pub number: u64,
+    pub last_seq: Option<u64>,
 }
 
-/// The segment being appended to.
+/// Where a record read back sits: its segment, the file offset of its payload, its sequence
+/// number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    pub number: u64,
+    pub offset: u64,
+    pub seq: u64,
+}
+
+/// A closed segment kept for the entries it holds (see `Segments::prune`).
+struct Closed {
+    file: File,
+    last_seq: Option<u64>,
+}
+
+/// The segments: the one being appended to and the older ones still holding live entries.
 pub struct Segments {
     dir: PathBuf,
     file: File,
+    /// The current segment opened for reading (through the page cache).
+    reader: File,
     /// The file was opened with `O_DIRECT | O_DSYNC`: a write returns once it is on the device.
     direct: bool,
     number: u64,
     /// Where the next record starts.
     offset: u64,
     capacity: u64,
+    /// The size new segments get.
+    segment_bytes: u64,
     next_seq: u64,
+    /// The sequence number of the current segment's first record.
+    first_seq: u64,
     /// The bytes from `base` (a multiple of `ALIGN`) to `offset`: the tail of the last block
     /// written, then every record appended since. A write rewrites them from `base`, whole blocks.
     pending: AlignedBuf,
     base: u64,
+    /// The records are written up to here (those after it are held in `pending` only).
+    written_to: u64,
     /// The segment holds written zeros (or records) up to here.
     zeroed_to: u64,
     /// Zeros to write ahead of the records, aligned.
     zeros: AlignedBuf,
+    /// Older segments, by number.
+    closed: BTreeMap<u64, Closed>,
 }
 
 /// Unsynced records are held in memory up to this many bytes, then written.
@@ -136,9 +162,13 @@ fn header_crc(len: u32, seq: u64) -> u32 {
     h.finalize()
 }
 
+/// What `read_segment` hands each record to: the file offset of its payload, its sequence number
+/// and its payload.
+type EachRecord<'a> = &'a mut dyn FnMut(u64, u64, &[u8]) -> Result<(), ConsensusError>;
+
 /// Reads one segment's records in order, up to its end (zeros) or a record cut short by the end
-/// of the file.
-fn read_segment(path: &Path) -> Result<Vec<Record>, ConsensusError> {
+/// of the file, handing each to `each` with the file offset of its payload.
+fn read_segment(path: &Path, each: EachRecord<'_>) -> Result<(), ConsensusError> {
     let corrupt = |offset: u64, what: &str| {
         ConsensusError::Corrupt(format!(
             "log segment {} at byte {offset}: {what}; the log may have lost an acknowledged \
@@ -147,17 +177,17 @@ fn read_segment(path: &Path) -> Result<Vec<Record>, ConsensusError> {
         ))
     };
     let mut file = io::BufReader::with_capacity(1 << 20, File::open(path)?);
-    let mut out = Vec::new();
     let mut offset = 0u64;
+    let mut payload = Vec::new();
     loop {
         let mut header = [0u8; HEADER];
         let got = read_full(&mut file, &mut header)?;
         if got < HEADER {
             // The file ends inside a header: a torn tail (or the end of a truncated file).
-            return Ok(out);
+            return Ok(());
         }
         if header.iter().all(|&b| b == 0) {
-            return Ok(out);
+            return Ok(());
         }
         let len = u32::from_le_bytes(header[0..4].try_into().unwrap());
         let seq = u64::from_le_bytes(header[4..12].try_into().unwrap());
@@ -166,15 +196,15 @@ fn read_segment(path: &Path) -> Result<Vec<Record>, ConsensusError> {
         if header_crc(len, seq) != hcrc {
             return Err(corrupt(offset, "the record header's checksum fails"));
         }
-        let mut payload = vec![0u8; len as usize];
+        payload.resize(len as usize, 0);
         if read_full(&mut file, &mut payload)? < payload.len() {
-            return Ok(out);
+            return Ok(());
         }
         if crc32fast::hash(&payload) != pcrc {
             return Err(corrupt(offset, "the record's checksum fails"));
         }
+        each(offset + HEADER as u64, seq, &payload)?;
         offset += (HEADER + payload.len()) as u64;
-        out.push(Record { seq, payload });
     }
 }
 
@@ -192,28 +222,48 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// The records in `dir` after `applied` (the last sequence number the store already holds), in
-/// order. They must continue `applied` without a gap; records at or before it are skipped.
-pub fn recover(dir: &Path, applied: u64) -> Result<Vec<Record>, ConsensusError> {
-    let mut out: Vec<Record> = Vec::new();
-    for (_, path) in list(dir)? {
-        for r in read_segment(&path)? {
-            if r.seq <= applied {
-                continue;
+/// Reads every record of every segment in `dir`, in order, handing each to `each` with where it
+/// sits; the segments found. The records must follow on one from the next without a gap across
+/// segments: a gap means records are missing, and the open is refused. Only a gap that ends at or
+/// before `covered + 1` is let pass: the records in it are ones whose effect the store holds
+/// elsewhere (its checkpoint), lost from a damaged segment's tail and skipped since.
+pub fn scan(
+    dir: &Path,
+    covered: u64,
+    mut each: impl FnMut(At, &[u8]) -> Result<(), ConsensusError>,
+) -> Result<Vec<Found>, ConsensusError> {
+    let mut found = Vec::new();
+    let mut last: Option<u64> = None;
+    for (number, path) in list(dir)? {
+        let mut segment_last = None;
+        read_segment(&path, &mut |offset, seq, payload| {
+            if let Some(prev) = last {
+                if seq != prev + 1 && !(seq > prev && seq <= covered + 1) {
+                    return Err(ConsensusError::Corrupt(format!(
+                        "log segment {}: record {seq} where {} was expected: writes are \
+                         missing, so the member does not start",
+                        path.display(),
+                        prev + 1
+                    )));
+                }
             }
-            let expect = out.last().map_or(applied + 1, |last| last.seq + 1);
-            if r.seq != expect {
-                return Err(ConsensusError::Corrupt(format!(
-                    "log segment {}: record {} where {expect} was expected (the store holds \
-                     records up to {applied}): writes are missing, so the member does not start",
-                    path.display(),
-                    r.seq
-                )));
-            }
-            out.push(r);
-        }
+            last = Some(seq);
+            segment_last = Some(seq);
+            each(
+                At {
+                    number,
+                    offset,
+                    seq,
+                },
+                payload,
+            )
+        })?;
+        found.push(Found {
+            number,
+            last_seq: segment_last,
+        });
     }
-    Ok(out)
+    Ok(found)
 }
 
 /// fsync of a directory, so that a file created or removed in it stays so after a power loss.
@@ -222,29 +272,48 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 impl Segments {
-    /// Starts a new segment in `dir` whose first record will be `next_seq`, and deletes every
-    /// older segment. The caller has made every earlier record durable elsewhere (RocksDB's WAL
-    /// synced), so nothing in them is needed again.
-    pub fn start(dir: &Path, next_seq: u64) -> Result<Segments, ConsensusError> {
+    /// Starts a new segment in `dir` whose first record will be `next_seq`, after the segments
+    /// `found` there (kept, for reading, until `prune` drops them).
+    /// New segments are `segment_bytes` long (`SEGMENT_BYTES` but in tests).
+    pub fn start(
+        dir: &Path,
+        next_seq: u64,
+        found: &[Found],
+        segment_bytes: u64,
+    ) -> Result<Segments, ConsensusError> {
         fs::create_dir_all(dir)?;
-        let old = list(dir)?;
-        let number = old.last().map_or(1, |(n, _)| n + 1);
-        let (file, direct) = create(dir, number, SEGMENT_BYTES)?;
-        if !old.is_empty() {
-            delete_before(dir, number)?;
+        let mut closed = BTreeMap::new();
+        for f in found {
+            let file = File::open(dir.join(segment_name(f.number)))?;
+            closed.insert(
+                f.number,
+                Closed {
+                    file,
+                    last_seq: f.last_seq,
+                },
+            );
         }
+        let on_disk = list(dir)?.last().map_or(0, |(n, _)| *n);
+        let number = on_disk.max(found.last().map_or(0, |f| f.number)) + 1;
+        let segment_bytes = round_up(segment_bytes.max(ALIGN as u64));
+        let (file, reader, direct) = create(dir, number, segment_bytes)?;
         Ok(Segments {
             dir: dir.to_path_buf(),
             file,
+            reader,
             direct,
             number,
             offset: 0,
-            capacity: SEGMENT_BYTES,
+            capacity: segment_bytes,
+            segment_bytes,
             next_seq,
+            first_seq: next_seq,
             pending: AlignedBuf::new(),
             base: 0,
+            written_to: 0,
             zeroed_to: 0,
             zeros: AlignedBuf::new(),
+            closed,
         })
     }
 
@@ -253,29 +322,122 @@ impl Segments {
         self.next_seq
     }
 
+    /// The file offset the next record's payload will start at in the current segment.
+    pub fn next_payload_offset(&self) -> u64 {
+        self.offset + HEADER as u64
+    }
+
+    /// The number of the segment being appended to.
+    pub fn current(&self) -> u64 {
+        self.number
+    }
+
+    /// How many segment files there are, the current one included.
+    pub fn count(&self) -> usize {
+        self.closed.len() + 1
+    }
+
     /// True if a record of `len` payload bytes does not fit in the current segment: the caller
-    /// makes RocksDB durable and calls `rotate` before appending it.
+    /// calls `rotate` before appending it.
     pub fn is_full_for(&self, len: usize) -> bool {
         self.offset + (HEADER + len) as u64 > self.capacity
     }
 
-    /// Moves on to a new segment (sized for a record of `len` bytes at least) and deletes the
-    /// older ones. Only after every record so far is durable in RocksDB: records appended
-    /// unsynced and not yet written are dropped with their segment.
+    /// Moves on to a new segment (sized for a record of `len` bytes at least). The current one is
+    /// closed with every record appended to it on disk (those held unsynced are written and
+    /// synced first: a later segment's records must never follow a gap), and kept for reading.
     pub fn rotate(&mut self, len: usize) -> Result<(), ConsensusError> {
+        self.flush()?;
         let number = self.number + 1;
-        let capacity = round_up(SEGMENT_BYTES.max((HEADER + len) as u64));
-        let (file, direct) = create(&self.dir, number, capacity)?;
+        let capacity = round_up(self.segment_bytes.max((HEADER + len) as u64));
+        let (file, reader, direct) = create(&self.dir, number, capacity)?;
         drop(std::mem::replace(&mut self.file, file));
-        delete_before(&self.dir, number)?;
+        let old_reader = std::mem::replace(&mut self.reader, reader);
+        let last_seq = (self.next_seq > self.first_seq).then(|| self.next_seq - 1);
+        self.closed.insert(
+            self.number,
+            Closed {
+                file: old_reader,
+                last_seq,
+            },
+        );
         self.direct = direct;
         self.number = number;
         self.offset = 0;
         self.capacity = capacity;
+        self.first_seq = self.next_seq;
         self.pending = AlignedBuf::new();
         self.base = 0;
+        self.written_to = 0;
         self.zeroed_to = 0;
         Ok(())
+    }
+
+    /// Writes and syncs the records held in memory (appended unsynced), if any.
+    pub fn flush(&mut self) -> Result<(), ConsensusError> {
+        if self.written_to < self.offset {
+            self.write_pending()?;
+            if !self.direct {
+                self.file.sync_data()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes, durably, the closed segments numbered below `below` whose records are all at or
+    /// before `upto_seq` (the store holds their effect elsewhere); the count deleted.
+    pub fn prune(&mut self, below: u64, upto_seq: u64) -> Result<usize, ConsensusError> {
+        let doomed: Vec<u64> = self
+            .closed
+            .iter()
+            .filter(|(n, c)| **n < below && c.last_seq.is_none_or(|s| s <= upto_seq))
+            .map(|(n, _)| *n)
+            .collect();
+        for n in &doomed {
+            self.closed.remove(n);
+            match fs::remove_file(self.dir.join(segment_name(*n))) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                r => r?,
+            }
+        }
+        if !doomed.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(doomed.len())
+    }
+
+    /// Reads `len` bytes at `offset` of segment `number` (the current one or a closed one).
+    pub fn read(&self, number: u64, offset: u64, len: usize) -> Result<Vec<u8>, ConsensusError> {
+        let file = if number == self.number {
+            if offset + len as u64 > self.base {
+                // Not yet written: the tail is still in `pending` (the caller only reads synced
+                // records, which are written, but the last block is kept in memory too).
+                let mut out = vec![0u8; len];
+                let from_file = self.base.saturating_sub(offset).min(len as u64) as usize;
+                if from_file > 0 {
+                    self.reader.read_exact_at(&mut out[..from_file], offset)?;
+                }
+                let start = (offset + from_file as u64 - self.base) as usize;
+                let held = self.pending.bytes();
+                if start + (len - from_file) > held.len() {
+                    return Err(ConsensusError::Invalid(format!(
+                        "read past the end of log segment {number}: {offset}+{len}"
+                    )));
+                }
+                out[from_file..].copy_from_slice(&held[start..start + len - from_file]);
+                return Ok(out);
+            }
+            &self.reader
+        } else {
+            &self
+                .closed
+                .get(&number)
+                .ok_or_else(|| ConsensusError::Corrupt(format!("log segment {number} is gone")))?
+                .file
+        };
+        let mut out = vec![0u8; len];
+        file.read_exact_at(&mut out, offset)?;
+        Ok(out)
     }
 
     /// Appends `payload` as record `next_seq` (which the caller has already put into it), and
@@ -353,6 +515,7 @@ impl Segments {
             blocks,
             self.base,
         )?;
+        self.written_to = self.offset;
         let keep_from = round_down(self.offset);
         self.pending.consume((keep_from - self.base) as usize);
         self.base = keep_from;
@@ -365,19 +528,10 @@ impl Segments {
     }
 }
 
-/// Deletes the segments numbered below `number`, durably.
-fn delete_before(dir: &Path, number: u64) -> Result<(), ConsensusError> {
-    for (n, path) in list(dir)? {
-        if n < number {
-            fs::remove_file(path)?;
-        }
-    }
-    Ok(sync_dir(dir)?)
-}
-
 /// Creates segment `number`, sized to `capacity` (sparse), and makes its name durable; the file
 /// to append to, opened with `O_DIRECT | O_DSYNC` if the file system takes it (and whether it did).
-fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, bool), ConsensusError> {
+/// Also the file opened for reading.
+fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, File, bool), ConsensusError> {
     let path = dir.join(segment_name(number));
     let file = OpenOptions::new()
         .read(true)
@@ -388,18 +542,19 @@ fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, bool), Consen
     file.sync_all()?;
     sync_dir(dir)?;
     drop(file);
+    let reader = File::open(&path)?;
     match OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
         .open(&path)
     {
-        Ok(file) => Ok((file, true)),
+        Ok(file) => Ok((file, reader, true)),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             tracing::info!(
                 dir = %dir.display(),
                 "the file system refuses O_DIRECT: log segments are written through the page cache"
             );
-            Ok((OpenOptions::new().write(true).open(&path)?, false))
+            Ok((OpenOptions::new().write(true).open(&path)?, reader, false))
         }
         Err(e) => Err(e.into()),
     }
@@ -436,21 +591,29 @@ fn write_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aligned::ALIGN;
     use std::os::fd::AsRawFd;
 
+    /// Every record in `dir` after `applied`: sequence number and payload.
     fn payloads(dir: &Path, applied: u64) -> Vec<(u64, Vec<u8>)> {
-        recover(dir, applied)
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.seq, r.payload))
-            .collect()
+        let mut out = Vec::new();
+        scan(dir, 0, |at, payload| {
+            if at.seq > applied {
+                out.push((at.seq, payload.to_vec()));
+            }
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn start(dir: &Path, next_seq: u64) -> Segments {
+        Segments::start(dir, next_seq, &[], SEGMENT_BYTES).unwrap()
     }
 
     /// A closed segment holding records 1 and 2, of 100 bytes each (120 with their headers); its
     /// path.
     fn two_records(dir: &Path) -> PathBuf {
-        let mut s = Segments::start(dir, 1).unwrap();
+        let mut s = start(dir, 1);
         s.append(&[1; 100], true).unwrap();
         s.append(&[2; 100], true).unwrap();
         s.current_path()
@@ -459,7 +622,7 @@ mod tests {
     #[test]
     fn records_read_back_in_order_after_the_store_holds() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 5).unwrap();
+        let mut s = start(dir.path(), 5);
         // Synced, unsynced, synced, unsynced: the last one is never written (nothing synced
         // after it), so a crash loses it, as it may.
         for i in 0..4u8 {
@@ -476,13 +639,38 @@ mod tests {
     }
 
     #[test]
-    fn a_gap_after_what_the_store_holds_refuses() {
+    fn a_gap_between_segments_refuses_unless_the_store_holds_what_it_skips() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 10).unwrap();
+        let mut s = start(dir.path(), 10);
         s.append(b"x", true).unwrap();
         drop(s);
-        let err = recover(dir.path(), 7).unwrap_err().to_string();
-        assert!(err.contains("record 10 where 8 was expected"), "{err}");
+        let mut s = start(dir.path(), 13);
+        s.append(b"y", true).unwrap();
+        drop(s);
+        let err = scan(dir.path(), 0, |_, _| Ok(())).unwrap_err().to_string();
+        assert!(err.contains("record 13 where 11 was expected"), "{err}");
+        assert!(scan(dir.path(), 11, |_, _| Ok(())).is_err());
+        // Records 11 and 12 are covered: the scan goes on past them.
+        let mut seqs = Vec::new();
+        let found = scan(dir.path(), 12, |at, _| {
+            seqs.push(at.seq);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seqs, [10, 13]);
+        assert_eq!(
+            found,
+            [
+                Found {
+                    number: 1,
+                    last_seq: Some(10)
+                },
+                Found {
+                    number: 2,
+                    last_seq: Some(13)
+                }
+            ]
+        );
     }
 
     #[test]
@@ -508,41 +696,77 @@ mod tests {
             let f = OpenOptions::new().write(true).open(&path).unwrap();
             f.write_all_at(&[0xEE], 120 + at as u64).unwrap();
             drop(f);
-            let err = recover(dir.path(), 0).unwrap_err().to_string();
+            let err = scan(dir.path(), 0, |_, _| Ok(())).unwrap_err().to_string();
             assert!(err.contains("at byte 120"), "{at}: {err}");
             assert!(err.contains("checksum fails"), "{at}: {err}");
         }
     }
 
     #[test]
-    fn rotation_starts_a_new_segment_and_deletes_the_old() {
+    fn rotation_keeps_the_old_segment_for_reading_until_pruned() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut s = start(dir.path(), 1);
+        let at_one = s.next_payload_offset();
         s.append(b"one", true).unwrap();
+        s.append(b"hint", false).unwrap();
         assert!(!s.is_full_for(10));
         assert!(s.is_full_for(SEGMENT_BYTES as usize));
+        // Rotation writes the unsynced record out first: the next segment's must not follow a gap.
         s.rotate(10).unwrap();
+        let at_two = s.next_payload_offset();
         s.append(b"two", true).unwrap();
-        assert_eq!(list(dir.path()).unwrap().len(), 1);
-        assert!(
-            s.current_path().ends_with(segment_name(2)),
-            "moved on to segment 2"
+        assert_eq!(list(dir.path()).unwrap().len(), 2);
+        assert_eq!(s.count(), 2);
+        assert_eq!(s.current(), 2);
+        assert_eq!(s.read(1, at_one, 3).unwrap(), b"one");
+        assert_eq!(s.read(2, at_two, 3).unwrap(), b"two");
+        assert_eq!(
+            payloads(dir.path(), 0),
+            vec![
+                (1, b"one".to_vec()),
+                (2, b"hint".to_vec()),
+                (3, b"two".to_vec())
+            ]
         );
+        // Not below the segment still needed, nor past what the store holds elsewhere.
+        assert_eq!(s.prune(1, 5).unwrap(), 0);
+        assert_eq!(s.prune(2, 1).unwrap(), 0);
+        assert_eq!(s.prune(2, 2).unwrap(), 1);
+        assert_eq!(list(dir.path()).unwrap().len(), 1);
+        assert!(s.read(1, at_one, 3).is_err());
         drop(s);
-        assert_eq!(payloads(dir.path(), 1), vec![(2, b"two".to_vec())]);
+        assert_eq!(payloads(dir.path(), 0), vec![(3, b"two".to_vec())]);
         // A record bigger than a segment gets a segment of its own size.
-        let mut s = Segments::start(dir.path(), 3).unwrap();
-        s.append(b"three", true).unwrap();
+        let mut s = start(dir.path(), 4);
+        s.append(b"four", true).unwrap();
         let big = vec![9u8; SEGMENT_BYTES as usize];
         assert!(s.is_full_for(big.len()));
         assert!(s.append(&big, true).is_err());
         s.rotate(big.len()).unwrap();
         s.append(&big, true).unwrap();
         drop(s);
-        let back = payloads(dir.path(), 3);
+        let back = payloads(dir.path(), 4);
         assert_eq!(back.len(), 1);
-        assert_eq!(back[0].0, 4);
+        assert_eq!(back[0].0, 5);
         assert_eq!(back[0].1.len(), big.len());
+    }
+
+    #[test]
+    fn the_current_segment_reads_back_what_is_still_held_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = start(dir.path(), 1);
+        let mut at = Vec::new();
+        for i in 0..50u8 {
+            at.push((s.next_payload_offset(), vec![i; 97 + usize::from(i)]));
+            s.append(&at.last().unwrap().1, i % 5 == 0).unwrap();
+        }
+        for (offset, payload) in &at {
+            assert_eq!(
+                &s.read(s.current(), *offset, payload.len()).unwrap(),
+                payload
+            );
+        }
+        assert!(s.read(s.current(), at[49].0, 500).is_err());
     }
 
     #[test]
@@ -550,7 +774,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let allocated = |p: &Path| fs::metadata(p).unwrap().blocks() * 512;
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut s = start(dir.path(), 1);
         assert!(
             allocated(&s.current_path()) < 64 << 10,
             "a new segment is sparse"
@@ -579,7 +803,7 @@ mod tests {
     #[test]
     fn records_of_every_size_across_block_boundaries_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut s = start(dir.path(), 1);
         let mut want = Vec::new();
         // Sizes that end records inside a block, exactly on a block's end, and past several.
         for i in 0..600u64 {
@@ -598,7 +822,7 @@ mod tests {
     #[test]
     fn unsynced_records_are_written_with_the_next_synced_one() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut s = start(dir.path(), 1);
         s.append(b"synced", true).unwrap();
         s.append(b"hint", false).unwrap();
         // Not written yet: the file ends after the synced record.
@@ -624,7 +848,7 @@ mod tests {
     #[test]
     fn synced_appends_bypass_the_page_cache_where_the_file_system_allows() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut s = start(dir.path(), 1);
         s.append(b"x", true).unwrap();
         let fdinfo =
             fs::read_to_string(format!("/proc/self/fdinfo/{}", s.file.as_raw_fd())).unwrap();
@@ -646,16 +870,18 @@ mod tests {
     }
 
     #[test]
-    fn a_new_start_keeps_numbering_and_drops_older_segments() {
+    fn a_new_start_keeps_numbering_and_the_older_segments() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Segments::start(dir.path(), 1).unwrap();
+        let mut s = start(dir.path(), 1);
         s.append(b"a", true).unwrap();
         drop(s);
-        let s = Segments::start(dir.path(), 2).unwrap();
+        let found = scan(dir.path(), 0, |_, _| Ok(())).unwrap();
+        let s = Segments::start(dir.path(), 2, &found, SEGMENT_BYTES).unwrap();
         assert_eq!(
             s.current_path().file_name().unwrap().to_str().unwrap(),
             "00000000000000000002.seg"
         );
-        assert_eq!(list(dir.path()).unwrap().len(), 1);
+        assert_eq!(list(dir.path()).unwrap().len(), 2);
+        assert_eq!(s.read(1, HEADER as u64, 1).unwrap(), b"a");
     }
 }

@@ -20,7 +20,7 @@ pub struct Status {
     pub snapshot_index: u64,
     /// Last index handed to the applier.
     pub applied: u64,
-    /// Synced RocksDB batches written since start: one per Ready that had something to persist.
+    /// Synced log records written since start: one per Ready that had something to persist.
     pub synced_writes: u64,
     /// Readys processed since start.
     pub readies: u64,

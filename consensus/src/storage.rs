@@ -1,18 +1,29 @@
-//! The Raft log in RocksDB, and raft-rs's `Storage` trait over it.
+//! The Raft log store, and raft-rs's `Storage` trait over it.
 //!
-//! Layout (one DB, two column families):
-//! - `raft_log`: key = entry index as u64 big-endian (so RocksDB order is log order) -> `Entry`
-//!   protobuf bytes.
-//! - `raft_meta`: `hard_state` (HardState), `conf_state` (ConfState), `snapshot_meta`
-//!   (SnapshotMetadata of the newest durable snapshot), `first_index` (first index still in the
-//!   log, then the term of the entry just before it: two u64 BE).
+//! The log lives in segment files (`segments.rs`, in `log/` inside the store's directory): every
+//! change to the store is one record there (`record.rs`): the entries a Ready appends, with the
+//! hard state, an installed snapshot, the newest snapshot's metadata, the membership, the log's
+//! start. A record that raft needs durable (entries, term/vote, snapshots, membership) is synced
+//! before the call returns; a commit index alone is appended unsynced (raft recomputes a lost
+//! commit index from a quorum). One append, one device write: nothing else is written per Ready.
 //!
-//! Every mutation is one `WriteBatch`, so a crash leaves either the old or the new state. Each
-//! batch is first appended to the log segments (`segments.rs`, in `segments/` inside the RocksDB
-//! directory), which is where a write raft needs durable (entries, term/vote, snapshots) is
-//! fdatasync'ed; RocksDB itself is written unsynced after it, and a start replays into RocksDB the
-//! records it lost. The commit index alone is not synced, because raft recomputes a lost commit
-//! index from a quorum.
+//! The store keeps in memory its metadata, where each entry from the log's first index to its
+//! last sits (segment, offset, length, term: 32 bytes an entry), and the newest entries
+//! (`CACHE_ENTRIES`). Older entries are read from the segment files (a follower catching up, a
+//! restart replaying the log since its snapshot), adjacent ones in one read.
+//!
+//! RocksDB (family `raft_meta`) holds a checkpoint of the metadata: `hard_state`, `conf_state`
+//! (the membership last persisted), `snapshot_meta` (the newest durable snapshot), `first_index`
+//! (first index still in the log, then the term of the entry just before it), `last_index`,
+//! `rejoining`, and `log_seq`, the last record the checkpoint covers. It is written, synced, at
+//! every open and when a segment fills up; a start reads it, then every record of every segment
+//! kept: the records after `log_seq` for the metadata, all of them for where the entries are.
+//! So a segment can go once the checkpoint covers its records and the log no longer holds any of
+//! its entries (the snapshot compacted past them): `prune`.
+//!
+//! Why not the entries in RocksDB, as before (DESIGN.md, "the raft log's synced append"): RocksDB
+//! was a second copy behind the synced segments, and its memtable insert, WAL write, flush and
+//! compaction cost about a fifth of the server's CPU per set.
 //!
 //! Only the raft thread mutates the store, through `&mut self`; raft-rs reads it through `&self`,
 //! so no locks are needed.
@@ -24,69 +35,91 @@ use std::path::{Path, PathBuf};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
-use rocksdb::{
-    ColumnFamilyDescriptor, DBRecoveryMode, Direction, IteratorMode, Options, WriteBatch,
-    WriteOptions, DB,
-};
+use rocksdb::{ColumnFamilyDescriptor, DBRecoveryMode, Options, WriteBatch, WriteOptions, DB};
 
-use crate::segments::{self, Segments};
+use crate::record::{self, Change, Span};
+use crate::segments::{self, Segments, SEGMENT_BYTES};
 use crate::snapshot_file;
 use crate::ConsensusError;
 
-const CF_LOG: &str = "raft_log";
 const CF_META: &str = "raft_meta";
+/// The family that held the log's entries when RocksDB held them (before 4 Dec 2026).
+const CF_LEGACY_LOG: &str = "raft_log";
 const KEY_HARD_STATE: &[u8] = b"hard_state";
 const KEY_CONF_STATE: &[u8] = b"conf_state";
 const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
 const KEY_FIRST_INDEX: &[u8] = b"first_index";
+const KEY_LAST_INDEX: &[u8] = b"last_index";
 /// Present while a member that started empty and joined has not yet caught up (see `Driver`).
 const KEY_REJOINING: &[u8] = b"rejoining";
-/// The sequence number of the last log-segment record this batch's writes came with (u64 BE):
-/// which records RocksDB holds (see `segments.rs`).
+/// The last log record whose effect the checkpoint holds (u64 BE).
 const KEY_LOG_SEQ: &[u8] = b"log_seq";
 /// The log segments' directory, inside the RocksDB directory (RocksDB leaves directories alone).
-const SEGMENTS_DIR: &str = "segments";
+const LOG_DIR: &str = "log";
+/// Where the segments were when they were only a redo log in front of RocksDB's copy.
+const LEGACY_SEGMENTS_DIR: &str = "segments";
 
 /// Recent entries kept in memory: followers being replicated to and the applier read the tail.
 const CACHE_ENTRIES: usize = 4096;
+/// Adjacent entries read from a segment in one read, up to this many bytes.
+const READ_RUN_BYTES: u64 = 1 << 20;
 
 /// Index and term of the bootstrap snapshot that carries the initial membership (etcd/TiKV style:
 /// every node of the initial group starts from the same state, later nodes from a snapshot).
 pub const BOOTSTRAP_INDEX: u64 = 1;
 pub const BOOTSTRAP_TERM: u64 = 1;
 
-/// RocksDB-backed Raft log store.
-pub struct LogStore {
-    db: DB,
+/// Where an entry is: its segment, the file offset and length of its bytes, and its term.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    segment: u64,
+    offset: u64,
+    len: u32,
+    term: u64,
+}
+
+/// What the records say: the metadata and where the entries are. A start rebuilds it from the
+/// checkpoint and the records (`State::apply`), and every append changes it the same way.
+#[derive(Default)]
+struct State {
     hard_state: HardState,
     /// The hard state as last written (`hard_state` may be ahead of it in its commit index alone:
     /// `note_commit`).
     persisted_hs: HardState,
     conf_state: ConfState,
+    /// The membership as last written (`conf_state` may differ after `restart_with_conf_state`).
+    persisted_cs: ConfState,
     snapshot_meta: SnapshotMetadata,
     first_index: u64,
     /// Term of entry `first_index - 1`, kept after compaction so raft can still match it.
     truncated_term: u64,
     last_index: u64,
+    /// Where entries `locs_base..` are; once open, `locs_base == first_index` and they run to
+    /// `last_index`.
+    locs: VecDeque<Loc>,
+    locs_base: u64,
+    rejoining: bool,
+}
+
+/// The Raft log store: segments, an in-memory index, a RocksDB checkpoint of the metadata.
+pub struct LogStore {
+    db: DB,
+    st: State,
     /// Contiguous entries ending at `last_index`.
     cache: VecDeque<Entry>,
     /// Where snapshot files live, for `Storage::snapshot` (a leader sending one to a follower).
     snapshot_dir: Option<PathBuf>,
     synced_writes: u64,
     segments: Segments,
-    /// The last Ready's batch: durable in the segments, not yet written to RocksDB (see
-    /// `write_ready`). Written before any other batch, and by `write_deferred`.
-    deferred: Option<WriteBatch>,
+    /// The last record the RocksDB checkpoint covers.
+    checkpoint_seq: u64,
     /// Set by `Storage::snapshot` when raft wanted to send a snapshot to this peer and the stored
     /// one cannot serve it; the driver turns it into `Event::SnapshotWanted`.
     snapshot_wanted: Cell<Option<u64>>,
-    rejoining: bool,
+    /// Buffers for encoding a record, kept between appends.
+    record: Vec<u8>,
+    spans: Vec<Span>,
 }
-
-/// RocksDB's `max_total_wal_size` (see `LogStore::open`).
-const WAL_TOTAL_BOUND: u64 = 32 << 20;
-/// The log family's memtable size (RocksDB's default is 64 MB).
-const LOG_MEMTABLE_BYTES: usize = 16 << 20;
 
 fn storage_err(e: impl std::fmt::Display) -> raft::Error {
     raft::Error::Store(StorageError::Other(e.to_string().into()))
@@ -95,10 +128,6 @@ fn storage_err(e: impl std::fmt::Display) -> raft::Error {
 fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
     db.cf_handle(name)
         .expect("column families are created on open")
-}
-
-fn key(index: u64) -> [u8; 8] {
-    index.to_be_bytes()
 }
 
 fn decode<M: protobuf::Message>(what: &str, bytes: &[u8]) -> Result<M, ConsensusError> {
@@ -110,158 +139,330 @@ fn encode<M: protobuf::Message>(m: &M) -> Vec<u8> {
     m.write_to_bytes().expect("eraftpb messages always encode")
 }
 
-impl LogStore {
-    /// Opens (or creates) the store in `dir`. A new store is uninitialized: call `bootstrap` or
-    /// wait for a snapshot from a leader.
-    pub fn open(dir: &Path) -> Result<LogStore, ConsensusError> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        // RocksDB is written unsynced: what is durable is the log segments. So RocksDB's WAL
-        // may end anywhere after a power loss, and any prefix of its writes will do: the records
-        // after it are replayed from the segments, and if the segments no longer hold them the
-        // open is refused (a gap). A damaged synced record cannot be dropped silently this way
-        // (BUGS.md P4): the segments refuse a record whose checksum fails, as ZooKeeper refuses
-        // its log.
-        opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
-        // What a restart after a crash replays is RocksDB's WAL since the oldest unflushed
-        // memtable of any column family. The meta family (hard state, a few bytes per Ready)
-        // would never fill a memtable of its own, so it kept every WAL file alive and a restart
-        // replayed the whole history (60 MB after 300k creates, growing with the log). A bound on
-        // the WAL total makes RocksDB flush the family holding the oldest file; smaller log
-        // memtables bound what is left to replay. Together: at most a few tens of MB to replay.
-        opts.set_max_total_wal_size(WAL_TOTAL_BOUND);
-        opts.set_env(&background_env()?);
-        let mut log_opts = Options::default();
-        log_opts.set_write_buffer_size(LOG_MEMTABLE_BYTES);
-        let cfs = [
-            ColumnFamilyDescriptor::new(CF_LOG, log_opts),
-            ColumnFamilyDescriptor::new(CF_META, Options::default()),
-        ];
-        let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
-        let segments = replay_segments(&db, &dir.join(SEGMENTS_DIR))?;
-        let mut store = LogStore {
-            db,
-            hard_state: HardState::default(),
-            persisted_hs: HardState::default(),
-            conf_state: ConfState::default(),
-            snapshot_meta: SnapshotMetadata::default(),
-            first_index: 1,
-            truncated_term: 0,
-            last_index: 0,
-            cache: VecDeque::new(),
-            snapshot_dir: None,
-            synced_writes: 0,
-            segments,
-            deferred: None,
-            snapshot_wanted: Cell::new(None),
-            rejoining: false,
-        };
-        store.load()?;
-        Ok(store)
-    }
+fn be_u64(what: &str, b: &[u8]) -> Result<u64, ConsensusError> {
+    let raw: [u8; 8] = b
+        .try_into()
+        .map_err(|_| ConsensusError::Corrupt(format!("{what} record has {} bytes", b.len())))?;
+    Ok(u64::from_be_bytes(raw))
+}
 
-    fn load(&mut self) -> Result<(), ConsensusError> {
-        let meta = cf(&self.db, CF_META);
-        if let Some(b) = self.db.get_cf(meta, KEY_HARD_STATE)? {
+impl State {
+    /// Reads the checkpoint; the last record it covers.
+    fn load_checkpoint(&mut self, db: &DB) -> Result<u64, ConsensusError> {
+        let meta = cf(db, CF_META);
+        self.first_index = 1;
+        if let Some(b) = db.get_cf(meta, KEY_HARD_STATE)? {
             self.hard_state = decode("hard_state", &b)?;
             self.persisted_hs = self.hard_state.clone();
         }
-        if let Some(b) = self.db.get_cf(meta, KEY_CONF_STATE)? {
+        if let Some(b) = db.get_cf(meta, KEY_CONF_STATE)? {
             self.conf_state = decode("conf_state", &b)?;
+            self.persisted_cs = self.conf_state.clone();
         }
-        self.rejoining = self.db.get_cf(meta, KEY_REJOINING)?.is_some();
-        if let Some(b) = self.db.get_cf(meta, KEY_SNAPSHOT_META)? {
+        self.rejoining = db.get_cf(meta, KEY_REJOINING)?.is_some();
+        if let Some(b) = db.get_cf(meta, KEY_SNAPSHOT_META)? {
             self.snapshot_meta = decode("snapshot_meta", &b)?;
         }
-        if let Some(b) = self.db.get_cf(meta, KEY_FIRST_INDEX)? {
-            let raw: [u8; 16] = b.as_slice().try_into().map_err(|_| {
-                ConsensusError::Corrupt(format!("first_index record has {} bytes", b.len()))
-            })?;
-            self.first_index = u64::from_be_bytes(raw[..8].try_into().unwrap());
-            self.truncated_term = u64::from_be_bytes(raw[8..].try_into().unwrap());
+        if let Some(b) = db.get_cf(meta, KEY_FIRST_INDEX)? {
+            if b.len() != 16 {
+                return Err(ConsensusError::Corrupt(format!(
+                    "first_index record has {} bytes",
+                    b.len()
+                )));
+            }
+            self.first_index = be_u64("first_index", &b[..8])?;
+            self.truncated_term = be_u64("first_index", &b[8..])?;
         }
-        self.last_index = self.first_index - 1;
-        let log = cf(&self.db, CF_LOG);
-        if let Some(item) = self.db.iterator_cf(log, IteratorMode::End).next() {
-            let (k, _) = item?;
-            let raw: [u8; 8] = k
-                .as_ref()
-                .try_into()
-                .map_err(|_| ConsensusError::Corrupt("raft_log key is not 8 bytes".into()))?;
-            self.last_index = u64::from_be_bytes(raw);
+        self.last_index = match db.get_cf(meta, KEY_LAST_INDEX)? {
+            Some(b) => be_u64("last_index", &b)?,
+            None => self.first_index - 1,
+        };
+        self.locs_base = self.first_index;
+        match db.get_cf(meta, KEY_LOG_SEQ)? {
+            Some(b) => be_u64("log_seq", &b),
+            None => Ok(0),
         }
+    }
+
+    /// Applies one record: where its entries are (`segment`, the file offset of its payload)
+    /// always, and with `meta` what it says of the metadata too (a start takes the metadata of
+    /// the records the checkpoint covers from the checkpoint instead).
+    fn apply(
+        &mut self,
+        change: &Change,
+        spans: &[Span],
+        segment: u64,
+        offset: u64,
+        meta: bool,
+    ) -> Result<(), ConsensusError> {
+        if let Some(snap) = &change.install {
+            self.locs.clear();
+            self.locs_base = snap.index + 1;
+            if meta {
+                self.first_index = snap.index + 1;
+                self.truncated_term = snap.term;
+                self.last_index = snap.index;
+                self.snapshot_meta = snap.clone();
+                self.conf_state = snap.get_conf_state().clone();
+                self.persisted_cs = self.conf_state.clone();
+            }
+        }
+        if meta {
+            if let Some(m) = &change.snapshot_meta {
+                self.snapshot_meta = m.clone();
+            }
+            if let Some(cs) = &change.conf_state {
+                self.conf_state = cs.clone();
+                self.persisted_cs = cs.clone();
+            }
+            if let Some(r) = change.rejoining {
+                self.rejoining = r;
+            }
+            if let Some(hs) = &change.hard_state {
+                self.hard_state = hs.clone();
+                self.persisted_hs = hs.clone();
+            }
+            if let Some((first, term)) = change.first_index {
+                self.first_index = first;
+                self.truncated_term = term;
+                self.last_index = self.last_index.max(first - 1);
+                self.trim_locs_before(first);
+            }
+        }
+        if let Some(s) = spans.first() {
+            let held = self.locs_base + self.locs.len() as u64;
+            if self.locs.is_empty() || s.index < self.locs_base {
+                self.locs.clear();
+                self.locs_base = s.index;
+            } else if s.index > held {
+                return Err(ConsensusError::Corrupt(format!(
+                    "log segment {segment}: entries from {} follow entries up to {}: the log \
+                     has a hole",
+                    s.index,
+                    held - 1
+                )));
+            } else {
+                self.locs.truncate((s.index - self.locs_base) as usize);
+            }
+            self.locs.extend(spans.iter().map(|s| Loc {
+                segment,
+                offset: offset + u64::from(s.offset),
+                len: s.len,
+                term: s.term,
+            }));
+            if meta {
+                self.last_index = spans.last().unwrap().index;
+            }
+        }
+        Ok(())
+    }
+
+    fn trim_locs_before(&mut self, first: u64) {
+        while self.locs_base < first && !self.locs.is_empty() {
+            self.locs.pop_front();
+            self.locs_base += 1;
+        }
+        if self.locs.is_empty() {
+            self.locs_base = self.locs_base.max(first);
+        }
+    }
+
+    /// After a start's replay: the entries the metadata says the log holds must all be there.
+    fn check_locs(&mut self, dir: &Path) -> Result<(), ConsensusError> {
         if self.last_index + 1 < self.first_index {
             return Err(ConsensusError::Corrupt(format!(
                 "log ends at {} before its first index {}",
                 self.last_index, self.first_index
             )));
         }
-        // Warm the cache with the tail and check that the log has no holes there.
+        self.trim_locs_before(self.first_index);
+        let held_to = self.locs_base + self.locs.len() as u64; // exclusive
+        if self.last_index >= self.first_index
+            && (self.locs_base != self.first_index || held_to <= self.last_index)
+        {
+            return Err(ConsensusError::Corrupt(format!(
+                "{}: the log holds entries {}..{held_to} but its metadata says {}..={}: entries \
+                 are missing, so the member does not start (remove its data to rejoin empty)",
+                dir.display(),
+                self.locs_base,
+                self.first_index,
+                self.last_index
+            )));
+        }
+        self.locs
+            .truncate((self.last_index + 1 - self.first_index) as usize);
+        self.locs_base = self.first_index;
+        Ok(())
+    }
+}
+
+impl LogStore {
+    /// Opens (or creates) the store in `dir`. A new store is uninitialized: call `bootstrap` or
+    /// wait for a snapshot from a leader.
+    pub fn open(dir: &Path) -> Result<LogStore, ConsensusError> {
+        LogStore::open_with_segment_bytes(dir, SEGMENT_BYTES)
+    }
+
+    /// `open`, with segments of `segment_bytes` (small ones let tests fill and prune several).
+    #[doc(hidden)]
+    pub fn open_with_segment_bytes(
+        dir: &Path,
+        segment_bytes: u64,
+    ) -> Result<LogStore, ConsensusError> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        // Every write to RocksDB is a synced checkpoint. One that a crash cut short was never
+        // relied on (segments are pruned only after it returns), so recovery stops before it and
+        // the checkpoint before it serves. A checkpoint lost any other way leaves records it
+        // covered missing from the segments, which refuses the open (`replay`): P4 does not
+        // come back through here.
+        opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
+        opts.set_env(&background_env()?);
+        let families = DB::list_cf(&opts, dir).unwrap_or_default();
+        if families.iter().any(|f| f == CF_LEGACY_LOG) || dir.join(LEGACY_SEGMENTS_DIR).exists() {
+            return Err(ConsensusError::Invalid(format!(
+                "{}: this store keeps its raft log in RocksDB, as paddock did before 4 Dec 2026; \
+                 this paddock keeps it in {LOG_DIR}/ and does not convert it. Run the older \
+                 paddock, or remove the member's data so that it rejoins its ensemble empty",
+                dir.display()
+            )));
+        }
+        let cfs = [ColumnFamilyDescriptor::new(CF_META, Options::default())];
+        let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
+        let log_dir = dir.join(LOG_DIR);
+        let mut st = State::default();
+        let checkpoint_seq = st.load_checkpoint(&db)?;
+        let (found, last_seq) = replay(&mut st, &log_dir, checkpoint_seq)?;
+        st.check_locs(&log_dir)?;
+        let next_seq = last_seq.max(checkpoint_seq) + 1;
+        let segments = Segments::start(&log_dir, next_seq, &found, segment_bytes)?;
+        let mut store = LogStore {
+            db,
+            st,
+            cache: VecDeque::new(),
+            snapshot_dir: None,
+            synced_writes: 0,
+            segments,
+            checkpoint_seq,
+            snapshot_wanted: Cell::new(None),
+            record: Vec::new(),
+            spans: Vec::new(),
+        };
+        store.warm_cache()?;
+        store.checkpoint()?;
+        store.prune()?;
+        Ok(store)
+    }
+
+    /// Reads the log's tail into the cache.
+    fn warm_cache(&mut self) -> Result<(), ConsensusError> {
+        let end = self.st.last_index + 1;
         let from = self
+            .st
             .first_index
-            .max(self.last_index.saturating_sub(CACHE_ENTRIES as u64 - 1));
-        let tail = self
-            .db
-            .iterator_cf(log, IteratorMode::From(&key(from), Direction::Forward));
-        for (expect, item) in (from..).zip(tail) {
-            let (_, v) = item?;
-            let e: Entry = decode("entry", &v)?;
-            if e.index != expect {
-                return Err(ConsensusError::Corrupt(format!(
-                    "log hole: expected {expect}, found {}",
-                    e.index
-                )));
-            }
-            self.cache.push_back(e);
+            .max(end.saturating_sub(CACHE_ENTRIES as u64));
+        let mut batch = SizedBatch {
+            out: Vec::new(),
+            size: 0,
+            max: None,
+        };
+        if from < end {
+            self.read_entries(from, end, &mut batch)
+                .map_err(ConsensusError::Raft)?;
+        }
+        self.cache = batch.out.into();
+        Ok(())
+    }
+
+    /// Writes the metadata to RocksDB, synced, as of the last record appended: afterwards a
+    /// start needs no record up to it for the metadata.
+    fn checkpoint(&mut self) -> Result<(), ConsensusError> {
+        let st = &self.st;
+        let seq = self.segments.next_seq() - 1;
+        let meta = cf(&self.db, CF_META);
+        let mut batch = WriteBatch::default();
+        batch.put_cf(meta, KEY_HARD_STATE, encode(&st.hard_state));
+        batch.put_cf(meta, KEY_CONF_STATE, encode(&st.persisted_cs));
+        batch.put_cf(meta, KEY_SNAPSHOT_META, encode(&st.snapshot_meta));
+        batch.put_cf(
+            meta,
+            KEY_FIRST_INDEX,
+            first_index_record(st.first_index, st.truncated_term),
+        );
+        batch.put_cf(meta, KEY_LAST_INDEX, st.last_index.to_be_bytes());
+        if st.rejoining {
+            batch.put_cf(meta, KEY_REJOINING, b"1");
+        } else {
+            batch.delete_cf(meta, KEY_REJOINING);
+        }
+        batch.put_cf(meta, KEY_LOG_SEQ, seq.to_be_bytes());
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(batch, &wo)?;
+        self.st.persisted_hs = self.st.hard_state.clone();
+        self.checkpoint_seq = seq;
+        Ok(())
+    }
+
+    /// Deletes the segments the store no longer needs: those the checkpoint covers and that hold
+    /// no entry of the log.
+    fn prune(&mut self) -> Result<(), ConsensusError> {
+        let below = self
+            .st
+            .locs
+            .front()
+            .map_or(self.segments.current(), |l| l.segment);
+        let n = self.segments.prune(below, self.checkpoint_seq)?;
+        if n > 0 {
+            tracing::debug!(
+                deleted = n,
+                kept = self.segments.count(),
+                "log segments pruned"
+            );
         }
         Ok(())
     }
 
-    /// Appends `batch` to the log segments (fdatasync'ed if `sync`), then writes it to RocksDB,
-    /// unsynced. The order matters: RocksDB never holds a durable write the segments lack.
-    fn write(&mut self, batch: WriteBatch, sync: bool) -> Result<(), ConsensusError> {
-        self.write_logged(batch, sync, false)
+    /// Appends one record (synced if `sync`) and applies it.
+    fn append(
+        &mut self,
+        change: &Change,
+        entries: &[Entry],
+        sync: bool,
+    ) -> Result<(), ConsensusError> {
+        let mut record = std::mem::take(&mut self.record);
+        let mut spans = std::mem::take(&mut self.spans);
+        record::encode(change, entries, &mut record, &mut spans);
+        let result = self.append_encoded(change, &record, &spans, sync);
+        self.record = record;
+        self.spans = spans;
+        result
     }
 
-    /// `write`, but with `defer` the RocksDB write waits for `write_deferred` (or the next
-    /// write): the caller only defers a batch whose entries all stay in the cache, so no read
-    /// goes to RocksDB for what it lacks meanwhile.
-    fn write_logged(
+    fn append_encoded(
         &mut self,
-        mut batch: WriteBatch,
+        change: &Change,
+        record: &[u8],
+        spans: &[Span],
         sync: bool,
-        defer: bool,
     ) -> Result<(), ConsensusError> {
-        self.write_deferred()?;
-        let seq = self.segments.next_seq();
-        batch.put_cf(cf(&self.db, CF_META), KEY_LOG_SEQ, seq.to_be_bytes());
-        if self.segments.is_full_for(batch.data().len()) {
-            // Every record so far is in RocksDB; syncing its WAL makes them durable there, so
-            // the older segments can go.
-            self.db.flush_wal(true)?;
-            self.segments.rotate(batch.data().len())?;
+        let rotated = self.segments.is_full_for(record.len());
+        if rotated {
+            self.segments.rotate(record.len())?;
         }
-        self.segments.append(batch.data(), sync)?;
+        let segment = self.segments.current();
+        let offset = self.segments.next_payload_offset();
+        self.segments.append(record, sync)?;
         if sync {
             self.synced_writes += 1;
         }
-        self.deferred = Some(batch);
-        if defer {
-            return Ok(());
-        }
-        self.write_deferred()
-    }
-
-    /// Writes to RocksDB (unsynced) the batch `write_ready` left for later, if any. The driver
-    /// calls it once the Ready's committed entries are handed out: a reply waited for that
-    /// RocksDB write (memtable and WAL, 10-40 us) although the segments already held the batch
-    /// durably. A crash before it loses nothing: the start replays the segments' records.
-    pub fn write_deferred(&mut self) -> Result<(), ConsensusError> {
-        if let Some(batch) = self.deferred.take() {
-            let mut wo = WriteOptions::default();
-            wo.set_sync(false);
-            self.db.write_opt(batch, &wo)?;
+        self.st.apply(change, spans, segment, offset, true)?;
+        if rotated {
+            // The segment just closed is on disk; with a checkpoint covering it, it can go once
+            // the log holds none of its entries.
+            self.checkpoint()?;
+            self.prune()?;
         }
         Ok(())
     }
@@ -271,15 +472,20 @@ impl LogStore {
         self.segments.current_path()
     }
 
+    /// How many log segment files the store keeps, the one appended to included.
+    pub fn segment_count(&self) -> usize {
+        self.segments.count()
+    }
+
     /// True once the store holds a membership (bootstrapped, or a snapshot installed).
     pub fn is_initialized(&self) -> bool {
-        !self.conf_state.voters.is_empty() || !self.conf_state.learners.is_empty()
+        !self.st.conf_state.voters.is_empty() || !self.st.conf_state.learners.is_empty()
     }
 
     /// Starts a new group: a snapshot at index 1 carrying `voters` and `learners`, committed,
     /// with an empty log after it. Every initial member must bootstrap with the same membership.
     pub fn bootstrap(&mut self, voters: &[u64], learners: &[u64]) -> Result<(), ConsensusError> {
-        if self.is_initialized() || self.last_index > 0 {
+        if self.is_initialized() || self.st.last_index > 0 {
             return Err(ConsensusError::Invalid(
                 "log store is already initialized".into(),
             ));
@@ -303,65 +509,51 @@ impl LogStore {
         self.write_ready(Some(&meta), &[], Some(&hs))
     }
 
-    /// Persists one Ready as a single batch: an installed snapshot (resets the log to start after
-    /// it), appended entries (a conflicting tail is deleted first) and the hard state.
+    /// Persists one Ready as a single record: an installed snapshot (resets the log to start
+    /// after it), appended entries (replacing a conflicting tail) and the hard state.
     ///
-    /// The batch is synced when raft needs it to be (raft-rs's `Ready::must_sync`, etcd's
+    /// The record is synced when raft needs it to be (raft-rs's `Ready::must_sync`, etcd's
     /// `MustSync`): it installs a snapshot, appends entries, or changes the term or the vote.
     ///
     /// A Ready whose only change is the hard state's commit index writes nothing: the commit is
-    /// noted in memory (`note_commit`) and rides with the next batch. A lost commit index is
+    /// noted in memory (`note_commit`) and rides with the next record. A lost commit index is
     /// recomputed from the quorum, and every entry below it is already durable; a restart with an
     /// older one replays fewer entries and learns the rest from the leader. Such Readys are most
     /// of an ensemble's: a follower learns each commit in a message of its own, and a leader
     /// learns it from the acks, both outside any Ready that appends. Synced, they cost every
-    /// member a second device write and flush per replicated write; written unsynced, a second
-    /// RocksDB write.
+    /// member a second device write per replicated write.
     pub fn write_ready(
         &mut self,
         snapshot: Option<&SnapshotMetadata>,
         entries: &[Entry],
         hs: Option<&HardState>,
     ) -> Result<(), ConsensusError> {
+        let st = &self.st;
         if let Some(hs) = hs {
             if snapshot.is_none()
                 && entries.is_empty()
-                && hs.term == self.hard_state.term
-                && hs.vote == self.hard_state.vote
+                && hs.term == st.hard_state.term
+                && hs.vote == st.hard_state.vote
             {
                 self.note_commit(hs.commit);
                 return Ok(());
             }
         }
-        let mut batch = WriteBatch::default();
-        let log = cf(&self.db, CF_LOG);
-        let meta = cf(&self.db, CF_META);
-        let mut first_index = self.first_index;
-        let mut truncated_term = self.truncated_term;
-        let mut last_index = self.last_index;
-        let mut hard_state = self.hard_state.clone();
-        let mut conf_state = None;
-        let mut drop_cache = false;
-
+        let mut first_index = st.first_index;
+        let mut last_index = st.last_index;
+        let mut hard_state = st.hard_state.clone();
         if let Some(snap) = snapshot {
-            if snap.index < self.first_index.saturating_sub(1) && self.is_initialized() {
+            if snap.index < st.first_index.saturating_sub(1) && self.is_initialized() {
                 return Err(ConsensusError::Invalid(format!(
                     "snapshot {} is older than the log start {}",
-                    snap.index, self.first_index
+                    snap.index, st.first_index
                 )));
             }
-            batch.delete_range_cf(log, key(0), key(u64::MAX));
             first_index = snap.index + 1;
-            truncated_term = snap.term;
             last_index = snap.index;
             hard_state.commit = hard_state.commit.max(snap.index);
             hard_state.term = hard_state.term.max(snap.term);
-            batch.put_cf(meta, KEY_SNAPSHOT_META, encode(snap));
-            batch.put_cf(meta, KEY_CONF_STATE, encode(snap.get_conf_state()));
-            conf_state = Some(snap.get_conf_state().clone());
-            drop_cache = true;
         }
-
         if let Some(first) = entries.first() {
             if first.index < first_index {
                 return Err(ConsensusError::Invalid(format!(
@@ -375,10 +567,6 @@ impl LogStore {
                     first.index
                 )));
             }
-            if first.index <= last_index {
-                // Conflicting suffix from an old leader: drop it in the same batch as the new entries.
-                batch.delete_range_cf(log, key(first.index), key(last_index + 1));
-            }
             for (i, e) in entries.iter().enumerate() {
                 if e.index != first.index + i as u64 {
                     return Err(ConsensusError::Invalid(format!(
@@ -386,51 +574,30 @@ impl LogStore {
                         e.index
                     )));
                 }
-                batch.put_cf(log, key(e.index), encode(e));
             }
-            last_index = entries.last().unwrap().index;
         }
-
         if let Some(hs) = hs {
             hard_state = hs.clone();
         }
-        if first_index != self.first_index || truncated_term != self.truncated_term {
-            batch.put_cf(
-                meta,
-                KEY_FIRST_INDEX,
-                first_index_record(first_index, truncated_term),
-            );
-        }
+        let mut change = Change {
+            install: snapshot.cloned(),
+            ..Default::default()
+        };
         // A hard state raft hands over is written when it changed, as always. One that differs
         // from the disk only by a commit noted in memory (`note_commit`) is not worth a synced
-        // write of its own: it rides with the next batch that has something else in it.
-        let batch_has_hard_state =
-            hard_state != self.hard_state || (hard_state != self.persisted_hs && !batch.is_empty());
-        if batch_has_hard_state {
-            batch.put_cf(meta, KEY_HARD_STATE, encode(&hard_state));
+        // write of its own: it rides with the next record that has something else in it.
+        let something_else = snapshot.is_some() || !entries.is_empty();
+        if hard_state != st.hard_state || (hard_state != st.persisted_hs && something_else) {
+            change.hard_state = Some(hard_state);
         }
-        if batch.is_empty() {
+        if change.hard_state.is_none() && !something_else {
             return Ok(());
         }
-        // Deferred (`write_deferred`) when every entry it appends stays in the cache below and it
-        // installs no snapshot: then no read goes to RocksDB for anything the batch changes.
-        let defer = snapshot.is_none() && entries.len() <= CACHE_ENTRIES / 2;
-        // Synced: a batch that gets here installs a snapshot, appends entries or changes the term
-        // or the vote (a commit alone returned above), all of which raft needs on disk.
-        self.write_logged(batch, true, defer)?;
+        // Synced: a record that gets here installs a snapshot, appends entries or changes the
+        // term or the vote (a commit alone returned above), all of which raft needs on disk.
+        self.append(&change, entries, true)?;
 
-        self.first_index = first_index;
-        self.truncated_term = truncated_term;
-        self.last_index = last_index;
-        if batch_has_hard_state {
-            self.persisted_hs = hard_state.clone();
-        }
-        self.hard_state = hard_state;
-        if let Some(cs) = conf_state {
-            self.conf_state = cs;
-            self.snapshot_meta = snapshot.unwrap().clone();
-        }
-        if drop_cache {
+        if snapshot.is_some() {
             self.cache.clear();
         }
         if let Some(first) = entries.first() {
@@ -456,129 +623,116 @@ impl LogStore {
     /// restarts from. The persisted `conf_state` (latest applied) is left alone; replaying the log
     /// brings raft back to it.
     pub(crate) fn restart_with_conf_state(&mut self, cs: ConfState) {
-        self.conf_state = cs;
+        self.st.conf_state = cs;
     }
 
     /// True while this member, which started empty and joined an existing group, has not caught
     /// up with a leader yet (it must not vote: see `Driver`). Survives restarts.
     pub fn is_rejoining(&self) -> bool {
-        self.rejoining
+        self.st.rejoining
     }
 
     /// Records (synced) that this member starts empty and joins, or that it has caught up.
     pub fn set_rejoining(&mut self, rejoining: bool) -> Result<(), ConsensusError> {
-        let mut batch = WriteBatch::default();
-        let meta = cf(&self.db, CF_META);
-        if rejoining {
-            batch.put_cf(meta, KEY_REJOINING, b"1");
-        } else {
-            batch.delete_cf(meta, KEY_REJOINING);
-        }
-        self.write(batch, true)?;
-        self.rejoining = rejoining;
-        Ok(())
+        let change = Change {
+            rejoining: Some(rejoining),
+            ..Default::default()
+        };
+        self.append(&change, &[], true)
     }
 
     /// Persists a membership applied from a committed conf-change entry.
     pub fn set_conf_state(&mut self, cs: ConfState) -> Result<(), ConsensusError> {
-        let mut batch = WriteBatch::default();
-        batch.put_cf(cf(&self.db, CF_META), KEY_CONF_STATE, encode(&cs));
-        self.write(batch, true)?;
-        self.conf_state = cs;
-        Ok(())
+        let change = Change {
+            conf_state: Some(cs),
+            ..Default::default()
+        };
+        self.append(&change, &[], true)
     }
 
-    /// Records a new commit index. Not synced: raft recomputes a lost commit from the quorum, and a
-    /// process crash (as opposed to power loss) keeps it anyway through RocksDB's WAL.
+    /// Records a new commit index. Not synced: raft recomputes a lost commit from the quorum. The
+    /// record waits in memory for the next synced one (or 1 MB of its kind).
     pub fn set_commit(&mut self, commit: u64) -> Result<(), ConsensusError> {
-        if commit == self.hard_state.commit {
+        if commit == self.st.hard_state.commit {
             return Ok(());
         }
-        let mut hs = self.hard_state.clone();
+        let mut hs = self.st.hard_state.clone();
         hs.commit = commit;
-        let mut batch = WriteBatch::default();
-        batch.put_cf(cf(&self.db, CF_META), KEY_HARD_STATE, encode(&hs));
-        self.write(batch, false)?;
-        self.persisted_hs = hs.clone();
-        self.hard_state = hs;
-        Ok(())
+        let change = Change {
+            hard_state: Some(hs),
+            ..Default::default()
+        };
+        self.append(&change, &[], false)
     }
 
-    /// Records a new commit index in memory only; the next batch `write_ready` writes carries it.
+    /// Records a new commit index in memory only; the next record written carries it.
     /// `write_ready` does this for a Ready that changes nothing else. The driver calls it after
     /// `advance` for a group of one: its restart replays its whole log whatever the commit index
     /// says, and its own vote commits everything again at once, so the index on disk is never
-    /// needed; not writing it saves a record and a RocksDB write per commit, which on a server
-    /// with one core ran before the core could answer the commit's clients.
+    /// needed; not writing it saves a record per commit, which on a server with one core ran
+    /// before the core could answer the commit's clients.
     pub fn note_commit(&mut self, commit: u64) {
-        self.hard_state.commit = self.hard_state.commit.max(commit);
+        self.st.hard_state.commit = self.st.hard_state.commit.max(commit);
     }
 
-    /// Records a durable snapshot and drops log entries up to `compact_to` (inclusive) in one synced
-    /// batch. `compact_to` is clamped to the snapshot index: the tree lives in memory, so entries
-    /// after the snapshot are the only way to rebuild it.
+    /// Records a durable snapshot and drops log entries up to `compact_to` (inclusive) in one
+    /// synced record. `compact_to` is clamped to the snapshot index: the tree lives in memory, so
+    /// entries after the snapshot are the only way to rebuild it. Segments left holding no entry
+    /// of the log are deleted.
     pub fn record_snapshot(
         &mut self,
         snap: &SnapshotMetadata,
         compact_to: u64,
     ) -> Result<(), ConsensusError> {
-        if snap.index > self.last_index || snap.index > self.hard_state.commit {
+        let st = &self.st;
+        if snap.index > st.last_index || snap.index > st.hard_state.commit {
             return Err(ConsensusError::Invalid(format!(
                 "snapshot at {} is past commit {} / last index {}",
-                snap.index, self.hard_state.commit, self.last_index
+                snap.index, st.hard_state.commit, st.last_index
             )));
         }
-        let mut batch = WriteBatch::default();
-        batch.put_cf(cf(&self.db, CF_META), KEY_SNAPSHOT_META, encode(snap));
+        let mut change = Change {
+            snapshot_meta: Some(snap.clone()),
+            ..Default::default()
+        };
         let compact_to = compact_to.min(snap.index);
-        let mut new_first = self.first_index;
-        let mut new_truncated_term = self.truncated_term;
-        if compact_to >= self.first_index {
-            new_truncated_term = self.term_of(compact_to)?;
-            new_first = compact_to + 1;
-            batch.delete_range_cf(cf(&self.db, CF_LOG), key(self.first_index), key(new_first));
-            batch.put_cf(
-                cf(&self.db, CF_META),
-                KEY_FIRST_INDEX,
-                first_index_record(new_first, new_truncated_term),
-            );
+        if compact_to >= st.first_index {
+            change.first_index = Some((compact_to + 1, self.term_of(compact_to)?));
         }
-        self.write(batch, true)?;
-        self.snapshot_meta = snap.clone();
-        self.first_index = new_first;
-        self.truncated_term = new_truncated_term;
-        while self.cache.front().is_some_and(|e| e.index < new_first) {
+        self.append(&change, &[], true)?;
+        let first = self.st.first_index;
+        while self.cache.front().is_some_and(|e| e.index < first) {
             self.cache.pop_front();
         }
-        Ok(())
+        self.prune()
     }
 
     pub fn hard_state(&self) -> &HardState {
-        &self.hard_state
+        &self.st.hard_state
     }
 
     pub fn conf_state(&self) -> &ConfState {
-        &self.conf_state
+        &self.st.conf_state
     }
 
     pub fn snapshot_meta(&self) -> &SnapshotMetadata {
-        &self.snapshot_meta
+        &self.st.snapshot_meta
     }
 
     pub fn first(&self) -> u64 {
-        self.first_index
+        self.st.first_index
     }
 
     pub fn last(&self) -> u64 {
-        self.last_index
+        self.st.last_index
     }
 
-    /// Number of synced (fsync'ed) batches written since open: the group-commit counter.
+    /// Number of synced (fsync'ed) records written since open: the group-commit counter.
     pub fn synced_writes(&self) -> u64 {
         self.synced_writes
     }
 
-    /// The RocksDB directory.
+    /// The store's directory (RocksDB's, holding `log/`).
     pub fn path(&self) -> &Path {
         self.db.path()
     }
@@ -593,7 +747,7 @@ impl LogStore {
         self.snapshot_dir = Some(dir);
     }
 
-    /// Term of the entry at `idx`, reading through the cache.
+    /// Term of the entry at `idx`.
     pub fn term_of(&self, idx: u64) -> Result<u64, ConsensusError> {
         raft::Storage::term(self, idx).map_err(ConsensusError::Raft)
     }
@@ -611,26 +765,69 @@ impl LogStore {
         self.cache.get((idx - front) as usize)
     }
 
-    fn read_entry(&self, idx: u64) -> raft::Result<Entry> {
-        if let Some(e) = self.cached(idx) {
-            return Ok(e.clone());
+    fn loc(&self, idx: u64) -> raft::Result<Loc> {
+        idx.checked_sub(self.st.locs_base)
+            .and_then(|i| self.st.locs.get(i as usize))
+            .copied()
+            .ok_or_else(|| storage_err(format!("entry {idx} missing from the log")))
+    }
+
+    /// Entries `low..high` (all in the log) read from the segments into `batch`, adjacent ones
+    /// in one read; false once the batch is full.
+    fn read_entries(&self, low: u64, high: u64, batch: &mut SizedBatch) -> raft::Result<bool> {
+        let mut idx = low;
+        while idx < high {
+            let first = self.loc(idx)?;
+            let budget = batch
+                .max
+                .map_or(READ_RUN_BYTES, |m| m.saturating_sub(batch.size))
+                .clamp(
+                    u64::from(first.len),
+                    READ_RUN_BYTES.max(u64::from(first.len)),
+                );
+            let mut end = idx + 1;
+            let mut span_end = first.offset + u64::from(first.len);
+            while end < high {
+                let l = self.loc(end)?;
+                let l_end = l.offset + u64::from(l.len);
+                if l.segment != first.segment
+                    || l.offset < span_end
+                    || l_end - first.offset > budget
+                {
+                    break;
+                }
+                span_end = l_end;
+                end += 1;
+            }
+            let bytes = self
+                .segments
+                .read(
+                    first.segment,
+                    first.offset,
+                    (span_end - first.offset) as usize,
+                )
+                .map_err(storage_err)?;
+            for i in idx..end {
+                let l = self.loc(i)?;
+                let at = (l.offset - first.offset) as usize;
+                let e = record::entry(&bytes[at..at + l.len as usize], i, l.term)
+                    .map_err(storage_err)?;
+                if !batch.admit(e) {
+                    return Ok(false);
+                }
+            }
+            idx = end;
         }
-        let bytes = self
-            .db
-            .get_cf(cf(&self.db, CF_LOG), key(idx))
-            .map_err(storage_err)?
-            .ok_or_else(|| storage_err(format!("entry {idx} missing from the log")))?;
-        decode::<Entry>("entry", &bytes).map_err(storage_err)
+        Ok(true)
     }
 }
 
 impl Drop for LogStore {
-    /// A clean stop leaves RocksDB holding every batch (a crash leaves the last one to replay).
+    /// A clean stop writes the records held in memory (commit hints; a crash loses them, as it
+    /// may: raft recomputes the commit index from a quorum).
     fn drop(&mut self) {
-        if let Err(e) = self.write_deferred() {
-            tracing::warn!(
-                "the last log batch was not written to RocksDB ({e}); the next start replays it"
-            );
+        if let Err(e) = self.segments.flush() {
+            tracing::warn!("the log's last commit hint was not written ({e})");
         }
     }
 }
@@ -654,32 +851,46 @@ impl SizedBatch {
     }
 }
 
-/// Replays into RocksDB the segment records it does not hold (it keeps the sequence number of the
-/// last one it has), makes RocksDB durable, and starts a new segment.
-fn replay_segments(db: &DB, dir: &Path) -> Result<Segments, ConsensusError> {
-    let applied = match db.get_cf(cf(db, CF_META), KEY_LOG_SEQ)? {
-        None => 0,
-        Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| {
-            ConsensusError::Corrupt(format!("log_seq record has {} bytes", b.len()))
-        })?),
-    };
-    let records = segments::recover(dir, applied)?;
-    let mut last = applied;
-    if !records.is_empty() {
+/// Reads every record in `dir` into `st`: where the entries are, and the metadata of the records
+/// after `checkpoint_seq`; the segments found and the last record's sequence number. The records
+/// after the checkpoint must all be there: the first record read must be at or before the one
+/// after it.
+fn replay(
+    st: &mut State,
+    dir: &Path,
+    checkpoint_seq: u64,
+) -> Result<(Vec<segments::Found>, u64), ConsensusError> {
+    let mut first_seq = None;
+    let mut last_seq = 0;
+    let mut replayed = 0u64;
+    let mut spans = Vec::new();
+    let found = segments::scan(dir, checkpoint_seq, |at, payload| {
+        let first = *first_seq.get_or_insert(at.seq);
+        if first > checkpoint_seq + 1 {
+            return Err(ConsensusError::Corrupt(format!(
+                "{}: the log starts at record {first} but the store's checkpoint covers only up \
+                 to {checkpoint_seq}: records are missing, so the member does not start (remove \
+                 its data to rejoin empty)",
+                dir.display()
+            )));
+        }
+        let change = record::decode(payload, &mut spans).map_err(|e| {
+            ConsensusError::Corrupt(format!("log segment {} record {}: {e}", at.number, at.seq))
+        })?;
+        let meta = at.seq > checkpoint_seq;
+        replayed += u64::from(meta);
+        st.apply(&change, &spans, at.number, at.offset, meta)?;
+        last_seq = at.seq;
+        Ok(())
+    })?;
+    if replayed > 0 {
         tracing::info!(
-            records = records.len(),
-            from = applied + 1,
-            "replaying log segment records the store lost"
+            records = replayed,
+            from = checkpoint_seq + 1,
+            "log records replayed after the checkpoint"
         );
     }
-    let mut wo = WriteOptions::default();
-    wo.set_sync(false);
-    for r in &records {
-        db.write_opt(WriteBatch::from_data(&r.payload), &wo)?;
-        last = r.seq;
-    }
-    db.flush_wal(true)?;
-    Segments::start(dir, last + 1)
+    Ok((found, last_seq))
 }
 
 /// RocksDB's environment with its flush and compaction threads at nice 19.
@@ -715,8 +926,8 @@ fn first_index_record(first_index: u64, truncated_term: u64) -> Vec<u8> {
 impl raft::Storage for LogStore {
     fn initial_state(&self) -> raft::Result<RaftState> {
         Ok(RaftState::new(
-            self.hard_state.clone(),
-            self.conf_state.clone(),
+            self.st.hard_state.clone(),
+            self.st.conf_state.clone(),
         ))
     }
 
@@ -728,10 +939,11 @@ impl raft::Storage for LogStore {
         _context: GetEntriesContext,
     ) -> raft::Result<Vec<Entry>> {
         let max_size = max_size.into();
-        if low < self.first_index {
+        let st = &self.st;
+        if low < st.first_index {
             return Err(raft::Error::Store(StorageError::Compacted));
         }
-        if high > self.last_index + 1 || low > high {
+        if high > st.last_index + 1 || low > high {
             return Err(raft::Error::Store(StorageError::Unavailable));
         }
         let mut batch = SizedBatch {
@@ -739,40 +951,18 @@ impl raft::Storage for LogStore {
             size: 0,
             max: max_size.filter(|&m| m != raft::NO_LIMIT),
         };
-        // Older entries come from RocksDB with one iterator (a restart replays the whole log
-        // this way), the recent tail from the cache.
+        // Older entries come from the segments (a restart replays the whole log this way), the
+        // recent tail from the cache.
         let cache_front = self.cache.front().map_or(u64::MAX, |e| e.index);
-        let db_high = high.min(cache_front);
-        if low < db_high {
-            let from = key(low);
-            let iter = self.db.iterator_cf(
-                cf(&self.db, CF_LOG),
-                IteratorMode::From(&from, Direction::Forward),
-            );
-            let mut expect = low;
-            for item in iter {
-                if expect >= db_high {
-                    break;
-                }
-                let (_, v) = item.map_err(storage_err)?;
-                let e: Entry = decode("entry", &v).map_err(storage_err)?;
-                if e.index != expect {
-                    return Err(storage_err(format!(
-                        "log hole: expected {expect}, found {}",
-                        e.index
-                    )));
-                }
-                expect += 1;
-                if !batch.admit(e) {
-                    return Ok(batch.out);
-                }
-            }
-            if expect < db_high {
-                return Err(storage_err(format!("entry {expect} missing from the log")));
-            }
+        let disk_high = high.min(cache_front);
+        if low < disk_high && !self.read_entries(low, disk_high, &mut batch)? {
+            return Ok(batch.out);
         }
-        for idx in low.max(db_high)..high {
-            if !batch.admit(self.read_entry(idx)?) {
+        for idx in low.max(disk_high)..high {
+            let e = self
+                .cached(idx)
+                .ok_or_else(|| storage_err(format!("entry {idx} missing from the cache")))?;
+            if !batch.admit(e.clone()) {
                 break;
             }
         }
@@ -780,28 +970,29 @@ impl raft::Storage for LogStore {
     }
 
     fn term(&self, idx: u64) -> raft::Result<u64> {
-        if idx + 1 == self.first_index {
-            return Ok(self.truncated_term);
+        let st = &self.st;
+        if idx + 1 == st.first_index {
+            return Ok(st.truncated_term);
         }
-        if idx < self.first_index {
+        if idx < st.first_index {
             return Err(raft::Error::Store(StorageError::Compacted));
         }
-        if idx > self.last_index {
+        if idx > st.last_index {
             return Err(raft::Error::Store(StorageError::Unavailable));
         }
-        Ok(self.read_entry(idx)?.term)
+        Ok(self.loc(idx)?.term)
     }
 
     fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.first_index)
+        Ok(self.st.first_index)
     }
 
     fn last_index(&self) -> raft::Result<u64> {
-        Ok(self.last_index)
+        Ok(self.st.last_index)
     }
 
     fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        let meta = &self.snapshot_meta;
+        let meta = &self.st.snapshot_meta;
         if meta.index < request_index {
             self.snapshot_wanted.set(Some(to));
             return Err(raft::Error::Store(
@@ -886,69 +1077,189 @@ mod tests {
         out
     }
 
-    fn entries(range: std::ops::RangeInclusive<u64>) -> Vec<raft::eraftpb::Entry> {
+    fn read(store: &super::LogStore, low: u64, high: u64) -> Vec<raft::eraftpb::Entry> {
+        raft::Storage::entries(
+            store,
+            low,
+            high,
+            None,
+            raft::GetEntriesContext::empty(false),
+        )
+        .unwrap()
+    }
+
+    /// Entries `range` of term `term` with 1 KB of data each.
+    fn big_entries(range: std::ops::RangeInclusive<u64>, term: u64) -> Vec<raft::eraftpb::Entry> {
         range
             .map(|index| raft::eraftpb::Entry {
                 index,
-                term: 2,
-                data: vec![index as u8; 10].into(),
+                term,
+                data: vec![(index % 251) as u8; 1000].into(),
                 ..Default::default()
             })
             .collect()
     }
 
-    fn in_rocksdb(store: &super::LogStore, index: u64) -> bool {
-        let log = super::cf(&store.db, super::CF_LOG);
-        store.db.get_cf(log, super::key(index)).unwrap().is_some()
-    }
+    const SMALL: u64 = 256 << 10;
 
-    /// A group of one that has just written a Ready appending entries 2..=5.
-    fn store_after_a_ready(dir: &std::path::Path) -> super::LogStore {
-        let mut store = super::LogStore::open(dir).unwrap();
+    #[test]
+    fn entries_past_the_cache_read_back_from_the_segments_before_and_after_a_restart() {
+        use raft::Storage;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = super::LogStore::open(dir.path()).unwrap();
         store.bootstrap(&[1], &[]).unwrap();
-        store.write_ready(None, &entries(2..=5), None).unwrap();
-        store
-    }
-
-    #[test]
-    fn a_readys_rocksdb_write_waits_for_write_deferred_and_its_entries_read_meanwhile() {
-        use raft::{GetEntriesContext, Storage};
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = store_after_a_ready(dir.path());
-        assert!(!in_rocksdb(&store, 5), "deferred");
-        let read = store
-            .entries(2, 6, None, GetEntriesContext::empty(false))
+        let n = 2 * super::CACHE_ENTRIES as u64;
+        let all = big_entries(2..=n + 1, 2);
+        for chunk in all.chunks(100) {
+            store.write_ready(None, chunk, None).unwrap();
+        }
+        assert_eq!(
+            store.cache.front().unwrap().index,
+            n + 2 - super::CACHE_ENTRIES as u64
+        );
+        assert_eq!(read(&store, 2, n + 2), all);
+        // A byte budget stops a read from the segments as it stops one from the cache.
+        let some = store
+            .entries(2, n + 2, Some(5000), raft::GetEntriesContext::empty(false))
             .unwrap();
-        assert_eq!(read, entries(2..=5), "served from the cache meanwhile");
-        assert_eq!(store.last_index().unwrap(), 5);
-        store.write_deferred().unwrap();
-        assert!(in_rocksdb(&store, 5));
-        // The next batch writes a deferred one first, so RocksDB's batches stay in order.
-        store.write_ready(None, &entries(6..=6), None).unwrap();
-        store.write_ready(None, &entries(7..=7), None).unwrap();
-        assert!(in_rocksdb(&store, 6) && !in_rocksdb(&store, 7));
-        // A batch whose entries would not all stay in the cache is written at once.
-        let big = entries(8..=8 + super::CACHE_ENTRIES as u64 / 2);
-        store.write_ready(None, &big, None).unwrap();
-        assert!(in_rocksdb(&store, 7) && in_rocksdb(&store, big.last().unwrap().index));
-    }
-
-    #[test]
-    fn a_crash_before_the_deferred_rocksdb_write_loses_nothing() {
-        use raft::{GetEntriesContext, Storage};
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = store_after_a_ready(dir.path());
-        // The process dies between the segment's synced append and the RocksDB write.
-        store.deferred = None;
-        assert!(!in_rocksdb(&store, 2));
+        assert_eq!(some, all[..4]);
         drop(store);
         let store = super::LogStore::open(dir.path()).unwrap();
-        assert_eq!(store.last_index().unwrap(), 5, "replayed from the segment");
-        assert!(in_rocksdb(&store, 5));
-        let read = store
-            .entries(2, 6, None, GetEntriesContext::empty(false))
+        assert_eq!(store.last_index().unwrap(), n + 1);
+        assert_eq!(read(&store, 2, n + 2), all);
+        assert_eq!(store.term(2).unwrap(), 2);
+        assert_eq!(
+            store.cache.len(),
+            super::CACHE_ENTRIES,
+            "the tail is cached again"
+        );
+    }
+
+    #[test]
+    fn segments_stay_while_they_hold_entries_and_go_once_a_snapshot_compacts_past_them() {
+        use raft::Storage;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        store.bootstrap(&[1], &[]).unwrap();
+        let all = big_entries(2..=2001, 2);
+        for chunk in all.chunks(50) {
+            store.write_ready(None, chunk, None).unwrap();
+        }
+        let kept = store.segment_count();
+        assert!(kept >= 8, "2 MB of entries in 256 KB segments: {kept}");
+        drop(store);
+        let mut store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        assert_eq!(read(&store, 2, 2002), all);
+        assert_eq!(
+            store.segment_count(),
+            kept + 1,
+            "a start opens a segment of its own"
+        );
+        let hs = raft::eraftpb::HardState {
+            term: 2,
+            commit: 2001,
+            ..Default::default()
+        };
+        store.write_ready(None, &[], Some(&hs)).unwrap();
+        let snap = raft::eraftpb::SnapshotMetadata {
+            index: 1900,
+            term: 2,
+            ..Default::default()
+        };
+        store.record_snapshot(&snap, 1900).unwrap();
+        assert_eq!(store.first_index().unwrap(), 1901);
+        assert!(
+            store.segment_count() <= 3,
+            "only the segments holding 1901.. are left: {}",
+            store.segment_count()
+        );
+        assert_eq!(read(&store, 1901, 2002), all[1899..]);
+        assert!(matches!(
+            store.entries(1900, 2002, None, raft::GetEntriesContext::empty(false)),
+            Err(raft::Error::Store(raft::StorageError::Compacted))
+        ));
+        drop(store);
+        let store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        assert_eq!((store.first(), store.last()), (1901, 2001));
+        assert_eq!(store.term(1900).unwrap(), 2);
+        assert_eq!(read(&store, 1901, 2002), all[1899..]);
+        assert_eq!(store.snapshot_meta().index, 1900);
+    }
+
+    #[test]
+    fn a_conflicting_tail_and_an_installed_snapshot_come_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        store.bootstrap(&[1, 2, 3], &[]).unwrap();
+        store
+            .write_ready(None, &big_entries(2..=400, 2), None)
             .unwrap();
-        assert_eq!(read, entries(2..=5));
+        // A new leader's entries replace 300.. (across a segment boundary).
+        store
+            .write_ready(None, &big_entries(300..=310, 3), None)
+            .unwrap();
+        let mut want = big_entries(2..=299, 2);
+        want.extend(big_entries(300..=310, 3));
+        assert_eq!(read(&store, 2, 311), want);
+        drop(store);
+        let mut store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        assert_eq!(store.last(), 310);
+        assert_eq!(read(&store, 2, 311), want);
+        // A leader's snapshot replaces the whole log.
+        let snap = raft::eraftpb::SnapshotMetadata {
+            index: 500,
+            term: 4,
+            conf_state: Some(raft::eraftpb::ConfState {
+                voters: vec![1, 2, 3],
+                ..Default::default()
+            })
+            .into(),
+            ..Default::default()
+        };
+        store
+            .write_ready(Some(&snap), &big_entries(501..=502, 4), None)
+            .unwrap();
+        drop(store);
+        let store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        assert_eq!((store.first(), store.last()), (501, 502));
+        assert_eq!(read(&store, 501, 503), big_entries(501..=502, 4));
+        assert_eq!(store.hard_state().commit, 500);
+        assert_eq!(store.hard_state().term, 4);
+        assert_eq!(store.snapshot_meta().index, 500);
+    }
+
+    #[test]
+    fn a_missing_segment_refuses_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = super::LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        store.bootstrap(&[1], &[]).unwrap();
+        for chunk in big_entries(2..=1001, 2).chunks(50) {
+            store.write_ready(None, chunk, None).unwrap();
+        }
+        drop(store);
+        let log = dir.path().join(super::LOG_DIR);
+        let mut files: Vec<_> = std::fs::read_dir(&log)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        std::fs::remove_file(&files[0]).unwrap();
+        let err = super::LogStore::open_with_segment_bytes(dir.path(), SMALL)
+            .err()
+            .expect("a log missing its first segment does not open")
+            .to_string();
+        assert!(err.contains("entries are missing"), "{err}");
+    }
+
+    #[test]
+    fn a_store_written_with_the_log_in_rocksdb_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(super::LEGACY_SEGMENTS_DIR)).unwrap();
+        let err = super::LogStore::open(dir.path())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(err.contains("as paddock did before 4 Dec 2026"), "{err}");
     }
 
     #[test]
@@ -956,14 +1267,14 @@ mod tests {
     fn rocksdb_flushes_and_compacts_at_nice_19() {
         let dir = tempfile::tempdir().unwrap();
         let store = super::LogStore::open(dir.path()).unwrap();
-        let log = super::cf(&store.db, super::CF_LOG);
+        let log = super::cf(&store.db, super::CF_META);
         // A flush (the high-priority pool) and a manual compaction (the low one) give each pool's
         // thread a job, which is when RocksDB applies the pool's priority to it.
         for round in 0..2u64 {
             for i in 0..100u64 {
                 store
                     .db
-                    .put_cf(log, super::key(round * 100 + i), [7u8; 64])
+                    .put_cf(log, (round * 100 + i).to_be_bytes(), [7u8; 64])
                     .unwrap();
             }
             store.db.flush_cf(log).unwrap();

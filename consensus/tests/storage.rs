@@ -1,4 +1,4 @@
-//! Conformance suite for the RocksDB log store: the contract raft-rs's `Storage` trait expects,
+//! Conformance suite for the log store: the contract raft-rs's `Storage` trait expects,
 //! plus the write side the Ready loop uses, checked again after reopening the database.
 
 use consensus::storage::{LogStore, BOOTSTRAP_INDEX, BOOTSTRAP_TERM};
@@ -428,21 +428,8 @@ fn long_logs_read_back_beyond_the_cache_after_reopen() {
     assert_eq!(s.term(3).unwrap(), 2);
 }
 
-/// The newest write-ahead log file of a closed store, and its length.
-fn newest_wal(dir: &std::path::Path) -> (std::path::PathBuf, u64) {
-    let mut wals: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    wals.sort();
-    let wal = wals.pop().expect("a WAL file");
-    let len = std::fs::metadata(&wal).unwrap().len();
-    (wal, len)
-}
-
-/// A store whose last synced write (entry 11 and a vote) is the last record of both its log
-/// segment and RocksDB's WAL, closed; the segment's path.
+/// A store whose last synced write (entry 11 and a vote) is the last record of its log segment,
+/// closed; the segment's path.
 fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> std::path::PathBuf {
     let mut s = store_with_log(dir);
     let hs = HardState {
@@ -498,38 +485,19 @@ fn a_corrupt_synced_record_at_the_log_tail_refuses_to_open() {
     assert!(text.contains(&segment.display().to_string()), "{text}");
 }
 
-/// RocksDB is written unsynced, so damage to its WAL's tail (or a power loss that cut it) loses
-/// nothing: the records after what it recovered are replayed from the segment.
+/// The checkpoint in RocksDB is written at open and when a segment fills: every synced write
+/// after it comes back from the segments, in order (a conflicting append and a vote included), and
+/// the next start finds the same.
 #[test]
-fn a_damaged_tail_of_rocksdbs_wal_is_replayed_from_the_segment() {
-    let dir = tempfile::tempdir().unwrap();
-    closed_store_with_a_synced_tail(dir.path());
-    let (wal, len) = newest_wal(dir.path());
-    flip_8_bytes_20_before(&wal, len as usize);
-    let s = LogStore::open(dir.path()).unwrap();
-    assert_eq!(s.last_index().unwrap(), 11);
-    assert_eq!(read(&s, 11, 12).unwrap(), entries(11..=11, 3));
-    assert_eq!(
-        (s.hard_state().term, s.hard_state().vote),
-        (3, 2),
-        "the vote came back with the entry"
-    );
-}
-
-/// A power loss keeps what was fdatasync'ed, the segments, and may keep any prefix of RocksDB's
-/// unsynced WAL: here RocksDB kept only what it had before the last batches; every synced write
-/// comes back, in order, and the next start needs no replay.
-#[test]
-fn a_power_loss_that_keeps_only_the_segments_loses_no_synced_write() {
+fn every_synced_write_after_the_checkpoint_comes_back_from_the_segments() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = store_with_log(dir.path());
-    let (wal, kept) = newest_wal(dir.path());
     for t in 3..=5u64 {
         let first = 11 + (t - 3) * 5;
         s.write_ready(None, &entries(first..=first + 4, t), None)
             .unwrap();
     }
-    // A conflicting append (a new leader's) and a vote, to replay a delete and a hard state too.
+    // A conflicting append (a new leader's) and a vote.
     let hs = HardState {
         term: 6,
         vote: 3,
@@ -538,8 +506,8 @@ fn a_power_loss_that_keeps_only_the_segments_loses_no_synced_write() {
     };
     s.write_ready(None, &entries(20..=21, 6), Some(&hs))
         .unwrap();
+    // Nothing is held in memory after a synced record: closing writes nothing more, as a crash.
     drop(s);
-    cut_to(&wal, kept);
     for _ in 0..2 {
         let s = LogStore::open(dir.path()).unwrap();
         assert_eq!(s.last_index().unwrap(), 21);
@@ -552,42 +520,34 @@ fn a_power_loss_that_keeps_only_the_segments_loses_no_synced_write() {
     }
 }
 
-/// A record cut short at the very end of both copies (a torn write the crash interrupted: never
+/// A record cut short at the very end of the log (a torn write the crash interrupted: never
 /// synced, so never acknowledged) is dropped and the store opens with everything before it, as
 /// ZooKeeper reads a partial last transaction as the end of its log.
 #[test]
 fn a_torn_last_record_is_dropped_and_the_store_opens() {
     let dir = tempfile::tempdir().unwrap();
     let segment = closed_store_with_a_synced_tail(dir.path());
-    let (wal, len) = newest_wal(dir.path());
-    cut_to(&wal, len - 7);
     cut_to(&segment, data_end(&segment) as u64 - 7);
     let s = LogStore::open(dir.path()).unwrap();
     assert_eq!(s.last_index().unwrap(), 10, "entry 11 was the torn record");
     assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));
 }
 
-/// The total size of RocksDB's write-ahead log files in `dir`: what a restart after a crash
-/// replays.
-fn wal_bytes(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-        .map(|e| e.metadata().unwrap().len())
-        .sum()
+/// The log files in `dir`: what a restart reads.
+fn log_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir.join("log")).unwrap().count()
 }
 
 #[test]
-fn the_write_ahead_log_a_restart_replays_stays_bounded_as_the_log_grows() {
-    // 96 MB of entries, the commit index moving with every batch as in a server. The meta family
-    // holding the hard state used to keep every WAL file alive (it never fills a memtable), so
-    // the WAL grew with the whole history: 96 MB here.
+fn the_log_a_restart_reads_stays_bounded_as_snapshots_compact_it() {
+    // 96 MB of entries in 4 MB segments, the commit index moving with every batch as in a
+    // server, a snapshot every 2,000 entries compacting the log to 1,000 entries behind it.
     let dir = tempfile::tempdir().unwrap();
-    let mut s = LogStore::open(dir.path()).unwrap();
+    let mut s = LogStore::open_with_segment_bytes(dir.path(), 4 << 20).unwrap();
     s.bootstrap(&[1], &[]).unwrap();
     let payload = vec![7u8; 4096];
     let mut index = 2;
+    let mut most = 0;
     for batch in 0..240u64 {
         let es: Vec<Entry> = (0..100)
             .map(|i| Entry {
@@ -606,16 +566,24 @@ fn the_write_ahead_log_a_restart_replays_stays_bounded_as_the_log_grows() {
         s.write_ready(None, &es, Some(&hs)).unwrap();
         s.set_commit(index + 99).unwrap();
         index += 100;
-        assert!(batch < 239 || s.last() == index - 1);
+        if batch % 20 == 19 {
+            let snap = SnapshotMetadata {
+                index: index - 1,
+                term: 2,
+                ..Default::default()
+            };
+            s.record_snapshot(&snap, index - 1001).unwrap();
+            assert_eq!(s.first(), index - 1000);
+        }
+        most = most.max(s.segment_count());
+        assert_eq!(s.segment_count(), log_files(dir.path()));
     }
-    let wal = wal_bytes(dir.path());
-    assert!(
-        wal < 64 << 20,
-        "{} MB of WAL after 96 MB of entries",
-        wal >> 20
-    );
+    // 3,000 entries at most (12 MB) live at once: 3 full segments, the one being filled and
+    // the one the start opened.
+    assert!(most <= 6, "{most} segments at once");
     drop(s);
-    let s = LogStore::open(dir.path()).unwrap();
+    let s = LogStore::open_with_segment_bytes(dir.path(), 4 << 20).unwrap();
     assert_eq!(s.last(), index - 1);
+    assert_eq!(read(&s, index - 1000, index).unwrap().len(), 1000);
     assert_eq!(read(&s, index - 1, index).unwrap()[0].data.len(), 4096);
 }

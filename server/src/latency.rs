@@ -7,7 +7,7 @@
 //! | received | the reader task, once the request's frame is read off the socket (`connection.rs`) |
 //! | queued | the core takes the request off its inbox (`core/submit.rs`, `propose_write`) |
 //! | proposed | the entry is stamped and about to be handed to raft (or the leader's forward link) |
-//! | persisted | the raft thread's synced RocksDB append of that entry returned (`consensus::timing`) |
+//! | persisted | the raft thread's synced log-segment append of that entry returned (`consensus::timing`) |
 //! | committed | the raft thread handed the entry to the applier as committed |
 //! | applied | the core applied it to the tree, just before queueing its reply (`core/apply.rs`) |
 //! | written | the writer task's `write_all` holding the reply returned (`connection.rs`) |

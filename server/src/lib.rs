@@ -1,7 +1,7 @@
 //! paddock, the server: a ZooKeeper-compatible coordination service on Raft.
 //!
 //! ```text
-//!  listener ─▶ connection tasks ─▶ core task (tree, watches, sessions) ◀─▶ raft thread (RocksDB)
+//!  listener ─▶ connection tasks ─▶ core task (tree, watches, sessions) ◀─▶ raft thread (log segments)
 //! ```
 //!
 //! - `startup` starts and stops a server: recovery and log replay before the listener opens,

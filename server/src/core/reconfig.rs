@@ -19,7 +19,7 @@
 //! the same `-v` cannot both pass. Driving raft from the tree (a reconciling loop rather than a
 //! one-shot proposal) means a leader that dies between the two steps leaves nothing half done: its
 //! successor sees the difference and finishes it. After a restart the membership comes from the
-//! replicated state (raft's conf state in RocksDB, `/zookeeper/config` in the snapshot and log), not
+//! replicated state (raft's conf state in the log store, `/zookeeper/config` in the snapshot and log), not
 //! from zoo.cfg.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -246,7 +246,7 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
         (
             "paddock_raft_synced_writes",
             "paddock_raft_synced_writes_total",
-            "Synced (fsynced) RocksDB batches the raft thread wrote since start.",
+            "Synced log records the raft thread wrote since start (one device write each).",
         ),
         (
             "paddock_raft_readies",
@@ -276,7 +276,7 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
     );
     f.gauge(
         "paddock_log_dir_bytes",
-        "Bytes in the raft directory (RocksDB log and snapshots).",
+        "Bytes in the raft directory (log segments, the RocksDB metadata checkpoint, snapshots).",
         v.log_dir_size as f64,
     );
     f.0
