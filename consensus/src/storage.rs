@@ -59,6 +59,9 @@ const LOG_DIR: &str = "log";
 /// Where the segments were when they were only a redo log in front of RocksDB's copy.
 const LEGACY_SEGMENTS_DIR: &str = "segments";
 
+/// The memtable size of RocksDB's families (see `open_with_segment_bytes`).
+const META_MEMTABLE_BYTES: usize = 1 << 20;
+
 /// Recent entries kept in memory: followers being replicated to and the applier read the tail.
 const CACHE_ENTRIES: usize = 4096;
 /// Adjacent entries read from a segment in one read, up to this many bytes.
@@ -328,7 +331,13 @@ impl LogStore {
                 dir.display()
             )));
         }
-        let cfs = [ColumnFamilyDescriptor::new(CF_META, Options::default())];
+        // RocksDB sizes each new WAL file by preallocating 1.1 times the largest memtable: 70 MB of
+        // disk for a few hundred bytes of checkpoints with the default 64 MB. The checkpoints need
+        // next to nothing.
+        opts.set_write_buffer_size(META_MEMTABLE_BYTES);
+        let mut meta_opts = Options::default();
+        meta_opts.set_write_buffer_size(META_MEMTABLE_BYTES);
+        let cfs = [ColumnFamilyDescriptor::new(CF_META, meta_opts)];
         let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
         let log_dir = dir.join(LOG_DIR);
         let mut st = State::default();
