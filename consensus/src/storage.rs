@@ -21,9 +21,9 @@
 //! So a segment can go once the checkpoint covers its records and the log no longer holds any of
 //! its entries (the snapshot compacted past them): `prune`.
 //!
-//! Why not the entries in RocksDB, as before (DESIGN.md, "the raft log's synced append"): RocksDB
-//! was a second copy behind the synced segments, and its memtable insert, WAL write, flush and
-//! compaction cost about a fifth of the server's CPU per set.
+//! Why not the entries in RocksDB, as before (DESIGN.md, "the log's entries in the segments
+//! alone"): RocksDB was a second copy behind the synced segments, and its memtable insert, WAL
+//! write, flush and compaction cost about a fifth of the server's CPU per set.
 //!
 //! Only the raft thread mutates the store, through `&mut self`; raft-rs reads it through `&self`,
 //! so no locks are needed.
