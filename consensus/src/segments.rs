@@ -410,8 +410,9 @@ impl Segments {
     pub fn read(&self, number: u64, offset: u64, len: usize) -> Result<Vec<u8>, ConsensusError> {
         let file = if number == self.number {
             if offset + len as u64 > self.base {
-                // Not yet written: the tail is still in `pending` (the caller only reads synced
-                // records, which are written, but the last block is kept in memory too).
+                // The bytes from `base` on are in `pending`: the last block written, which is
+                // kept there to be rewritten, and the records appended unsynced since, not yet
+                // written. The caller only reads synced records, but these can end in that block.
                 let mut out = vec![0u8; len];
                 let from_file = self.base.saturating_sub(offset).min(len as u64) as usize;
                 if from_file > 0 {

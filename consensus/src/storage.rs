@@ -904,8 +904,9 @@ fn replay(
 
 /// RocksDB's environment with its flush and compaction threads at nice 19.
 ///
-/// They do bulk work that no reply waits for: the unsynced copy of the log is flushed to tables
-/// and compacted behind the synced segments. At normal priority, on a server with one core, the
+/// They do bulk work that no reply waits for. Since the log's entries left RocksDB (4 Dec 2026)
+/// that is only the metadata checkpoints, next to nothing; the priority was set when they flushed
+/// and compacted a copy of the whole log. At normal priority, on a server with one core, the
 /// kernel gave them the CPU in slices while the core task and the raft thread waited. Measured
 /// with 8 sessions x 32 sets in flight, server pinned to one core (8 s runs, alternating, twice):
 /// normal 92-95k sets/s, p99 7.2-7.6 ms; nice 5: 100-104k; nice 10: 105k; nice 19: 106-110k, p99
