@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use crate::name::Name;
+use crate::name::{Key, Name};
 use crate::node::Node;
 
 /// 256 entries of 32 bytes: an 8 KiB chunk, small enough to copy and shift in a few
@@ -43,17 +43,18 @@ struct Chunks {
 impl Chunks {
     /// The chunk that holds `name` or would: the last one whose first name is not above it
     /// (the first chunk for a name below all of them).
-    fn chunk_for(&self, name: &[u8]) -> usize {
+    fn chunk_for(&self, name: &[u8], key: Option<Key>) -> usize {
         self.chunks
-            .partition_point(|(first, _)| first.as_bytes() <= name)
+            .partition_point(|(first, _)| first.cmp_bytes(name, key).is_le())
             .saturating_sub(1)
     }
 
     fn find(&self, name: &[u8]) -> Option<(usize, usize)> {
-        let i = self.chunk_for(name);
+        let key = Key::of(name);
+        let i = self.chunk_for(name, key);
         let j = self.chunks[i]
             .1
-            .binary_search_by(|(k, _)| k.as_bytes().cmp(name))
+            .binary_search_by(|(k, _)| k.cmp_bytes(name, key))
             .ok()?;
         Some((i, j))
     }
@@ -136,8 +137,12 @@ impl Children {
             self.0 = Some(Box::new(c));
             return None;
         };
-        let i = c.chunk_for(name.as_bytes());
-        let j = match c.chunks[i].1.binary_search_by(|(k, _)| k.cmp(&name)) {
+        let key = name.key();
+        let i = c.chunk_for(name.as_bytes(), key);
+        let j = match c.chunks[i]
+            .1
+            .binary_search_by(|(k, _)| k.cmp_bytes(name.as_bytes(), key))
+        {
             Ok(j) => return Some(std::mem::replace(&mut c.chunk_mut(i)[j].1, node)),
             Err(j) => j,
         };
