@@ -352,7 +352,14 @@ pub fn start_opened(
     let membership = driver.membership();
     let (tx, rx) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared::default());
-    let threads = raft_loop::spawn(driver, cfg.tick, rx, sink, transport, shared.clone())?;
+    let threads = raft_loop::spawn(
+        driver,
+        cfg.tick,
+        (tx.clone(), rx),
+        sink,
+        transport,
+        shared.clone(),
+    )?;
     let handle = Handle {
         inner: Arc::new(Inner {
             tx,
