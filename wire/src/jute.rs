@@ -97,7 +97,12 @@ impl<'a> Reader<'a> {
 
     /// `buffer`: `None` is the null buffer (length -1).
     pub fn read_buffer(&mut self, what: &'static str) -> Result<Option<Vec<u8>>, DecodeError> {
-        Ok(self.read_len(what)?.map(|n| self.take(n).to_vec()))
+        Ok(self.read_opt_bytes(what)?.map(<[u8]>::to_vec))
+    }
+
+    /// `buffer`, borrowed from the buffer: `None` is the null buffer (length -1).
+    pub fn read_opt_bytes(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, DecodeError> {
+        Ok(self.read_len(what)?.map(|n| self.take(n)))
     }
 
     /// `ustring`, borrowed from the buffer: `None` is the null string (length -1).
@@ -216,6 +221,16 @@ impl Writer {
 
     pub fn write_i64(&mut self, v: i64) {
         self.buf.extend_from_slice(&v.to_be_bytes());
+    }
+
+    /// A `buffer` whose bytes `body` writes in place: its length is written as a placeholder
+    /// and set once `body` is done, so the bytes need no buffer of their own.
+    pub fn write_buffer_with(&mut self, body: impl FnOnce(&mut Writer)) {
+        let at = self.buf.len();
+        self.write_i32(0);
+        body(self);
+        let len = (self.buf.len() - at - 4) as i32;
+        self.buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
     }
 
     pub fn write_buffer(&mut self, v: Option<&[u8]>) {

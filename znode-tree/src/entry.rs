@@ -48,7 +48,9 @@ pub enum Txn {
 
 impl Entry {
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
+        // Room for the header and a typical request (a path and 100 bytes of data), so that
+        // encoding does not grow the buffer step by step from empty.
+        let mut w = Writer::with_capacity(256);
         w.write_u8(VERSION);
         w.write_i64(self.session_id);
         w.write_i32(self.xid);
@@ -67,7 +69,7 @@ impl Entry {
             Txn::Write(req) => {
                 w.write_u8(2);
                 w.write_i32(req.opcode().code());
-                w.write_buffer(Some(&req.body_bytes()));
+                w.write_buffer_with(|w| req.encode_body(w));
             }
             Txn::DeleteExpired { path } => {
                 w.write_u8(3);
@@ -118,10 +120,10 @@ impl Entry {
             2 => {
                 let op = r.read_i32("Write.opcode").map_err(TreeError::BadEntry)?;
                 let body = r
-                    .read_buffer("Write.body")
+                    .read_opt_bytes("Write.body")
                     .map_err(TreeError::BadEntry)?
                     .unwrap_or_default();
-                Txn::Write(Request::decode(op, &body).map_err(TreeError::BadEntry)?)
+                Txn::Write(Request::decode(op, body).map_err(TreeError::BadEntry)?)
             }
             3 => Txn::DeleteExpired {
                 path: r

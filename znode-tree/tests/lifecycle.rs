@@ -352,6 +352,23 @@ fn entries_round_trip_and_bad_bytes_are_errors() {
             assert!(Entry::decode(&b[..n]).is_err(), "prefix {n} of {e:?}");
         }
     }
+    // A write's body is encoded in place behind its length: the bytes are exactly the
+    // documented layout, with the body as a jute buffer (what logs already written hold).
+    let write = &entries[3];
+    let Txn::Write(req) = &write.txn else {
+        unreachable!()
+    };
+    let body = req.body_bytes();
+    let mut want = vec![1u8];
+    want.extend_from_slice(&5i64.to_be_bytes());
+    want.extend_from_slice(&6i32.to_be_bytes());
+    want.extend_from_slice(&7i64.to_be_bytes());
+    want.extend_from_slice(&0i32.to_be_bytes()); // no auth ids
+    want.push(2);
+    want.extend_from_slice(&req.opcode().code().to_be_bytes());
+    want.extend_from_slice(&(body.len() as i32).to_be_bytes());
+    want.extend_from_slice(&body);
+    assert_eq!(write.encode(), want);
     assert_eq!(Entry::decode(&[]), Err(TreeError::EmptyEntry));
     assert_eq!(Entry::decode(&[2]), Err(TreeError::EntryVersion(2)));
     let mut b = entries[0].encode();
