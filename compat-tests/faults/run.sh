@@ -20,11 +20,13 @@
 #
 # Each run writes to its own folder (default /tmp/paddock-faults/<time>-<target>-n<N>-s<seed>): the
 # history (history.jsonl), the nemesis timeline (timeline.jsonl), every member's log (nN/member.log), the
-# verdict (verdict.json) and the table (table.txt, also printed). The checkers' own tests (go test) run
-# first and count as checks. The last line is the row `faults | passed | failed | skipped`, where a check
-# is a checker's verdict or a go test (compat-tests/lib.sh's contract). Exit status non-zero on any
-# violation. Needs root (network namespaces, nftables); installs nftables, libfaketime and iproute2 with
-# apt-get when missing.
+# verdict (verdict.json) and the table (table.txt, also printed). A CI run (no arguments, or --ci) that
+# passes removes its folder when it ends, members' data included (about 250 MB), so that the test command
+# leaves nothing behind; KEEP_WORK=1 keeps it, and a run that fails always keeps it. The checkers' own
+# tests (go test) run first and count as checks. The last line is the row
+# `faults | passed | failed | skipped`, where a check is a checker's verdict or a go test
+# (compat-tests/lib.sh's contract). Exit status non-zero on any violation. Needs root (network
+# namespaces, nftables); installs nftables, libfaketime and iproute2 with apt-get when missing.
 #
 # Env: PADDOCK_BIN (default: a debug build in CARGO_TARGET_DIR), PADDOCK_SERVE_ARGS (extra serve flags),
 #      ZK_VERSION (scripts/zookeeper.sh), FAULTS_OUT (where run folders go), FAULTS_CI_TIME, KEEP_WORK.
@@ -99,6 +101,7 @@ RUN="$(cd "$RUN" && pwd)"
 export FAULTS_RUN="$RUN" FAULTS_NODES="$NODES" FAULTS_TARGET="$TARGET" FAULTS_FAKETIME=1 FAULTS_SLOT="$SLOT" NO_COLOR=1
 
 DRIVER=""
+PASSED=0
 cleanup() {
     set +e
     if [[ -n "$DRIVER" ]] && kill -0 "$DRIVER" 2>/dev/null; then
@@ -107,6 +110,12 @@ cleanup() {
         kill -KILL "$DRIVER" 2>/dev/null
     fi
     bash "$HERE/hosts.sh" teardown >/dev/null 2>&1
+    if [[ $CI == 1 && $PASSED == 1 && -z "${KEEP_WORK:-}" ]]; then
+        rm -rf "$RUN"
+        # The default parent too, once no run is left in it.
+        [[ -z "$OUT" && -z "${FAULTS_OUT:-}" ]] && rmdir "$(dirname "$RUN")" 2>/dev/null
+        echo "faults: removed the run folder (the run passed; KEEP_WORK=1 keeps it)" >&2
+    fi
     compat_cleanup
 }
 trap cleanup EXIT
@@ -187,5 +196,6 @@ if [[ $rc -ne 0 && $cfail -eq 0 ]]; then
     cfail=1
 fi
 echo "faults: run folder $RUN"
+[[ $rc -eq 0 && $gotest_fail -eq 0 && $cfail -eq 0 ]] && PASSED=1
 report $((cpass + gotest_pass)) $((cfail + gotest_fail)) 0
 [[ $rc -eq 0 && $gotest_fail -eq 0 ]]
