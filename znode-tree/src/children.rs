@@ -49,14 +49,18 @@ impl Chunks {
             .saturating_sub(1)
     }
 
-    fn find(&self, name: &[u8]) -> Option<(usize, usize)> {
-        let key = Key::of(name);
+    /// The chunk for `name`, and where in it `name` is (`Ok`) or would go (`Err`).
+    fn locate(&self, name: &[u8], key: Option<Key>) -> (usize, Result<usize, usize>) {
         let i = self.chunk_for(name, key);
-        let j = self.chunks[i]
+        let at = self.chunks[i]
             .1
-            .binary_search_by(|(k, _)| k.cmp_bytes(name, key))
-            .ok()?;
-        Some((i, j))
+            .binary_search_by(|(k, _)| k.cmp_bytes(name, key));
+        (i, at)
+    }
+
+    fn find(&self, name: &[u8]) -> Option<(usize, usize)> {
+        let (i, at) = self.locate(name, Key::of(name));
+        Some((i, at.ok()?))
     }
 
     fn chunk_mut(&mut self, i: usize) -> &mut Chunk {
@@ -137,12 +141,8 @@ impl Children {
             self.0 = Some(Box::new(c));
             return None;
         };
-        let key = name.key();
-        let i = c.chunk_for(name.as_bytes(), key);
-        let j = match c.chunks[i]
-            .1
-            .binary_search_by(|(k, _)| k.cmp_bytes(name.as_bytes(), key))
-        {
+        let (i, at) = c.locate(name.as_bytes(), name.key());
+        let j = match at {
             Ok(j) => return Some(std::mem::replace(&mut c.chunk_mut(i)[j].1, node)),
             Err(j) => j,
         };

@@ -135,10 +135,7 @@ impl PartialOrd for Name {
 
 impl Ord for Name {
     fn cmp(&self, other: &Name) -> Ordering {
-        match (self.key(), other.key()) {
-            (Some(a), Some(b)) => a.cmp(&b),
-            _ => self.as_bytes().cmp(other.as_bytes()),
-        }
+        self.cmp_bytes(other.as_bytes(), other.key())
     }
 }
 
