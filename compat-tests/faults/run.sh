@@ -198,4 +198,4 @@ fi
 echo "faults: run folder $RUN"
 [[ $rc -eq 0 && $gotest_fail -eq 0 && $cfail -eq 0 ]] && PASSED=1
 report $((cpass + gotest_pass)) $((cfail + gotest_fail)) 0
-[[ $rc -eq 0 && $gotest_fail -eq 0 ]]
+[[ $PASSED == 1 ]]
