@@ -36,6 +36,16 @@ pub fn split(path: &str) -> Option<(&str, &str)> {
     Some((parent, &path[i + 1..]))
 }
 
+/// True when `path` is `parent`, one `/` and a name: the last step of a canonical path, so that
+/// the name `split` gives is the child of `parent` that `path` names (`//a` is not one of `/`).
+pub fn is_child_path(path: &str, parent: &str) -> bool {
+    let sep = if parent == "/" { 0 } else { 1 };
+    path.len() > parent.len() + sep
+        && path.starts_with(parent)
+        && (sep == 0 || path.as_bytes()[parent.len()] == b'/')
+        && !path[parent.len() + sep..].contains('/')
+}
+
 /// True when `path` is `ancestor` or lies below it.
 pub fn is_at_or_below(path: &str, ancestor: &str) -> bool {
     if ancestor == "/" {
@@ -56,6 +66,17 @@ mod tests {
         assert_eq!(split("/"), Some(("/", "")));
         assert_eq!(split("/a/"), Some(("/a", "")));
         assert_eq!(split("a"), None);
+    }
+
+    #[test]
+    fn a_child_path_is_its_parent_one_slash_and_a_name() {
+        assert!(is_child_path("/a", "/"));
+        assert!(is_child_path("/a/b", "/a"));
+        assert!(!is_child_path("//a", "/"));
+        assert!(!is_child_path("/a/b", "/"));
+        assert!(!is_child_path("/a/", "/a"));
+        assert!(!is_child_path("/", "/"));
+        assert!(!is_child_path("/ab", "/a"));
     }
 
     #[test]

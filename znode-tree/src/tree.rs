@@ -482,14 +482,31 @@ impl Tree {
     /// Inserts a childless `node` (whose ACL reference the caller holds) under its parent, and
     /// into the indexes. Never the root: that comes only from `Builder`.
     pub(crate) fn insert_node(&mut self, p: &str, node: Node) {
+        self.insert_child(p, node, |_| {});
+    }
+
+    /// `insert_node`, changing the parent's stat (`parent_stat`) in the same walk: what a create
+    /// does (cversion, pzxid), as one walk down the path instead of one per step. Returns the
+    /// parent's ACL reference.
+    pub(crate) fn insert_child(
+        &mut self,
+        p: &str,
+        node: Node,
+        parent_stat: impl FnOnce(&mut StoredStat),
+    ) -> u32 {
         debug_assert!(node.children.is_empty());
         let Some((parent, name)) = path::split(p).filter(|(_, name)| !name.is_empty()) else {
             panic!("insert_node({p:?}): not a child path");
         };
+        self.save_meta(parent);
         self.index_add(p, &node);
         let Some(pn) = Tree::node_mut(&mut self.root, parent) else {
             panic!("insert_node({p:?}): no parent: the tree is corrupt");
         };
+        let before = node_hash(parent, pn, self.acls.get(pn.acl));
+        parent_stat(&mut pn.stat);
+        let after = node_hash(parent, pn, self.acls.get(pn.acl));
+        self.node_digest = self.node_digest.wrapping_sub(before).wrapping_add(after);
         if pn
             .children
             .insert(Name::new(name), Arc::new(node))
@@ -497,23 +514,42 @@ impl Tree {
         {
             panic!("insert_node({p:?}): already there: the tree is corrupt");
         }
+        let parent_acl = pn.acl;
         if let Some(u) = self.undo.as_mut() {
             u.push(Undo::Inserted(p.into()));
         }
+        parent_acl
     }
 
     /// Unlinks a childless node and releases its ACL reference.
     pub(crate) fn remove_node(&mut self, p: &str) -> Node {
-        let removed = path::split(p)
-            .filter(|(_, name)| !name.is_empty())
-            .and_then(|(parent, name)| {
-                Tree::node_mut(&mut self.root, parent)?
-                    .children
-                    .remove(name.as_bytes())
-            });
-        let Some(node) = removed else {
+        self.remove_child(p, |_| {}).0
+    }
+
+    /// `remove_node`, changing the parent's stat (`parent_stat`) in the same walk: what a delete
+    /// does (pzxid). Returns the node, its ACL and its parent's ACL reference.
+    pub(crate) fn remove_child(
+        &mut self,
+        p: &str,
+        parent_stat: impl FnOnce(&mut StoredStat),
+    ) -> (Node, Arc<[Acl]>, u32) {
+        let Some((parent, name)) = path::split(p).filter(|(_, name)| !name.is_empty()) else {
+            panic!("remove_node({p:?}): not a child path");
+        };
+        self.save_meta(parent);
+        let Some(pn) = Tree::node_mut(&mut self.root, parent) else {
+            panic!("remove_node({p:?}): no parent: the tree is corrupt");
+        };
+        let Some(node) = pn.children.remove(name.as_bytes()) else {
             panic!("remove_node({p:?}): no such node: the tree is corrupt");
         };
+        // The parent's hash covers its stat, not its children: taken after the unlink, it is
+        // the same as before it.
+        let before = node_hash(parent, pn, self.acls.get(pn.acl));
+        parent_stat(&mut pn.stat);
+        let after = node_hash(parent, pn, self.acls.get(pn.acl));
+        let parent_acl = pn.acl;
+        self.node_digest = self.node_digest.wrapping_sub(before).wrapping_add(after);
         // A view may still hold it; then this copies one childless node.
         let node = Arc::unwrap_or_clone(node);
         debug_assert!(node.children.is_empty());
@@ -535,14 +571,14 @@ impl Tree {
             self.quota_roots.remove(root);
         }
         self.data_size -= (p.len() + node.data_len()) as u64;
-        let acl = self.acls.get(node.acl).to_vec();
+        let acl = self.acls.shared(node.acl).clone();
         self.node_digest = self.node_digest.wrapping_sub(node_hash(p, &node, &acl));
         self.nodes -= 1;
         self.acls.release(node.acl);
         if let Some(u) = self.undo.as_mut() {
-            u.push(Undo::Removed(p.into(), node.clone(), acl));
+            u.push(Undo::Removed(p.into(), node.clone(), acl.to_vec()));
         }
-        node
+        (node, acl, parent_acl)
     }
 
     /// Changes a node in place (stat, data, ACL; never its children), recording its old state

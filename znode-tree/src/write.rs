@@ -63,14 +63,12 @@ fn check_version(expected: i32, actual: i32) -> Result<(), ErrorCode> {
     }
 }
 
-/// The parent of a path that delete-like ops accept: has a `/`, no NUL, not special.
-fn deletable_parent(p: &str) -> Result<&str, ErrorCode> {
+/// The parent and name of a path that delete-like ops accept: has a `/`, no NUL, not special.
+fn deletable_parent(p: &str) -> Result<(&str, &str), ErrorCode> {
     if p.contains('\0') || SPECIAL_PATHS.contains(&p) {
         return Err(ErrorCode::BadArguments);
     }
-    path::split(p)
-        .map(|(parent, _)| parent)
-        .ok_or(ErrorCode::BadArguments)
+    path::split(p).ok_or(ErrorCode::BadArguments)
 }
 
 impl Tree {
@@ -205,7 +203,11 @@ impl Tree {
         if !validate_path(&full) {
             return Err(ErrorCode::BadArguments);
         }
-        if self.node(&full).is_some() {
+        // The new node's parent is `parent` (a sequence number adds no `/`), so whether it
+        // exists is one lookup in the parent's children, not another walk from the root. The
+        // root, the one valid path without a name, always exists.
+        let (_, name) = path::split(&full).ok_or(ErrorCode::BadArguments)?;
+        if name.is_empty() || pnode.children.get(name.as_bytes()).is_some() {
             return Err(ErrorCode::NodeExists);
         }
         if matches!(pnode.kind(), Kind::Ephemeral(_)) {
@@ -214,10 +216,6 @@ impl Tree {
         let len = data.as_ref().map_or(0, |d| d.len()) as i64;
         self.check_quota(&full, len, 1)?;
 
-        self.update(parent, |pn, _| {
-            pn.stat.cversion = pn.stat.cversion.wrapping_add(1);
-            pn.stat.pzxid = pn.stat.pzxid.max(cx.zxid);
-        });
         let stat = StoredStat {
             czxid: cx.zxid,
             mzxid: cx.zxid,
@@ -230,14 +228,17 @@ impl Tree {
             aversion: 0,
         };
         let idx = self.acls.intern(&acl);
-        self.insert_node(&full, Node::new(stat, data.as_deref().map(Box::from), idx));
-        if path::split(&full).map(|(_, n)| n) == Some(quota::STAT_NODE)
-            && quota::is_quota_dir(parent)
-        {
+        let node = Node::new(stat, data.as_deref().map(Box::from), idx);
+        let stat = node.wire_stat();
+        let parent_acl = self.insert_child(&full, node, |ps| {
+            ps.cversion = ps.cversion.wrapping_add(1);
+            ps.pzxid = ps.pzxid.max(cx.zxid);
+        });
+        if name == quota::STAT_NODE && quota::is_quota_dir(parent) {
             self.recount_quota(quota::trim_quota_path(parent));
         }
         self.update_quota_stat(&full, len, 1);
-        let parent_acl = self.acl_of(self.existing(parent));
+        let parent_acl = self.acls.shared(parent_acl).clone();
         changes.push(Change::Created {
             path: full.clone(),
             acl: self.acls.shared(idx).clone(),
@@ -246,7 +247,6 @@ impl Tree {
             path: parent.to_owned(),
             acl: parent_acl,
         });
-        let stat = self.existing(&full).wire_stat();
         Ok(Done::Created {
             op,
             path: full,
@@ -261,10 +261,15 @@ impl Tree {
         version: i32,
         changes: &mut Vec<Change>,
     ) -> Result<(), ErrorCode> {
-        let parent = deletable_parent(p)?;
+        let (parent, name) = deletable_parent(p)?;
         let pnode = self.node(parent).ok_or(ErrorCode::NoNode)?;
         self.require(pnode, perms::DELETE, cx.auth)?;
-        let n = self.node(p).ok_or(ErrorCode::NoNode)?;
+        // The node is found among its parent's children, not by a second walk from the root;
+        // a path that is not canonical in its last step (`//a`) names no node, as before.
+        let n = path::is_child_path(p, parent)
+            .then(|| pnode.children.get(name.as_bytes()))
+            .flatten()
+            .ok_or(ErrorCode::NoNode)?;
         check_version(version, n.stat.version)?;
         if n.num_children() != 0 {
             return Err(ErrorCode::NotEmpty);
@@ -276,11 +281,9 @@ impl Tree {
     /// Removes a childless node and reports it (shared by delete, session close and expiry).
     fn unlink(&mut self, zxid: i64, p: &str, changes: &mut Vec<Change>) {
         let (parent, _) = path::split(p).expect("checked by caller");
-        self.update(parent, |pn, _| pn.stat.pzxid = pn.stat.pzxid.max(zxid));
-        let acl = self.acl_of(self.existing(p));
-        let node = self.remove_node(p);
+        let (node, acl, parent_acl) = self.remove_child(p, |ps| ps.pzxid = ps.pzxid.max(zxid));
         self.update_quota_stat(p, -(node.data_len() as i64), -1);
-        let parent_acl = self.acl_of(self.existing(parent));
+        let parent_acl = self.acls.shared(parent_acl).clone();
         changes.push(Change::Deleted {
             path: p.to_owned(),
             acl,
@@ -307,17 +310,17 @@ impl Tree {
         let diff = data.as_ref().map_or(0, |d| d.len()) as i64 - n.data_len() as i64;
         self.check_quota(p, diff, 0)?;
         check_version(version, n.stat.version)?;
-        let stat = self.update(p, |n, _| {
+        let (stat, acl) = self.update(p, |n, acls| {
             n.data = data.as_deref().map(Box::from);
             n.stat.mzxid = cx.zxid;
             n.stat.mtime = cx.time;
             n.stat.version = n.stat.version.wrapping_add(1);
-            n.wire_stat()
+            (n.wire_stat(), acls.shared(n.acl).clone())
         });
         self.update_quota_stat(p, diff, 0);
         changes.push(Change::DataChanged {
             path: p.to_owned(),
-            acl: self.acl_of(self.existing(p)),
+            acl,
         });
         Ok(stat)
     }
@@ -388,7 +391,7 @@ impl Tree {
         p: &str,
         changes: &mut Vec<Change>,
     ) -> Result<(), ErrorCode> {
-        let parent = deletable_parent(p)?;
+        let (parent, _) = deletable_parent(p)?;
         let n = self.node(p).ok_or(ErrorCode::NoNode)?;
         if n.num_children() != 0 {
             return Err(ErrorCode::NotEmpty);

@@ -265,6 +265,10 @@ fn delete_checks_in_zookeepers_order() {
     assert_eq!(h.delete("/x", -1), Err(ErrorCode::NoNode));
     h.create("/p", b"", 0).unwrap();
     h.create("/p/c", b"", 0).unwrap();
+    // A path that is not canonical names no node, even where its last name is a child.
+    assert_eq!(h.delete("//p", -1), Err(ErrorCode::NoNode));
+    assert_eq!(h.delete("/p//c", -1), Err(ErrorCode::NoNode));
+    assert_eq!(h.delete("/p/c/", -1), Err(ErrorCode::NoNode));
     // Version is checked before children.
     assert_eq!(h.delete("/p", 5), Err(ErrorCode::BadVersion));
     assert_eq!(h.delete("/p", 0), Err(ErrorCode::NotEmpty));
