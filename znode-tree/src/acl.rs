@@ -2,6 +2,7 @@
 //! table nodes point into (ZooKeeper's `ReferenceCountedACLCache`): half a million znodes
 //! usually share a handful of ACL lists, so each node stores a `u32`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
@@ -94,8 +95,24 @@ fn is_authenticated_scheme(scheme: &str) -> bool {
 }
 
 /// §7.4 fix-up on create and setACL: dedupe (first occurrence wins), reject empty lists,
-/// expand `auth`, validate every other id against its scheme.
-pub fn fixup_acl(acl: &[Acl], auth: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
+/// expand `auth`, validate every other id against its scheme. A list that needs none of that
+/// (the usual one: `world:anyone`, or valid ids without `auth` or repeats) is returned as given,
+/// so that a create copies no id strings for it.
+pub fn fixup_acl<'a>(acl: &'a [Acl], auth: &[Id]) -> Result<Cow<'a, [Acl]>, ErrorCode> {
+    let as_given = !acl.is_empty()
+        && acl
+            .iter()
+            .enumerate()
+            .all(|(i, a)| a.id.scheme != "auth" && !acl[..i].contains(a));
+    if as_given {
+        return if acl.iter().all(|a| {
+            (a.id.scheme == "world" && a.id.id == "anyone") || id_is_valid(&a.id.scheme, &a.id.id)
+        }) {
+            Ok(Cow::Borrowed(acl))
+        } else {
+            Err(ErrorCode::InvalidAcl)
+        };
+    }
     let mut uniq: Vec<&Acl> = Vec::with_capacity(acl.len());
     for a in acl {
         if !uniq.contains(&a) {
@@ -130,7 +147,7 @@ pub fn fixup_acl(acl: &[Acl], auth: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
             return Err(ErrorCode::InvalidAcl);
         }
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 fn id_is_valid(scheme: &str, id: &str) -> bool {
@@ -330,6 +347,33 @@ pub(crate) const READ_OR_ADMIN: i32 = perms::READ | perms::ADMIN;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixup_returns_a_plain_list_as_given_and_fixes_the_rest() {
+        let world = Acl::new(31, "world", "anyone");
+        let digest = Acl::new(1, "digest", "u:h");
+        let plain = [world.clone(), digest.clone()];
+        assert!(matches!(fixup_acl(&plain, &[]), Ok(Cow::Borrowed(l)) if l == plain));
+        // Repeats go (the first wins), `auth` becomes the session's authenticated ids.
+        let repeated = [world.clone(), world.clone(), digest.clone()];
+        assert!(matches!(fixup_acl(&repeated, &[]), Ok(Cow::Owned(l)) if l == plain));
+        let auth = [Id::new("ip", "1.2.3.4"), Id::new("digest", "u:h")];
+        let with_auth = [Acl::new(1, "auth", ""), world.clone()];
+        assert_eq!(
+            fixup_acl(&with_auth, &auth).map(Cow::into_owned),
+            Ok(vec![digest.clone(), world.clone()])
+        );
+        // Every way to be invalid, on both paths.
+        for bad in [
+            vec![],
+            vec![Acl::new(1, "auth", "")],
+            vec![Acl::new(1, "digest", "no-colon")],
+            vec![world.clone(), Acl::new(1, "ip", "not-an-ip")],
+            vec![world.clone(), world.clone(), Acl::new(1, "nope", "x")],
+        ] {
+            assert_eq!(fixup_acl(&bad, &[]), Err(ErrorCode::InvalidAcl), "{bad:?}");
+        }
+    }
 
     #[test]
     fn digest_id_hashes_user_and_password_together() {
