@@ -21,7 +21,9 @@
 //! - the watch registry is per server and not replicated;
 //! - nodes form a tree from the root, each owning its children by name (a name is stored
 //!   once, full paths are built only to be hashed, indexed or encoded); a lookup walks the
-//!   path's components, O(depth × log children), allocating nothing; getChildren is
+//!   path's components, O(depth × log children), allocating nothing; a write walks once to the
+//!   node it changes (create and delete: to the parent, whose stat changes in the same walk:
+//!   `Tree::insert_child`, `Tree::remove_child`) and once to check it first; getChildren is
 //!   O(children); memory is about 237 heap bytes (258 resident) per znode with 100 bytes of
 //!   data at 1M znodes, ACL lists interned (`tests/scale.rs` measures it);
 //! - nodes are shared copy-on-write, so `snapshot_view` is O(1) in the znodes (it takes the
