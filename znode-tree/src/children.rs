@@ -79,26 +79,59 @@ impl Chunks {
     }
 }
 
-impl Children {
-    /// Children from pairs in strictly increasing name order (restore checks that), in full
-    /// chunks.
-    pub fn from_sorted(pairs: Vec<Entry>) -> Children {
-        if pairs.is_empty() {
-            return Children(None);
+/// Children gathered in strictly increasing name order (restore checks that), straight into
+/// full chunks: a parent of 1,000 children no longer grows one vector to 1,000 (copying it at
+/// each doubling) and then copies it again into chunks.
+#[derive(Default)]
+pub(crate) struct SortedChildren {
+    len: usize,
+    full: Vec<(Name, Arc<Chunk>)>,
+    current: Chunk,
+}
+
+impl SortedChildren {
+    pub fn push(&mut self, name: Name, node: Arc<Node>) {
+        if self.current.len() == CAP {
+            self.seal(Vec::with_capacity(CAP));
         }
-        let len = pairs.len();
-        let mut chunks = Vec::with_capacity(len.div_ceil(CAP));
-        let mut rest = pairs.into_iter();
-        loop {
-            let chunk: Chunk = rest.by_ref().take(CAP).collect();
-            let Some((first, _)) = chunk.first() else {
-                break;
-            };
-            chunks.push((first.clone(), Arc::new(chunk)));
-        }
-        Children(Some(Box::new(Chunks { len, chunks })))
+        self.current.push((name, node));
+        self.len += 1;
     }
 
+    /// The last name pushed.
+    pub fn last(&self) -> Option<&Name> {
+        match self.current.last() {
+            Some((name, _)) => Some(name),
+            None => self
+                .full
+                .last()
+                .and_then(|(_, c)| c.last())
+                .map(|(name, _)| name),
+        }
+    }
+
+    fn seal(&mut self, next: Chunk) {
+        let mut chunk = std::mem::replace(&mut self.current, next);
+        // Only a parent's last chunk can be short; the doubling may have left it room to spare.
+        chunk.shrink_to_fit();
+        if let Some((first, _)) = chunk.first() {
+            self.full.push((first.clone(), Arc::new(chunk)));
+        }
+    }
+
+    pub fn finish(mut self) -> Children {
+        if self.len == 0 {
+            return Children(None);
+        }
+        self.seal(Vec::new());
+        Children(Some(Box::new(Chunks {
+            len: self.len,
+            chunks: self.full,
+        })))
+    }
+}
+
+impl Children {
     pub fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |c| c.len)
     }
@@ -293,6 +326,34 @@ mod tests {
         c.0.as_ref().map_or(vec![], |c| {
             c.chunks.iter().map(|(_, ch)| ch.len()).collect()
         })
+    }
+
+    #[test]
+    fn sorted_children_come_in_whole_chunks_with_no_room_to_spare() {
+        for n in [0usize, 1, 3, 255, 256, 257, 1000] {
+            let mut s = SortedChildren::default();
+            for i in 0..n {
+                s.push(Name::new(&format!("n{i:07}")), leaf(i as u32));
+                assert_eq!(
+                    s.last().map(Name::as_str),
+                    Some(format!("n{i:07}").as_str())
+                );
+            }
+            let c = s.finish();
+            c.check();
+            assert_eq!(c.len(), n);
+            let mut lens = vec![CAP; n / CAP];
+            if n % CAP != 0 {
+                lens.push(n % CAP);
+            }
+            assert_eq!(chunk_lens(&c), lens, "{n}");
+            if let Some(c) = &c.0 {
+                assert!(c.chunks.iter().all(|(_, ch)| ch.capacity() == ch.len()));
+            }
+            let names: Vec<_> = c.iter().map(|(k, _)| k.as_str().to_owned()).collect();
+            let want: Vec<_> = (0..n).map(|i| format!("n{i:07}")).collect();
+            assert_eq!(names, want);
+        }
     }
 
     #[test]

@@ -23,9 +23,10 @@ use wire::ops::sync::SyncResponse;
 use wire::{perms, Acl, ErrorCode, Id, MultiResult, Request, Response};
 
 use crate::acl::{self, AclTable};
+use crate::children::SortedChildren;
 use crate::entry::{Entry, Txn};
 use crate::name::Name;
-use crate::node::{Children, Kind, Node, StoredStat};
+use crate::node::{Kind, Node, StoredStat};
 use crate::path;
 use crate::quota;
 use crate::session::Session;
@@ -667,7 +668,7 @@ struct Open {
     len: usize,
     name: Name,
     node: Node,
-    children: Vec<(Name, Arc<Node>)>,
+    children: SortedChildren,
 }
 
 impl Builder {
@@ -684,7 +685,7 @@ impl Builder {
                 len: 1,
                 name: Name::new(""),
                 node,
-                children: Vec::new(),
+                children: SortedChildren::default(),
             });
             return Ok(());
         }
@@ -705,7 +706,7 @@ impl Builder {
             ));
         }
         let top = self.open.last().expect("the root stays open");
-        if let Some((last, _)) = top.children.last() {
+        if let Some(last) = top.children.last() {
             match last.as_bytes().cmp(name.as_bytes()) {
                 std::cmp::Ordering::Less => {}
                 std::cmp::Ordering::Equal => return Err(format!("node {p:?} is listed twice")),
@@ -721,7 +722,7 @@ impl Builder {
             len: p.len(),
             name: Name::new(name),
             node,
-            children: Vec::new(),
+            children: SortedChildren::default(),
         });
         Ok(())
     }
@@ -735,7 +736,7 @@ impl Builder {
             self.close();
         }
         let mut root = self.open.pop().expect("the root is open");
-        root.node.children = Children::from_sorted(root.children);
+        root.node.children = root.children.finish();
         tree.root = Arc::new(root.node);
         Ok(())
     }
@@ -749,9 +750,9 @@ impl Builder {
         let Some(mut done) = self.open.pop() else {
             return;
         };
-        done.node.children = Children::from_sorted(done.children);
+        done.node.children = done.children.finish();
         if let Some(parent) = self.open.last_mut() {
-            parent.children.push((done.name, Arc::new(done.node)));
+            parent.children.push(done.name, Arc::new(done.node));
             self.path.truncate(parent.len);
         }
     }
