@@ -703,6 +703,49 @@ print(json.dumps({"append_fdatasync_p50_us": s50, "append_fdatasync_p90_us": s90
 ' "$server" "$client" >"$OUT/fsync.json"
 }
 
+# host_pauses: how often, and for how long, this machine stops running anything while its disk takes
+# synced writes, with no server running: a loop of 512-byte appends + fdatasync on the servers' core
+# for 2 s while a busy loop on the other core notes every gap of 2 ms or more between its iterations.
+# On the VM these benchmarks ran on (4 Dec 2026) the busy loop stood still for 8-16 ms every 100 ms
+# while the writes ran, and not while both cores only computed: perf sched of the stall run shows the
+# same, both CPUs switching nothing for 10 ms, so no get issued beside sustained writes there can
+# answer faster than that, whatever the server.
+host_pauses() {
+    local writer watcher w idle busy
+    writer='
+import os, sys, time
+path = os.path.join(sys.argv[1], "pause-probe")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+os.ftruncate(fd, 1 << 20)
+deadline, n = time.monotonic() + 2, 0
+while time.monotonic() < deadline:
+    os.pwrite(fd, b"x" * 512, (n % 2048) * 512)
+    os.fdatasync(fd)
+    n += 1
+os.close(fd)
+os.unlink(path)
+'
+    watcher='
+import json, time
+start = last = time.perf_counter()
+gaps = []
+while last - start < 2:
+    now = time.perf_counter()
+    if now - last >= 0.002:
+        gaps.append((now - last) * 1e3)
+    last = now
+print(json.dumps({"seconds": 2, "pauses": len(gaps), "longest_ms": round(max(gaps, default=0), 1),
+                  "total_ms": round(sum(gaps), 1)}))
+'
+    # The same loop without the writes first: what the machine does on its own.
+    idle="$("${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" python3 -c "$watcher")"
+    "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" python3 -c "$writer" "$WORK" &
+    w=$!
+    busy="$("${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" python3 -c "$watcher")"
+    wait "$w"
+    printf '{"writing": %s, "not_writing": %s}\n' "$busy" "$idle" >"$OUT/host-pauses.json"
+}
+
 write_params() {
     local mode="$1"
     LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -823,6 +866,7 @@ fi
 # ---------------------------------------------------------------------------------------------------
 WORKLOADS=(create set get mixed lock lone)
 fsync_cost
+host_pauses
 for side in "${SIDES[@]}"; do
     start_side "$side"
 done
@@ -1057,6 +1101,14 @@ if fsync is not None:
           f"({fs['append_fdatasync_p90_us']:.0f} us p90) from the servers' core"
           + (f", {fs['generator_core_p50_us']:.0f} us from the load generator's"
              if "generator_core_p50_us" in fs else ""))
+hp = load(os.path.join(out, "host-pauses.json"))
+if hp:
+    hw, hi = hp["writing"], hp["not_writing"]
+    print(f"this machine, no server running: while the servers' core appends and fdatasyncs, the other "
+          f"core stood still {hw['pauses']} times in {hw['seconds']} s")
+    print(f"  (2 ms or more each, longest {hw['longest_ms']:.0f} ms; {hi['pauses']} times, longest "
+          f"{hi['longest_ms']:.0f} ms, without the writes): a floor under every get beside writes, the "
+          f"snapshot stall's included")
 print("server CPU: the server process's user+system CPU over a run (set-up and clean-up included) divided by")
 print("  the ops it counted; busy: that CPU time over the run's wall time (100 = one core the whole run:")
 print("  the server set the pace); lone: one session, one request in flight (a set); host steal: the")
