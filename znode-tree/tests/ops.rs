@@ -682,3 +682,19 @@ fn set_data_checks_auth_then_quota_then_version() {
     assert_eq!(data, Some(b"count=1,bytes=2".to_vec()));
     assert_eq!(st.version, 0);
 }
+
+#[test]
+fn create2_of_a_stats_node_answers_the_stat_from_before_its_recount() {
+    // DataTree.createNode copies the new node's stat for the reply before updateQuotaForPath
+    // writes the subtree's usage into a new stats node.
+    let mut h = H::new();
+    h.create("/q", b"abc", 0).unwrap();
+    h.create("/zookeeper/quota/q", b"", 0).unwrap();
+    let (_, st) = h
+        .create2("/zookeeper/quota/q/zookeeper_stats", b"", 0)
+        .unwrap();
+    assert_eq!((st.data_length, st.version), (0, 0));
+    let (data, st) = h.get("/zookeeper/quota/q/zookeeper_stats").unwrap();
+    assert_eq!(data, Some(b"count=1,bytes=3".to_vec()));
+    assert_eq!((st.data_length, st.version), (15, 0));
+}
