@@ -4,10 +4,11 @@
 //! `remove_node`, `update`, and `Builder` for a whole tree at once) so that a multi can be
 //! rolled back exactly from its undo log, and so that the indexes can never drift from the
 //! nodes. A path is found by walking its components from the root: no allocation, one map
-//! lookup per component. A create or delete changes its parent's stat and links or unlinks the
-//! child in one walk (`insert_child`, `remove_child`): a restart's replay of 98.5k creates spent
-//! most of its time walking the same path six times per create before. A write walks the same way through `Arc::make_mut`, copying the nodes
-//! on its path that a `SnapshotView` still shares (and only those).
+//! lookup per component. A write walks the same way through `Arc::make_mut`, copying the nodes
+//! on its path that a `SnapshotView` still shares (and only those). A create or delete changes
+//! its parent's stat and links or unlinks the child in that one walk (`insert_child`,
+//! `remove_child`): a restart's replay of 98.5k creates spent most of its time walking the same
+//! path six times per create before.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
