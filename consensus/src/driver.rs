@@ -487,6 +487,11 @@ impl Driver {
         Ok(())
     }
 
+    /// True while the sole voter's campaign waits for the committed log to be delivered.
+    pub(crate) fn campaign_pending(&self) -> bool {
+        self.campaign_when_applied
+    }
+
     /// The sole voter's deferred campaign (`campaign_when_applied`), once nothing committed is
     /// left to deliver. True if it campaigned.
     fn maybe_campaign_alone(&mut self) -> Result<bool, ConsensusError> {

@@ -136,6 +136,14 @@ pub(crate) fn spawn(
         sync_started: None,
         alone: false,
     };
+    let mut driver = driver;
+    if driver.campaign_pending() {
+        // A sole voter restarted with committed entries not yet applied campaigns only once they
+        // are delivered (`Driver::open_with`). Deliver them and campaign here, before `start`
+        // returns, so that it still returns with the node leading and proposals accepted, as it
+        // did when the campaign came first (a proposer that started at once found no leader).
+        driver.ready(&mut out)?;
+    }
     out.publish(&driver);
     let mut raft_loop = RaftLoop {
         driver,

@@ -187,6 +187,42 @@ fn restart_redelivers_the_log_and_continues_at_the_next_index() {
 }
 
 #[test]
+fn a_restarted_sole_voter_leads_as_soon_as_start_returns() {
+    // Its campaign waits until the committed log is delivered (raft-rs's campaign would read all
+    // of it first), but not past `start`: a proposer that starts at once must find a leader.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let started = start(Config::standalone(dir.path())).unwrap();
+        for i in 0..20u32 {
+            started.handle.propose(i.to_be_bytes().to_vec()).unwrap();
+        }
+        wait_status(&started.handle, "applied 22", |s| s.applied == 22);
+        started.handle.shutdown();
+    }
+    let started = start(Config::standalone(dir.path())).unwrap();
+    let s = started.handle.status();
+    assert_eq!((s.is_leader, s.term), (true, 3));
+    started.handle.propose(b"at once".to_vec()).unwrap();
+    let entries = committed_until(&started.events, 24);
+    assert_eq!(
+        entries[entries.len() - 2..],
+        [
+            CommittedEntry {
+                index: 23,
+                term: 3,
+                data: vec![]
+            },
+            CommittedEntry {
+                index: 24,
+                term: 3,
+                data: b"at once".to_vec()
+            }
+        ]
+    );
+    started.handle.shutdown();
+}
+
+#[test]
 fn shutdown_is_idempotent_and_later_calls_report_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let started = start(Config::standalone(dir.path())).unwrap();
