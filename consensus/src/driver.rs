@@ -493,18 +493,17 @@ impl Driver {
     }
 
     /// The sole voter's deferred campaign (`campaign_when_applied`), once nothing committed is
-    /// left to deliver. True if it campaigned.
-    fn maybe_campaign_alone(&mut self) -> Result<bool, ConsensusError> {
+    /// left to deliver.
+    fn maybe_campaign_alone(&mut self) -> Result<(), ConsensusError> {
         let log = &self.raw.raft.raft_log;
         if !self.campaign_when_applied || log.applied < log.committed {
-            return Ok(false);
+            return Ok(());
         }
         self.campaign_when_applied = false;
-        if self.raw.raft.state == StateRole::Leader || !self.raw.raft.promotable() {
-            return Ok(false);
+        if self.raw.raft.state != StateRole::Leader && self.raw.raft.promotable() {
+            self.raw.campaign()?;
         }
-        self.raw.campaign()?;
-        Ok(true)
+        Ok(())
     }
 
     /// Ends `rejoining` once the log holds, persisted, an entry (or a snapshot) of the term of

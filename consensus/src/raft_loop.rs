@@ -113,7 +113,7 @@ impl Output for ThreadOutput {
 }
 
 pub(crate) fn spawn(
-    driver: Driver,
+    mut driver: Driver,
     tick: Duration,
     requests: (Sender<Request>, Receiver<Request>),
     events: Box<dyn EventSink>,
@@ -136,7 +136,6 @@ pub(crate) fn spawn(
         sync_started: None,
         alone: false,
     };
-    let mut driver = driver;
     if driver.campaign_pending() {
         // A sole voter restarted with committed entries not yet applied campaigns only once they
         // are delivered (`Driver::open_with`). Deliver them and campaign here, before `start`
