@@ -105,9 +105,7 @@ pub fn fixup_acl<'a>(acl: &'a [Acl], auth: &[Id]) -> Result<Cow<'a, [Acl]>, Erro
             .enumerate()
             .all(|(i, a)| a.id.scheme != "auth" && !acl[..i].contains(a));
     if as_given {
-        return if acl.iter().all(|a| {
-            (a.id.scheme == "world" && a.id.id == "anyone") || id_is_valid(&a.id.scheme, &a.id.id)
-        }) {
+        return if acl.iter().all(|a| stands_as_given(&a.id)) {
             Ok(Cow::Borrowed(acl))
         } else {
             Err(ErrorCode::InvalidAcl)
@@ -124,10 +122,7 @@ pub fn fixup_acl<'a>(acl: &'a [Acl], auth: &[Id]) -> Result<Cow<'a, [Acl]>, Erro
     }
     let mut out = Vec::with_capacity(uniq.len());
     for a in uniq {
-        let id = &a.id;
-        if id.scheme == "world" && id.id == "anyone" {
-            out.push(a.clone());
-        } else if id.scheme == "auth" {
+        if a.id.scheme == "auth" {
             let before = out.len();
             for cid in auth
                 .iter()
@@ -141,13 +136,19 @@ pub fn fixup_acl<'a>(acl: &'a [Acl], auth: &[Id]) -> Result<Cow<'a, [Acl]>, Erro
             if out.len() == before {
                 return Err(ErrorCode::InvalidAcl);
             }
-        } else if id_is_valid(&id.scheme, &id.id) {
+        } else if stands_as_given(&a.id) {
             out.push(a.clone());
         } else {
             return Err(ErrorCode::InvalidAcl);
         }
     }
     Ok(Cow::Owned(out))
+}
+
+/// An id a create or setACL keeps unchanged: `world:anyone`, or a valid id of its scheme (never
+/// `auth`, which is expanded instead).
+fn stands_as_given(id: &Id) -> bool {
+    (id.scheme == "world" && id.id == "anyone") || id_is_valid(&id.scheme, &id.id)
 }
 
 fn id_is_valid(scheme: &str, id: &str) -> bool {
