@@ -548,10 +548,23 @@ snapshots_of() {
     esac
 }
 
-# fill_and_restart <side>: VmRSS, fill, VmRSS (growth per znode), SIGKILL, restart, time until the last
-# znode reads; then the snapshot stall on the restarted server.
+# fill_and_restart <side>: a fresh server, VmRSS, fill, VmRSS (growth per znode), SIGKILL, restart, time
+# until the last znode reads; then the snapshot stall on the restarted server.
 fill_and_restart() {
     local side="$1" pid t0 t1 rss0 rss last restart_ms
+    # The fill starts on a fresh server with an empty data directory, as the sweep's fills do. Until
+    # 4 Dec 2026 it ran on the server the rounds had used, whose allocator (or heap) kept memory the
+    # rounds had freed: paddock held 110-158 MiB before the fill against 25 MiB fresh, the fill reused
+    # it, and the growth per znode read 181-224 B at 1M where a fresh server grows 296 B.
+    stop_pid "${PIDOF[$side]}"
+    rm -rf "${DIROF[$side]}/data" "${DIROF[$side]}/zk-data"
+    start_server "$side" "${PORT[$side]}" "${DIROF[$side]}"
+    PIDOF[$side]="$PID"
+    if ! probe "${PORT[$side]}" / 90 "$OUT/$side-fresh.json"; then
+        log "[$side] the fresh server for the fill did not serve within 90 s"
+        FAILED=1
+        return
+    fi
     pid="${PIDOF[$side]}"
     sleep 1
     rss0="$(rss_kb "$pid")"
