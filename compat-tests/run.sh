@@ -11,6 +11,8 @@
 # A suite is compat-tests/<name>/run.sh following compat-tests/lib.sh's contract. Known failures (listed
 # in a suite's KNOWN_FAILURES: features paddock does not have yet) count as skipped, with the reason.
 # Exit status: 0 only if every suite ran tests and none failed. PADDOCK_BIN overrides the binary.
+# The suites' logs go to a fresh folder under $TMPDIR; it is removed when every suite passed (KEEP_WORK=1
+# keeps it) and kept, with its path printed, when one failed.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -102,4 +104,9 @@ done
 } >"$RESULTS"
 printf '\n==> compat summary (also in %s)\n' "${RESULTS#"$ROOT"/}"
 cat "$RESULTS"
+if [[ "$status" -eq 0 && -z "${KEEP_WORK:-}" ]]; then
+    rm -rf "$LOGS"
+else
+    echo "run.sh: suite logs kept in $LOGS"
+fi
 exit "$status"

@@ -6,8 +6,9 @@
 # (CI=true works): every server is started on a free loopback port and stopped on exit.
 #
 # Ends with one `<suite>: N passed, N failed[, N skipped]` line per suite, the reasons for skips, and
-# `overall: N passed, N failed`; exits
-# non-zero if any step failed.
+# `overall: N passed, N failed`; exits non-zero if any step failed. Its logs (cargo's, the benchmark
+# smoke's) go to a fresh folder under $TMPDIR, removed when everything passed (KEEP_WORK=1 keeps it) and
+# kept, with its path printed, when anything failed: a passing run leaves nothing behind.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -133,4 +134,9 @@ if [[ ${#cargo_failures[@]} -gt 0 ]]; then
 fi
 [[ -z "${skipped_lines:-}" ]] || echo "$skipped_lines"
 echo "overall: $total_passed passed, $total_failed failed"
+if [[ "$status" -eq 0 && -z "${KEEP_WORK:-}" ]]; then
+    rm -rf "$LOG_DIR"
+else
+    echo "logs kept in $LOG_DIR"
+fi
 exit "$status"
