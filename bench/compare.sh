@@ -40,8 +40,8 @@
 # `taskset -c <client-cpus>`. Both servers stay up, but only one is under load at a time: the rounds
 # of create, set, get, mixed, lock and lone (one session, one request in flight: a set) alternate
 # between the sides and flip their order each round. Every run records the server's CPU time (from
-# /proc, so CPU per op) and its VmRSS. Then, per side: VmRSS, fill, VmRSS again (growth per znode),
-# SIGKILL, restart, the time until the last filled znode reads; then on the restarted server a get
+# /proc, so CPU per op) and its VmRSS. Then, per side: a fresh server, VmRSS, fill, VmRSS again (growth
+# per znode), SIGKILL, restart, the time until the last filled znode reads; then on the restarted server a get
 # (1 session, 1 in flight) alongside snapCount + 10% writes, so at least one snapshot of the filled
 # tree is taken while it runs: its longest latency is the stall (the number of snapshots taken is
 # checked: paddock's mntr zk_paddock_last_snapshot_index, ZooKeeper's snapshot files). The disk's own
@@ -834,8 +834,8 @@ EOF
             log "[$side] sweep: fill $n znodes"
             if bench_on "$side" --workload fill --clients "$CLIENTS" --znodes "$n" --inflight $((INFLIGHT * 4)) \
                 --keep --root /bench-fill --json "$OUT/sweep-$side-fill-$n.json"; then
-                # Settled, as the table's fill reads it (until 4 Dec 2026 the sweep read the size 2 s
-                # after the fill, while paddock still held a snapshot's encoded bytes).
+                # Settled, as the table's fill reads it (until 4 Dec 2026 the sweep read it 2 s after
+                # the fill).
                 read -r rss1 _ < <(settled_rss_kb "$pid")
                 last="$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["fill"]["last_path"])' \
                     "$OUT/sweep-$side-fill-$n.json")"
