@@ -649,6 +649,43 @@ fn a_snapshot_fed_in_pieces_checks_what_a_whole_one_does() {
     assert!(r.finish().is_err());
 }
 
+/// `of_checked_bytes` trusts the caller's check of the bytes: a wrong trailing checksum passes,
+/// while a missing trailer, trailing bytes and a bad record still fail.
+#[test]
+fn a_restore_of_checked_bytes_skips_only_the_checksum() {
+    let mut h = H::new();
+    busy_history(&mut h);
+    let snap = h.tree.snapshot();
+    let restore = |bytes: &[u8]| {
+        let mut r = Restore::of_checked_bytes(TreeConfig::default());
+        for piece in bytes.chunks(7) {
+            r.feed(piece)?;
+        }
+        r.finish()
+    };
+    let t = restore(&snap).unwrap();
+    assert_eq!(t.snapshot(), snap);
+    assert_eq!(t.digest(), h.tree.digest());
+    let mut flipped = snap.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert_eq!(restore(&flipped).unwrap().snapshot(), snap);
+    assert!(matches!(
+        restore_in_pieces(&flipped, 7),
+        Err(TreeError::Checksum { .. })
+    ));
+    assert!(restore(&snap[..snap.len() - 2]).is_err());
+    let mut longer = snap.clone();
+    longer.extend_from_slice(b"xy");
+    assert_eq!(
+        restore(&longer).err(),
+        Some(TreeError::Inconsistent("2 trailing bytes".into()))
+    );
+    let mut magic = snap.clone();
+    magic[0] = b'X';
+    assert_eq!(restore(&magic).err(), Some(TreeError::SnapshotFormat));
+}
+
 #[test]
 fn sequential_suffix_goes_negative_after_the_counter_wraps() {
     // Reaching 2^31 creates is impractical; patch /q's stored cversion in a snapshot instead.
