@@ -246,11 +246,26 @@ fn ip_matches(remote: &str, acl_expr: &str) -> bool {
 pub struct AclTable {
     /// Each list is shared (`Arc`): a change record or a snapshot view holds it without a copy.
     lists: Vec<Option<(Arc<[Acl]>, u32)>>,
+    /// Each slot's `list_hash`, computed once when the list is interned: every node's digest
+    /// hash covers its ACL, and nearly all nodes share one list.
+    hashes: Vec<u64>,
     index: BTreeMap<Vec<u8>, u32>,
     free: Vec<u32>,
     /// The list interned last: nearly every node of a tree has the same ACL, and comparing with
     /// it first spares encoding a key for the index on every create.
     last: u32,
+}
+
+/// An ACL list's content hash for the digest (never its internal index): each entry's scheme,
+/// then its id, chained through XXH3's seed with the permissions and the scheme's length.
+pub(crate) fn list_hash(acl: &[Acl]) -> u64 {
+    use xxhash_rust::xxh3::xxh3_64_with_seed as xxh3;
+    let mut h = acl.len() as u64;
+    for a in acl {
+        h = xxh3(a.id.scheme.as_bytes(), h ^ u64::from(a.perms as u32));
+        h = xxh3(a.id.id.as_bytes(), h ^ a.id.scheme.len() as u64);
+    }
+    h
 }
 
 fn key_of(acl: &[Acl]) -> Vec<u8> {
@@ -277,13 +292,16 @@ impl AclTable {
             return i;
         }
         let entry = Some((Arc::from(acl), 1));
+        let hash = list_hash(acl);
         let i = match self.free.pop() {
             Some(i) => {
                 self.lists[i as usize] = entry;
+                self.hashes[i as usize] = hash;
                 i
             }
             None => {
                 self.lists.push(entry);
+                self.hashes.push(hash);
                 (self.lists.len() - 1) as u32
             }
         };
@@ -327,6 +345,14 @@ impl AclTable {
         }
     }
 
+    /// The list at `i`'s `list_hash`, its share of each node's digest hash.
+    pub(crate) fn hash(&self, i: u32) -> u64 {
+        match self.lists.get(i as usize) {
+            Some(Some(_)) => self.hashes[i as usize],
+            _ => panic!("ACL index {i} is not interned: the tree is corrupt"),
+        }
+    }
+
     /// Slots in the table, used or free: every interned index is below this.
     pub fn slots(&self) -> usize {
         self.lists.len()
@@ -348,6 +374,25 @@ pub(crate) const READ_OR_ADMIN: i32 = perms::READ | perms::ADMIN;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reused_slot_carries_its_new_lists_hash() {
+        let a = [Acl::new(31, "world", "anyone")];
+        let b = [
+            Acl::new(1, "digest", "u:h"),
+            Acl::new(31, "world", "anyone"),
+        ];
+        let mut t = AclTable::default();
+        let i = t.intern(&a);
+        assert_eq!(t.hash(i), list_hash(&a));
+        t.release(i);
+        let j = t.intern(&b);
+        assert_eq!(j, i, "the freed slot is reused");
+        assert_eq!(t.hash(j), list_hash(&b));
+        assert_ne!(list_hash(&a), list_hash(&b));
+        // Order is content: the same entries the other way round hash differently.
+        assert_ne!(list_hash(&b), list_hash(&[b[1].clone(), b[0].clone()]));
+    }
 
     #[test]
     fn fixup_returns_a_plain_list_as_given_and_fixes_the_rest() {
