@@ -300,6 +300,9 @@ else
     SIDES=(paddock zookeeper)
 fi
 if [[ $SWEEP -eq 1 ]]; then ensure_gnuplot; fi
+# The jars first, in the foreground: a first fetch takes longer than start_server waits for the pid
+# file, and the starter it gave up on went on to start a JVM that nothing stopped (5 Dec 2026).
+bash scripts/zookeeper.sh fetch >/dev/null || die "could not fetch the ZooKeeper jars"
 
 OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -370,8 +373,15 @@ start_server() {
             ZK_JVMFLAGS="${ZK_JVMFLAGS:-}${SNAP_COUNT:+ -Dzookeeper.snapCount=$SNAP_COUNT}" \
                 "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" bash scripts/zookeeper.sh start "$port" "$dir" \
                 >"$dir/start.out" 2>>"$dir/start.err" &
+            local starter=$!
             for _ in $(seq 1 200); do [[ -s "$dir/zk.pid" ]] && break; sleep 0.05; done
-            [[ -s "$dir/zk.pid" ]] || { cat "$dir/start.err" >&2; die "ZooKeeper did not start"; }
+            if [[ ! -s "$dir/zk.pid" ]]; then
+                # Stop the starter and whatever it started, so that nothing outlives this script.
+                pkill -P "$starter" 2>/dev/null || true
+                kill "$starter" 2>/dev/null || true
+                cat "$dir/start.err" >&2
+                die "ZooKeeper did not start"
+            fi
             pid="$(cat "$dir/zk.pid")"
             tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir" ||
                 die "pid $pid from $dir/zk.pid is not the ZooKeeper started there"
