@@ -47,7 +47,8 @@
 # checked: paddock's mntr zk_paddock_last_snapshot_index, ZooKeeper's snapshot files). The disk's own
 # fsync cost (append + fdatasync, up to 200 times in 2 s) is measured, from the servers' core, for the
 # lone-write target (and from the load generator's, for reference; see fsync_cost).
-# Results: bench/results/<timestamp>/ (table.txt, one JSON per run, params.json with the load average).
+# Results: bench/results/<timestamp>/ (table.txt, one JSON per run, params.json with the load average,
+# paddock-restart-log.txt: the restarted paddock's own log lines on what it loaded and replayed).
 # Exit code: 0 when every run was correct (no failed op, no lock exclusion violation, pinning held) and,
 # with --smoke, every table cell was produced; 1 otherwise; 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -606,6 +607,12 @@ fill_and_restart() {
     t1="$(date +%s%N)"
     restart_ms=$(((t1 - t0) / 1000000))
     log "[$side] serving $last again after $restart_ms ms"
+    if [[ $side == paddock ]]; then
+        # The restart's own account (snapshot size and index, nodes restored, entries replayed, when
+        # it served), kept beside the figure: the server's log goes with the work directory.
+        grep -E "paddock starting|loaded snapshot|restored snapshot|log replayed|serving ZooKeeper" \
+            "${DIROF[$side]}/paddock.log" | tail -5 >"$OUT/$side-restart-log.txt" || true
+    fi
     printf '{"side":"%s","rss_before_fill_kb":%s,"rss_after_fill_kb":%s,"rss_right_after_fill_kb":%s,"restart_ms":%s,"znodes":%s}\n' \
         "$side" "$rss0" "$rss" "$rss_now" "$restart_ms" "$ZNODES" >"$OUT/$side-server.json"
     verify_pinned "$side" "after the restart"
