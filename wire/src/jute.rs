@@ -5,8 +5,6 @@
 //! is checked against what is left before anything is reserved, so a hostile frame that
 //! claims a 2 GiB string costs nothing.
 
-use nom::number::complete::{be_i32, be_i64, be_u8};
-
 use crate::error::DecodeError;
 
 /// A cursor over one frame's body.
@@ -15,8 +13,6 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
 }
-
-type NomErr<'a> = nom::Err<nom::error::Error<&'a [u8]>>;
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
@@ -37,23 +33,8 @@ impl<'a> Reader<'a> {
         &self.buf[self.pos..]
     }
 
-    fn step<T>(
-        &mut self,
-        what: &'static str,
-        res: Result<(&'a [u8], T), NomErr<'a>>,
-    ) -> Result<T, DecodeError> {
-        match res {
-            Ok((rest, v)) => {
-                self.pos = self.buf.len() - rest.len();
-                Ok(v)
-            }
-            Err(_) => Err(DecodeError::Truncated { what, at: self.pos }),
-        }
-    }
-
     pub fn read_u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
-        let r = be_u8(self.rest());
-        self.step(what, r)
+        Ok(self.read_array::<1>(what)?[0])
     }
 
     pub fn read_bool(&mut self, what: &'static str) -> Result<bool, DecodeError> {
@@ -62,13 +43,11 @@ impl<'a> Reader<'a> {
     }
 
     pub fn read_i32(&mut self, what: &'static str) -> Result<i32, DecodeError> {
-        let r = be_i32(self.rest());
-        self.step(what, r)
+        Ok(i32::from_be_bytes(*self.read_array(what)?))
     }
 
     pub fn read_i64(&mut self, what: &'static str) -> Result<i64, DecodeError> {
-        let r = be_i64(self.rest());
-        self.step(what, r)
+        Ok(i64::from_be_bytes(*self.read_array(what)?))
     }
 
     /// The next `N` bytes as one fixed-size block, for a record whose fields all have fixed
