@@ -50,8 +50,8 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(*self.read_array(what)?))
     }
 
-    /// The next `N` bytes as one fixed-size block, for a record whose fields all have fixed
-    /// sizes: one bounds check for all of them (a snapshot's stat is 60 bytes per node).
+    /// The next `N` bytes as one fixed-size block: one bounds check for all of them (a snapshot
+    /// node's ACL number and stat are 64 bytes). A short read is refused and moves nothing.
     pub fn read_array<const N: usize>(
         &mut self,
         what: &'static str,
