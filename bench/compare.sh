@@ -712,9 +712,12 @@ snapshot_stall() {
 # differ where the disk's completion interrupt lands on one core only (one virtio queue): a task on
 # the other core is then woken by an inter-processor interrupt, 70-80 us more in a VM (measured on
 # 2 Dec 2026: 205 us from CPU 0, 121-136 us from CPU 1, which took the interrupts). The servers pay
-# the first, so the lone-write target is set from it.
+# the first, so the lone-write target is set from it. The device's own floor is measured too, the way
+# paddock's log writes (consensus/src/segments.rs): 4 KB `O_DIRECT | O_DSYNC` writes into blocks written
+# before, from the server's core; a lock hand-off is three such writes in series (bench/README.md,
+# "What bounds a lock hand-off"), so the table's footer states the hand-offs/s that allows.
 fsync_cost() {
-    local probe server client
+    local probe direct server client device
     probe='
 import json, os, statistics, sys, time
 path = os.path.join(sys.argv[1], "fsync-probe")
@@ -731,14 +734,39 @@ os.unlink(path)
 times.sort()
 print(json.dumps([round(statistics.median(times), 1), round(times[int(len(times) * 0.9)], 1)]))
 '
+    direct='
+import json, mmap, os, statistics, sys, time
+path = os.path.join(sys.argv[1], "direct-probe")
+try:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_DIRECT | os.O_DSYNC, 0o600)
+    os.pwrite(fd, mmap.mmap(-1, 1 << 20), 0)  # blocks written once: no allocation in the timed writes
+except OSError:  # a file system without O_DIRECT (tmpfs): no figure
+    print("null")
+    sys.exit(0)
+block = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+block.write(b"x" * 4096)
+times = []
+deadline = time.monotonic() + 2
+while len(times) < 200 and (len(times) < 10 or time.monotonic() < deadline):
+    t = time.perf_counter()
+    os.pwrite(fd, block, (len(times) % 256) * 4096)
+    times.append((time.perf_counter() - t) * 1e6)
+os.close(fd)
+os.unlink(path)
+times.sort()
+print(json.dumps([round(statistics.median(times), 1), round(times[int(len(times) * 0.9)], 1)]))
+'
     server="$("${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" python3 -c "$probe" "$WORK")"
     client="$("${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" python3 -c "$probe" "$WORK")"
+    device="$("${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" python3 -c "$direct" "$WORK" || echo null)"
     python3 -c '
 import json, sys
 (s50, s90), (c50, c90) = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+d = json.loads(sys.argv[3])
 print(json.dumps({"append_fdatasync_p50_us": s50, "append_fdatasync_p90_us": s90,
-                  "generator_core_p50_us": c50, "generator_core_p90_us": c90}))
-' "$server" "$client" >"$OUT/fsync.json"
+                  "generator_core_p50_us": c50, "generator_core_p90_us": c90,
+                  "direct_4k_p50_us": d and d[0], "direct_4k_p90_us": d and d[1]}))
+' "$server" "$client" "$device" >"$OUT/fsync.json"
 }
 
 # host_pauses: how often, and for how long, this machine stops running anything while its disk takes
@@ -1175,6 +1203,15 @@ if fsync is not None:
           f"({fs['append_fdatasync_p90_us']:.0f} us p90) from the servers' core"
           + (f", {fs['generator_core_p50_us']:.0f} us from the load generator's"
              if "generator_core_p50_us" in fs else ""))
+direct = fs.get("direct_4k_p50_us")
+if direct:
+    floor = 1e6 / (3 * direct)
+    locks = [median([rate(r, s) for r, s in rounds(side, "lock").values()]) for side in (a, b)]
+    print(f"  and a 4 KB O_DIRECT|O_DSYNC write (paddock's synced append) {direct:.0f} us "
+          f"({fs['direct_4k_p90_us']:.0f} us p90): three in series per lock hand-off allow at most "
+          f"{floor:.0f} hand-offs/s"
+          + (f" ({a} {locks[0] / floor:.0%} of that; 3x {b}'s figure would be {3 * locks[1]:.0f}/s)"
+             if None not in locks else ""))
 hp = load(os.path.join(out, "host-pauses.json"))
 if hp:
     hw, hi = hp["writing"], hp["not_writing"]
