@@ -1204,7 +1204,8 @@ if fsync is not None:
           + (f", {fs['generator_core_p50_us']:.0f} us from the load generator's"
              if "generator_core_p50_us" in fs else ""))
 direct = fs.get("direct_4k_p50_us")
-if direct:
+# One server's floor: in an ensemble every member writes each entry to the same disk.
+if direct and not ensemble:
     floor = 1e6 / (3 * direct)
     locks = [median([rate(r, s) for r, s in rounds(side, "lock").values()]) for side in (a, b)]
     print(f"  and a 4 KB O_DIRECT|O_DSYNC write (paddock's synced append) {direct:.0f} us "
