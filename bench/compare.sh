@@ -715,7 +715,7 @@ snapshot_stall() {
 # the first, so the lone-write target is set from it. The device's own floor is measured too, the way
 # paddock's log writes (consensus/src/segments.rs): 4 KB `O_DIRECT | O_DSYNC` writes into blocks written
 # before, from the server's core; a lock hand-off is three such writes in series (bench/README.md,
-# "What bounds a lock hand-off"), so the table's footer states the hand-offs/s that allows.
+# "What a lock hand-off is made of"), so the table's footer states the hand-offs/s that allows.
 fsync_cost() {
     local probe direct server client device
     probe='
