@@ -29,12 +29,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
-PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
-
-usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
-log() { echo "ab.sh: $*" >&2; }
-die() { echo "ab.sh: error: $*" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 ARGS=() PAIRS=6 DURATION=4 CLIENTS=8 INFLIGHT=32 CONTENDERS=8 DATA_DIR="" PROBE_PATH="" PINNED=1
 SERVER_CPU=0 CLIENT_CPUS="" BENCH="" OUT=""
@@ -89,24 +85,7 @@ esac
 BENCH="${BENCH:-$CARGO_TARGET_DIR/release/paddock-bench}"
 [[ -x "$BENCH" ]] || die "no paddock-bench at $BENCH (cargo build --release -p paddock-bench, or --bench BIN)"
 
-SERVER_PIN=() CLIENT_PIN=()
-if [[ $PINNED -eq 1 ]]; then
-    ALLOWED="$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')"
-    if [[ -z "$CLIENT_CPUS" ]]; then
-        CLIENT_CPUS="$(python3 -c '
-import sys
-def expand(l):
-    s = set()
-    for part in l.split(","):
-        a, _, b = part.partition("-")
-        s.update(range(int(a), int(b or a) + 1))
-    return s
-print(",".join(map(str, sorted(expand(sys.argv[1]) - expand(sys.argv[2])))))' "$ALLOWED" "$SERVER_CPU")" ||
-            die "--server-cpu '$SERVER_CPU' is not a CPU list"
-    fi
-    [[ -n "$CLIENT_CPUS" ]] || die "pinned mode needs a CPU besides --server-cpu $SERVER_CPU for the load generator; use --unpinned"
-    SERVER_PIN=(taskset -c "$SERVER_CPU") CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
-fi
+pin_cpus "$PINNED" "$SERVER_CPU" "$CLIENT_CPUS"
 
 OUT="${OUT:-$ROOT/bench/results/ab-$WORKLOAD-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
@@ -132,7 +111,7 @@ FAILED=0
 # one_run <label: A|B> <binary> <run number>: appends one JSON line to runs.jsonl.
 one_run() {
     local label="$1" bin="$2" n="$3" port data c0 c1 t0 t1
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+    port="$(free_port)"
     data="$WORK/data-$n"
     rm -rf "$data"
     [[ "$WORKLOAD" == restart ]] && cp -a "$DATA_DIR" "$data"

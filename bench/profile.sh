@@ -26,12 +26,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
-PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
-
-usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
-log() { echo "profile.sh: $*" >&2; }
-die() { echo "profile.sh: error: $*" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 WORKLOAD="" DURATION=8 CLIENTS=8 INFLIGHT=4 CONTENDERS=8 FREQ=499 TOP=40 PINNED=1 SERVER_CPU=0 CLIENT_CPUS=""
 BUILD=1 BIN_DIR="" OUT=""
@@ -95,25 +91,8 @@ if ! PERF="$(find_perf)"; then
 fi
 log "perf: $PERF ($("$PERF" version 2>&1)); kernel $(uname -r); kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo '?')"
 
-SERVER_PIN=() CLIENT_PIN=()
-if [[ $PINNED -eq 1 ]]; then
-    ALLOWED="$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')"
-    if [[ -z "$CLIENT_CPUS" ]]; then
-        CLIENT_CPUS="$(python3 -c '
-import sys
-def expand(l):
-    s = set()
-    for part in l.split(","):
-        a, _, b = part.partition("-")
-        s.update(range(int(a), int(b or a) + 1))
-    return s
-print(",".join(map(str, sorted(expand(sys.argv[1]) - expand(sys.argv[2])))))' "$ALLOWED" "$SERVER_CPU")" ||
-            die "--server-cpu '$SERVER_CPU' is not a CPU list"
-    fi
-    [[ -n "$CLIENT_CPUS" ]] || die "pinned mode needs a CPU besides --server-cpu $SERVER_CPU for the load generator; use --unpinned"
-    SERVER_PIN=(taskset -c "$SERVER_CPU") CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
-    log "server on CPU(s) $SERVER_CPU, load generator on CPU(s) $CLIENT_CPUS"
-fi
+pin_cpus "$PINNED" "$SERVER_CPU" "$CLIENT_CPUS"
+if [[ $PINNED -eq 1 ]]; then log "server on CPU(s) $SERVER_CPU, load generator on CPU(s) $CLIENT_CPUS"; fi
 
 if [[ -n "$BIN_DIR" ]]; then
     BENCH="$BIN_DIR/paddock-bench" PADDOCK="$BIN_DIR/paddock"
@@ -144,7 +123,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+PORT="$(free_port)"
 # shellcheck disable=SC2086
 "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" "$PADDOCK" serve --port "$PORT" --data-dir "$WORK/data" $PADDOCK_EXTRA_ARGS \
     >"$OUT/paddock.log" 2>&1 </dev/null &
