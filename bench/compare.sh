@@ -55,9 +55,11 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
+# CARGO_TARGET_DIR's and PADDOCK_EXTRA_ARGS's defaults, free_port (usage, log and die are this script's own,
+# defined below).
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 export ZK_HEAP="${ZK_HEAP:-1g}"
-PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
 
 ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=32 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=100 KEYS=1000 WARMUP=3
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0 PINNED=1 SERVER_CPU=0 CLIENT_CPUS="" SMOKE=0 SWEEP=0 QUICK=0
@@ -342,9 +344,6 @@ cleanup() { stop_all; [[ $ENSEMBLE -ne 0 ]] && stop_ensembles; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
 four_letter() { # port word
     timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"' && printf %s '"$2"' >&3 && cat <&3' 2>/dev/null || true
 }

@@ -1,5 +1,7 @@
-# Shared by bench/profile.sh and bench/ab.sh (sourced, not run, after `cd` to the repository): their
-# environment defaults, usage (the calling script's header comment), log and die.
+# Shared by bench/compare.sh, bench/profile.sh and bench/ab.sh (sourced, not run, after `cd` to the
+# repository): their environment defaults and free_port; for profile.sh and ab.sh also usage (the
+# calling script's header comment), log, die and pin_cpus (compare.sh defines its own log, and pins
+# with more checks and an unpinned fallback for --smoke).
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
@@ -11,7 +13,7 @@ die() { echo "$SCRIPT_NAME: error: $*" >&2; exit 2; }
 
 # pin_cpus PINNED SERVER_CPU CLIENT_CPUS: sets SERVER_PIN and CLIENT_PIN (taskset prefixes; empty
 # when PINNED is 0) and CLIENT_CPUS, which defaults to every CPU this process may use but the
-# server's, as bench/compare.sh pins.
+# server's, as bench/compare.sh does.
 pin_cpus() {
     local pinned="$1" server_cpu="$2" allowed
     CLIENT_CPUS="$3"
