@@ -69,19 +69,14 @@ A="$(binary_of "${ARGS[0]}")" B="$(binary_of "${ARGS[1]}")" WORKLOAD="${ARGS[2]}
 for bin in "$A" "$B"; do
     [[ -x "$bin" ]] || die "no paddock binary at $bin"
 done
-for v in PAIRS DURATION CLIENTS INFLIGHT CONTENDERS; do
-    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$(tr 'A-Z' 'a-z' <<<"$v") takes a number > 0, got '${!v}'"
-done
-case "$WORKLOAD" in
-    create | set | get | mixed) WARGS=(--workload "$WORKLOAD" --clients "$CLIENTS" --inflight "$INFLIGHT") ;;
-    lock) WARGS=(--workload lock --clients "$CONTENDERS" --contenders "$CONTENDERS") ;;
-    lone) WARGS=(--workload set --clients 1 --inflight 1) ;;
-    restart)
-        [[ -n "$DATA_DIR" && -n "$PROBE_PATH" ]] || die "restart needs --data-dir DIR and --path P"
-        [[ -d "$DATA_DIR" ]] || die "--data-dir $DATA_DIR is not a directory"
-        ;;
-    *) die "unknown workload '$WORKLOAD' (create, set, get, mixed, lock, lone or restart)" ;;
-esac
+positive_numbers PAIRS DURATION CLIENTS INFLIGHT CONTENDERS
+if [[ "$WORKLOAD" == restart ]]; then
+    [[ -n "$DATA_DIR" && -n "$PROBE_PATH" ]] || die "restart needs --data-dir DIR and --path P"
+    [[ -d "$DATA_DIR" ]] || die "--data-dir $DATA_DIR is not a directory"
+else
+    bench_args "$WORKLOAD" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" ||
+        die "unknown workload '$WORKLOAD' (create, set, get, mixed, lock, lone or restart)"
+fi
 BENCH="${BENCH:-$CARGO_TARGET_DIR/release/paddock-bench}"
 [[ -x "$BENCH" ]] || die "no paddock-bench at $BENCH (cargo build --release -p paddock-bench, or --bench BIN)"
 

@@ -1,7 +1,8 @@
 # Shared by bench/compare.sh, bench/profile.sh and bench/ab.sh (sourced, not run, after `cd` to the
 # repository): their environment defaults and free_port; for profile.sh and ab.sh also usage (the
-# calling script's header comment), log, die and pin_cpus (compare.sh defines its own log, and pins
-# with more checks and an unpinned fallback for --smoke).
+# calling script's header comment), log, die, pin_cpus, bench_args and positive_numbers
+# (compare.sh defines its own log, pins with more checks and an unpinned fallback for --smoke, and
+# has its own workload_args, which returns the arguments as one string for its command lines).
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 PADDOCK_EXTRA_ARGS="${PADDOCK_EXTRA_ARGS:---max-client-cnxns 0}"
@@ -40,4 +41,25 @@ print(",".join(map(str, sorted(expand(sys.argv[1]) - expand(sys.argv[2])))))' "$
 # free_port: a loopback port nothing listens on now.
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# bench_args WORKLOAD CLIENTS INFLIGHT CONTENDERS: sets WARGS to paddock-bench's arguments for one
+# of the workloads profile.sh and ab.sh run (lone: one session, one set in flight); returns 1 for any
+# other workload.
+bench_args() {
+    case "$1" in
+        create | set | get | mixed) WARGS=(--workload "$1" --clients "$2" --inflight "$3") ;;
+        lock) WARGS=(--workload lock --clients "$4" --contenders "$4") ;;
+        lone) WARGS=(--workload set --clients 1 --inflight 1) ;;
+        *) return 1 ;;
+    esac
+}
+
+# positive_numbers VAR...: dies unless each named variable holds a number > 0 (named in the message
+# as its option, --var).
+positive_numbers() {
+    local v
+    for v in "$@"; do
+        [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$(tr 'A-Z' 'a-z' <<<"$v") takes a number > 0, got '${!v}'"
+    done
 }

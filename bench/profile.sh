@@ -57,16 +57,10 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-case "$WORKLOAD" in
-    create | set | get | mixed) WARGS=(--workload "$WORKLOAD" --clients "$CLIENTS" --inflight "$INFLIGHT") ;;
-    lock) WARGS=(--workload lock --clients "$CONTENDERS" --contenders "$CONTENDERS") ;;
-    lone) WARGS=(--workload set --clients 1 --inflight 1) ;;
-    "") echo "profile.sh: which workload?" >&2; usage ;;
-    *) die "unknown workload '$WORKLOAD' (create, set, get, mixed, lock or lone)" ;;
-esac
-for v in DURATION CLIENTS INFLIGHT CONTENDERS FREQ TOP; do
-    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$(tr 'A-Z' 'a-z' <<<"$v") takes a number > 0, got '${!v}'"
-done
+[[ -n "$WORKLOAD" ]] || { echo "profile.sh: which workload?" >&2; usage; }
+bench_args "$WORKLOAD" "$CLIENTS" "$INFLIGHT" "$CONTENDERS" ||
+    die "unknown workload '$WORKLOAD' (create, set, get, mixed, lock or lone)"
+positive_numbers DURATION CLIENTS INFLIGHT CONTENDERS FREQ TOP
 
 # perf: Debian's linux-perf, installed once.
 find_perf() {
