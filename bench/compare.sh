@@ -21,7 +21,8 @@
 #
 # Options: --server-cpu LIST (default 0), --client-cpus LIST (default: every other CPU this process may
 #   use), --rounds R (3), --duration S (per workload and round, 5), --clients C (8), --inflight I
-#   (32: enough that the server, not the generator, sets the pace; the table's "busy" rows show it),
+#   (32: enough that the server or the disk sets the pace of writes; gets on paddock can saturate
+#   the generator's core instead: the table's two "busy" rows show which one did),
 #   --contenders K (8), --znodes N (100000; 1000000 with --full), --value-size B (100), --keys N (1000),
 #   --warmup S (3), --snap-count N (both servers' snapCount; default: each server's own, 100000),
 #   --stall-secs S (the snapshot-stall window, 30), --sweep-sessions LIST (1,4,16,64,256),
@@ -1022,6 +1023,13 @@ def rss(r, s):
 def busy(r, s):
     return 100 * s["server_cpu_secs"] / s["wall_secs"] if s and s.get("wall_secs") else None
 
+def client_busy(r, s):
+    # The load generator's own CPU over its recorded run (older runs: absent). Near 100 (one
+    # core, pinned) means the generator, not the server, set the pace.
+    if r.get("client_cpu_secs") is None or not r.get("elapsed_secs"):
+        return None
+    return 100 * r["client_cpu_secs"] / r["elapsed_secs"]
+
 def steal(r, s):
     # Share of all the machine's CPU time over the run that its host took (older runs: absent).
     if not s or "steal_secs" not in s or not s.get("wall_secs"):
@@ -1168,6 +1176,7 @@ for w in ("create", "set", "mixed", "get", "lock", "lone"):
     add(f"{w} p99.9 us", *per_round(w, lat("p999")))
     add(f"{w} server CPU us/{unit}", *per_round(w, cpu))
     add(f"{w} server busy, % of {'its cores' if ensemble else 'a core'}", *per_round(w, busy))
+    add(f"{w} load generator busy, % of a core", *per_round(w, client_busy), ratio=False)
     add(f"{w} server RSS after, MiB", *per_round(w, rss))
     add(f"{w} host steal, % of the machine's CPU time", *per_round(w, steal), ratio=False)
 viol = [(sum(r["lock"]["exclusion_violations"] for r, _ in rounds(s, "lock").values()) if rounds(s, "lock") else None)
@@ -1225,8 +1234,10 @@ if hp:
               f"of the 100 ms wall-clock period (the host's, not a server's: none was running)")
 print("server CPU: the server process's user+system CPU over a run (set-up and clean-up included) divided by")
 print("  the ops it counted; busy: that CPU time over the run's wall time (100 = one core the whole run:")
-print("  the server set the pace); lone: one session, one request in flight (a set); host steal: the")
-print("  time the virtual machine's CPUs waited for its host (/proc/stat), a share of all CPUs' time")
+print("  the server set the pace); load generator busy: the same for paddock-bench itself over its")
+print("  recorded run (near 100 = the generator, not the server, set the pace); lone: one session, one")
+print("  request in flight (a set); host steal: the time the virtual machine's CPUs waited for its host")
+print("  (/proc/stat), a share of all CPUs' time")
 if smoke:
     missing = [f"{r[0]}: {header[i]}" for r in rows for i in (1, 2, 3) if r[i] in ("-", "")
                and not (i == 3 and (r[0] == "lock exclusion violations" or r[0] in NO_RATIO))]

@@ -85,15 +85,41 @@ pub trait Operation: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), String>> + Send + 'a;
 }
 
+/// This process's CPU time so far (user and system, every thread, the exited ones too), from
+/// `/proc/self/stat`, in the kernel's 10 ms ticks; `None` where there is no such file.
+///
+/// Why: on two cores the load generator has one core of its own, and a workload the server
+/// answers cheaply (gets) can saturate it, so that the generator, not the server, sets the
+/// pace. Its CPU over a run, beside the server's, shows which one did (`compare.sh`'s "load
+/// generator busy" rows).
+pub fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, in parentheses, may hold spaces: count the fields after its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // Fields 14 and 15 of proc(5) (utime, stime); the rest starts at field 3.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    // USER_HZ: 100 on every Linux architecture paddock builds for.
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// The CPU this process spent since `before` (`process_cpu`).
+pub fn cpu_since(before: Option<Duration>) -> Option<Duration> {
+    Some(process_cpu()?.saturating_sub(before?))
+}
+
 /// Runs `op` from every worker of every session until `budget` is spent. Returns the merged
-/// tally and the wall time from the first claim to the last reply.
+/// tally, the wall time from the first claim to the last reply, and this process's CPU time
+/// over it (`process_cpu`).
 pub async fn closed_loop<O: Operation>(
     clients: &[Client],
     inflight: usize,
     slow_us: u64,
     budget: Arc<Budget>,
     op: Arc<O>,
-) -> anyhow::Result<(Tally, Duration)> {
+) -> anyhow::Result<(Tally, Duration, Option<Duration>)> {
+    let cpu_before = process_cpu();
     let started = Instant::now();
     let mut workers = JoinSet::new();
     for client in clients {
@@ -118,7 +144,7 @@ pub async fn closed_loop<O: Operation>(
     while let Some(joined) = workers.join_next().await {
         total.merge(joined.context("benchmark worker panicked")?);
     }
-    Ok((total, started.elapsed()))
+    Ok((total, started.elapsed(), cpu_since(cpu_before)))
 }
 
 /// Creates every path in order with pipelined requests; paths that already exist are fine, so
@@ -219,5 +245,29 @@ mod tests {
     fn budget_past_its_deadline_hands_out_nothing() {
         let b = Budget::new(u64::MAX, Duration::ZERO);
         assert_eq!(b.claim(), None);
+    }
+
+    /// 150 ms of spinning shows as at least 100 ms of CPU (ticks are 10 ms; the thread may be
+    /// preempted a little), and not as ten times that (seconds read as ticks, say); the other
+    /// tests of this binary, in threads beside it, take a few milliseconds.
+    #[test]
+    fn process_cpu_counts_this_process_spinning() {
+        let before = process_cpu();
+        assert!(before.is_some(), "/proc/self/stat reads on Linux");
+        let started = Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < Duration::from_millis(150) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let wall = started.elapsed();
+        let spent = cpu_since(before).unwrap();
+        assert!(
+            spent >= Duration::from_millis(100),
+            "{spent:?} over {wall:?}"
+        );
+        assert!(
+            spent <= wall * 2 + Duration::from_millis(100),
+            "{spent:?} over {wall:?}"
+        );
     }
 }

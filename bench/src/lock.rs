@@ -166,6 +166,7 @@ pub async fn run_lock(args: &Args, root: &str, setup: &Client) -> anyhow::Result
         violations: AtomicU64::new(0),
         watch_timeouts: AtomicU64::new(0),
     });
+    let cpu_before = driver::process_cpu();
     let started = Instant::now();
     let mut tasks = JoinSet::new();
     for (i, client) in clients.into_iter().enumerate() {
@@ -184,7 +185,8 @@ pub async fn run_lock(args: &Args, root: &str, setup: &Client) -> anyhow::Result
         inflight: 1,
         value_size: 8,
     };
-    let mut report = RunReport::new(&shape, &tally, elapsed);
+    let mut report =
+        RunReport::new(&shape, &tally, elapsed).with_client_cpu(driver::cpu_since(cpu_before));
     let handoffs = shared.handoffs.load(Ordering::SeqCst) - stat.version as u64;
     report.lock = Some(LockStats {
         contenders: k,

@@ -187,6 +187,10 @@ pub struct RunReport {
     /// in the order they ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_ops: Option<Vec<(f64, u64)>>,
+    /// This load generator's own CPU seconds over the run (every thread; 10 ms resolution),
+    /// where the system tells it (`driver::process_cpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpu_secs: Option<f64>,
 }
 
 /// The run-wide facts a report is built from besides the tally.
@@ -229,7 +233,14 @@ impl RunReport {
                 slow.sort_by(|a, b| a.0.total_cmp(&b.0));
                 slow
             }),
+            client_cpu_secs: None,
         }
+    }
+
+    /// With the generator's CPU over the run (`driver::process_cpu`).
+    pub fn with_client_cpu(mut self, cpu: Option<Duration>) -> Self {
+        self.client_cpu_secs = cpu.map(|d| (d.as_secs_f64() * 100.0).round() / 100.0);
+        self
     }
 
     /// The correctness failures that must turn the run's exit code to 1.

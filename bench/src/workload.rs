@@ -157,9 +157,9 @@ pub async fn run_create(
         op_limit(args),
         Duration::from_secs(args.duration_secs),
     ));
-    let (tally, elapsed) =
+    let (tally, elapsed, cpu) =
         driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
-    Ok(RunReport::new(&shape(args, "create"), &tally, elapsed))
+    Ok(RunReport::new(&shape(args, "create"), &tally, elapsed).with_client_cpu(cpu))
 }
 
 pub async fn run_keys(
@@ -187,9 +187,9 @@ pub async fn run_keys(
         op_limit(args),
         Duration::from_secs(args.duration_secs),
     ));
-    let (tally, elapsed) =
+    let (tally, elapsed, cpu) =
         driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
-    Ok(RunReport::new(&shape(args, name), &tally, elapsed))
+    Ok(RunReport::new(&shape(args, name), &tally, elapsed).with_client_cpu(cpu))
 }
 
 /// Creates exactly `--znodes` znodes. Bounded by `--fill-timeout-secs` rather than the run
@@ -213,7 +213,7 @@ pub async fn run_fill(
         value: value(args),
     });
     let budget = Arc::new(Budget::new(n, Duration::from_secs(args.fill_timeout_secs)));
-    let (mut tally, elapsed) =
+    let (mut tally, elapsed, cpu) =
         driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
     let done = tally.ok + tally.errors;
     if done < n {
@@ -222,7 +222,7 @@ pub async fn run_fill(
             .first_error
             .get_or_insert_with(|| format!("fill timed out after {done} of {n} znodes"));
     }
-    let mut report = RunReport::new(&shape(args, "fill"), &tally, elapsed);
+    let mut report = RunReport::new(&shape(args, "fill"), &tally, elapsed).with_client_cpu(cpu);
     report.fill = Some(FillStats {
         znodes: tally.ok,
         last_path: fill_path(&dir, n - 1),
