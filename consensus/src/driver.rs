@@ -185,27 +185,6 @@ impl Driver {
         cfg: &Config,
         opened: Option<LogStore>,
     ) -> Result<(Driver, Option<ScannedSnapshot>), ConsensusError> {
-        let (driver, loaded) =
-            Driver::open_restoring(cfg, opened, |_| Ok::<(), std::convert::Infallible>(()))?;
-        Ok((driver, loaded.map(|(snapshot, ())| snapshot)))
-    }
-
-    /// As `open_with`, handing the snapshot it loads to `restore` before raft opens on it: the
-    /// applier's state built from it (`restore` reads the data with
-    /// `ScannedSnapshot::for_each_piece`, which checks the file's checksum as it goes). When the
-    /// restore fails and the data does not match its checksum, the snapshot is damaged: the start
-    /// falls back to the previous one (the log reaches back to it) and calls `restore` again. A
-    /// restore that fails on intact data stops the start (`ConsensusError::Restore`): the
-    /// applier cannot read what it wrote, and an older snapshot would not fix that.
-    ///
-    /// Why here: checking the checksum first and restoring after read the data twice (40-90 ms
-    /// of a 1M-znode restart), and a fallback after raft had started would have meant stopping
-    /// and reopening it.
-    pub fn open_restoring<T, E: std::fmt::Display>(
-        cfg: &Config,
-        opened: Option<LogStore>,
-        mut restore: impl FnMut(&ScannedSnapshot) -> Result<T, E>,
-    ) -> Result<(Driver, Option<(ScannedSnapshot, T)>), ConsensusError> {
         cfg.validate()?;
         let db_dir = cfg.db_dir();
         let snapshot_dir = cfg.snapshot_dir();
@@ -231,11 +210,11 @@ impl Driver {
         let rejoining = store.is_rejoining();
         store.set_snapshot_dir(snapshot_dir.clone());
 
-        let loaded = load_snapshot(&mut store, &snapshot_dir, &mut restore)?;
+        let loaded = load_snapshot(&mut store, &snapshot_dir)?;
         // Raft restarts with the membership as of the state it restarts from; replaying the log
         // re-applies later membership changes in order, as they were applied the first time.
         let (applied, conf_state) = match &loaded {
-            Some((s, _)) => (s.index, s.conf_state.clone()),
+            Some(s) => (s.index, s.conf_state.clone()),
             None => (
                 store.first() - 1,
                 store.snapshot_meta().get_conf_state().clone(),
@@ -1163,85 +1142,21 @@ fn emit_read_state(rs: raft::ReadState, out: &mut impl Output) {
     }
 }
 
-/// Loads the newest snapshot the applier restores (`Driver::open_restoring`), newest first, and
-/// checks the log can continue from it. Files whose header, membership or trailer are damaged are
-/// skipped, and so are those whose data fails its checksum during the restore.
-fn load_snapshot<T, E: std::fmt::Display>(
+/// Finds the newest intact snapshot and checks the log can continue from it.
+fn load_snapshot(
     store: &mut LogStore,
     dir: &Path,
-    restore: &mut impl FnMut(&ScannedSnapshot) -> Result<T, E>,
-) -> Result<Option<(ScannedSnapshot, T)>, ConsensusError> {
-    for index in snapshot_file::list(dir)?.into_iter().rev() {
-        if index > store.last() {
-            continue;
+) -> Result<Option<snapshot_file::ScannedSnapshot>, ConsensusError> {
+    let Some(file) = snapshot_file::load_newest(dir, store.last())? else {
+        // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
+        if store.first() > BOOTSTRAP_INDEX + 1 {
+            return Err(ConsensusError::Corrupt(format!(
+                "the log starts at {} but no intact snapshot covers the entries before it",
+                store.first()
+            )));
         }
-        let file = match snapshot_file::open(dir, index) {
-            Ok(Some(file)) => file,
-            Ok(None) => continue,
-            Err(ConsensusError::Corrupt(why)) => {
-                tracing::error!("skipping damaged snapshot: {why}");
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        check_log_continues(store, &file)?;
-        tracing::info!(
-            index = file.index,
-            term = file.term,
-            bytes = file.data_len,
-            "loaded snapshot"
-        );
-        let state = match restore(&file) {
-            // A restore that read the data whole has checked it; one that did not (a caller that
-            // only wants the file) has it checked here.
-            Ok(state) if file.is_checked() => state,
-            Ok(state) => match file.verify() {
-                Ok(()) => state,
-                Err(ConsensusError::Corrupt(why)) => {
-                    tracing::error!("skipping damaged snapshot: {why}");
-                    continue;
-                }
-                Err(e) => return Err(e),
-            },
-            // The restore may have stopped on damaged bytes before the checksum could tell:
-            // read the rest through it to know which it was.
-            Err(e) => match file.verify() {
-                Err(ConsensusError::Corrupt(why)) => {
-                    tracing::error!(
-                        "skipping damaged snapshot: {why} (the restore stopped with: {e:#}); \
-                         falling back to the previous one"
-                    );
-                    continue;
-                }
-                Ok(()) => {
-                    return Err(ConsensusError::Restore(format!(
-                        "the snapshot at index {index} is intact but could not be restored: {e:#}"
-                    )))
-                }
-                Err(other) => return Err(other),
-            },
-        };
-        // A snapshot is only ever taken of applied, hence committed, state; a commit index behind
-        // it was not written yet (commits ride with the next batch: `LogStore::write_ready`) or
-        // lost with an unsynced write, and can be restored from it.
-        if file.index > store.hard_state().commit {
-            store.set_commit(file.index)?;
-        }
-        return Ok(Some((file, state)));
-    }
-    // Without a snapshot the log must reach back to the bootstrap snapshot (or be empty).
-    if store.first() > BOOTSTRAP_INDEX + 1 {
-        return Err(ConsensusError::Corrupt(format!(
-            "the log starts at {} but no intact snapshot covers the entries before it",
-            store.first()
-        )));
-    }
-    Ok(None)
-}
-
-/// Refuses a snapshot the log cannot continue from: one older than the log's first entry, or
-/// whose term the log contradicts.
-fn check_log_continues(store: &LogStore, file: &ScannedSnapshot) -> Result<(), ConsensusError> {
+        return Ok(None);
+    };
     if file.index + 1 < store.first() {
         return Err(ConsensusError::Corrupt(format!(
             "newest intact snapshot is at {} but the log starts at {}",
@@ -1256,5 +1171,17 @@ fn check_log_continues(store: &LogStore, file: &ScannedSnapshot) -> Result<(), C
             file.index, file.term
         )));
     }
-    Ok(())
+    // A snapshot is only ever taken of applied, hence committed, state; a commit index behind it
+    // was not written yet (commits ride with the next batch: `LogStore::write_ready`) or lost
+    // with an unsynced write, and can be restored from it.
+    if file.index > store.hard_state().commit {
+        store.set_commit(file.index)?;
+    }
+    tracing::info!(
+        index = file.index,
+        term = file.term,
+        bytes = file.data_len,
+        "loaded snapshot"
+    );
+    Ok(Some(file))
 }

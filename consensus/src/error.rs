@@ -28,9 +28,6 @@ pub enum ConsensusError {
     /// File-system error outside RocksDB (snapshot files, directories).
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
-    /// The applier could not restore an intact snapshot at start (`Driver::open_restoring`).
-    #[error("restore: {0}")]
-    Restore(String),
     /// The caller passed a value the node cannot accept (bad config, snapshot past commit).
     #[error("invalid: {0}")]
     Invalid(String),

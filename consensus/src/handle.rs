@@ -348,27 +348,7 @@ pub fn start_opened(
     transport: Box<dyn Transport>,
     sink: Box<dyn EventSink>,
 ) -> Result<Started, ConsensusError> {
-    let no_restore = |_: &ScannedSnapshot| Ok::<(), std::convert::Infallible>(());
-    let (started, _) = start_restoring(cfg, store, transport, sink, no_restore)?;
-    Ok(started)
-}
-
-/// As `start_opened`, restoring the applier's state from the snapshot it loads before raft
-/// starts (`Driver::open_restoring`: a snapshot whose data fails its checksum during `restore`
-/// falls back to the previous one). Returns the state `restore` built, `None` when there was no
-/// snapshot to load; `Started::snapshot` is the snapshot it came from.
-pub fn start_restoring<T, E: std::fmt::Display>(
-    cfg: Config,
-    store: Option<LogStore>,
-    transport: Box<dyn Transport>,
-    sink: Box<dyn EventSink>,
-    restore: impl FnMut(&ScannedSnapshot) -> Result<T, E>,
-) -> Result<(Started, Option<T>), ConsensusError> {
-    let (driver, loaded) = Driver::open_restoring(&cfg, store, restore)?;
-    let (snapshot, state) = match loaded {
-        Some((snapshot, state)) => (Some(snapshot), Some(state)),
-        None => (None, None),
-    };
+    let (driver, snapshot) = Driver::open_with(&cfg, store)?;
     let membership = driver.membership();
     let (tx, rx) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared::default());
@@ -391,11 +371,10 @@ pub fn start_restoring<T, E: std::fmt::Display>(
             snapshot_dir: cfg.snapshot_dir(),
         }),
     };
-    let started = Started {
+    Ok(Started {
         handle,
         events: crossbeam_channel::never(),
         snapshot,
         membership,
-    };
-    Ok((started, state))
+    })
 }

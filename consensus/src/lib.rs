@@ -39,12 +39,9 @@
 //!
 //! ## The applier's side of the contract
 //!
-//! - Load the snapshot a start hands over (if any) first; the first `Committed` entry is the one
-//!   after it. Best through `start_restoring`, whose `restore` reads the open file
-//!   (`ScannedSnapshot::for_each_piece`, a piece at a time rather than whole) before raft starts,
-//!   the file's checksum checked in the same pass; a damaged one falls back to the previous
-//!   snapshot. The other `start` functions check the file themselves and hand it over as
-//!   `Started::snapshot`. `Started::membership` is the membership as of that state.
+//! - Load `Started::snapshot` (if any) first; the first `Committed` entry is the one after it.
+//!   It is a checked, open file (`ScannedSnapshot`): read its data with `for_each_piece`, a
+//!   piece at a time rather than whole. `Started::membership` is the membership as of that state.
 //! - Apply `Committed` entries in order; skip entries with empty `data` (raft no-ops and
 //!   membership changes). Index 1 is the bootstrap snapshot, so the first entry ever delivered is
 //!   index 2.
@@ -96,8 +93,7 @@ mod transport;
 pub use config::Config;
 pub use error::ConsensusError;
 pub use handle::{
-    start, start_opened, start_restoring, start_with_sink, start_with_transport, EventSink, Handle,
-    Started,
+    start, start_opened, start_with_sink, start_with_transport, EventSink, Handle, Started,
 };
 pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{

@@ -11,7 +11,6 @@
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use protobuf::Message as _;
 use raft::eraftpb::ConfState;
@@ -131,57 +130,50 @@ impl ChunkWriter {
 }
 
 /// Reads and verifies the snapshot at `index` (a leader sends it to a follower this way; a start
-/// uses `open`). `Ok(None)` when there is no such file.
+/// uses `scan`). `Ok(None)` when there is no such file.
 ///
 /// The file is read in its parts, the data straight into a buffer of its own size: reading the
 /// whole file and then copying the data out of it cost a second buffer and a copy (about 60 ms
 /// at 1M znodes).
 pub fn read(dir: &Path, index: u64) -> Result<Option<SnapshotFile>, ConsensusError> {
-    let Some((mut f, file_len, bad)) = open_file(dir, index)? else {
-        return Ok(None);
+    Ok(
+        open_checked(dir, index, true)?.map(|(_, parts, data)| SnapshotFile {
+            index: parts.index,
+            term: parts.term,
+            conf_state: parts.conf_state,
+            data,
+        }),
+    )
+}
+
+/// Opens the snapshot at `index` and checks it (`read_parts`, its data kept if `keep`): the file,
+/// what it says, and the data if kept. `Ok(None)` when there is no such file.
+fn open_checked(
+    dir: &Path,
+    index: u64,
+    keep: bool,
+) -> Result<Option<(File, Parts, Vec<u8>)>, ConsensusError> {
+    let path = path_for(dir, index);
+    let mut f = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
     };
-    let (parts, data) = match read_parts(&mut f, file_len)? {
+    let file_len = f.metadata()?.len();
+    let bad = |why: String| ConsensusError::Corrupt(format!("{}: {why}", path.display()));
+    let (parts, data) = match read_parts(&mut f, file_len, keep)? {
         Ok(read) => read,
         Err(why) => return Err(bad(why)),
     };
     if parts.index != index {
         return Err(bad(format!("holds index {}", parts.index)));
     }
-    Ok(Some(SnapshotFile {
-        index: parts.index,
-        term: parts.term,
-        conf_state: parts.conf_state,
-        data,
-    }))
+    Ok(Some((f, parts, data)))
 }
 
-/// The snapshot file at `index` opened, its length, and how to report it damaged; `Ok(None)`
-/// when there is no such file.
-#[allow(clippy::type_complexity)]
-fn open_file(
-    dir: &Path,
-    index: u64,
-) -> Result<Option<(File, u64, impl Fn(String) -> ConsensusError)>, ConsensusError> {
-    let path = path_for(dir, index);
-    let f = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let file_len = f.metadata()?.len();
-    let bad = move |why: String| ConsensusError::Corrupt(format!("{}: {why}", path.display()));
-    Ok(Some((f, file_len, bad)))
-}
-
-/// A snapshot file opened for a start (`open`): its header, membership and trailer checked, its
-/// data not read yet. The file is kept open (a snapshot installed meanwhile may prune its name);
-/// the applier reads the data with `for_each_piece`, which checks the file's checksum over it as
-/// the pieces go by, and restores from that (`znode_tree::Restore`).
-///
-/// Why one pass: a start used to read the data twice, once through the checksum (`scan`, before
-/// raft opened, so that a damaged newest snapshot fell back to the previous one) and once into the
-/// restore: 40-90 ms of a 1M-znode restart that sits at the 1 s target. The fallback now
-/// follows a failed restore instead (`Driver::open_restoring`).
+/// A snapshot file whose checksums held when it was scanned (`scan`), kept open (a snapshot
+/// installed meanwhile may prune its name) but not read into memory: the applier reads its data
+/// with `for_each_piece`, and restores from that (`znode_tree::Restore`).
 #[derive(Debug)]
 pub struct ScannedSnapshot {
     pub index: u64,
@@ -191,41 +183,20 @@ pub struct ScannedSnapshot {
     pub data_len: u64,
     file: File,
     data_offset: u64,
-    /// The checksum so far: over the membership, which precedes the data.
-    crc_before_data: crc32fast::Hasher,
-    /// The checksum the trailer records, over the membership and the data.
-    crc_expected: u32,
-    /// Set once a read of the whole data matched `crc_expected` (or there is no data).
-    checked: AtomicBool,
-}
-
-/// The error `for_each_piece` returns when the data does not match the file's checksum; find it
-/// with `is_damage`.
-#[derive(Debug, thiserror::Error)]
-#[error("snapshot at index {index}: body checksum mismatch")]
-pub struct SnapshotDamaged {
-    pub index: u64,
 }
 
 impl ScannedSnapshot {
     /// Hands the applier's data to `each`, `piece` bytes at a time (the last piece shorter), from
-    /// the open file, checking the file's checksum over it: once the last piece is handed over, an
-    /// `InvalidData` error wrapping `SnapshotDamaged` if the data is not what was written (`each`
-    /// has then seen damaged bytes: drop what it built). Also an error if the file no longer holds
-    /// all `data_len` bytes.
+    /// the open file; an error if the file no longer holds all `data_len` bytes.
     pub fn for_each_piece<E: From<std::io::Error>>(
         &self,
         piece: usize,
-        mut each: impl FnMut(&[u8]) -> Result<(), E>,
+        each: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut f = &self.file;
         f.seek(SeekFrom::Start(self.data_offset))?;
         let mut buf = vec![0u8; piece.min(self.data_len as usize)];
-        let mut crc = self.crc_before_data.clone();
-        let read = read_pieces(&mut f, self.data_len, &mut buf, |p| {
-            crc.update(p);
-            each(p)
-        })?;
+        let read = read_pieces(&mut f, self.data_len, &mut buf, each)?;
         if read != self.data_len {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -236,35 +207,10 @@ impl ScannedSnapshot {
             )
             .into());
         }
-        if crc.finalize() != self.crc_expected {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                SnapshotDamaged { index: self.index },
-            )
-            .into());
-        }
-        self.checked.store(true, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Whether a read of the whole data has matched the file's checksum (always, with no data).
-    pub fn is_checked(&self) -> bool {
-        self.checked.load(Ordering::Relaxed)
-    }
-
-    /// Reads the data through the checksum alone: `Corrupt` if it does not match.
-    pub fn verify(&self) -> Result<(), ConsensusError> {
-        match self.for_each_piece(SCAN_CHUNK, |_| Ok::<_, std::io::Error>(())) {
-            Ok(()) => Ok(()),
-            Err(e) if is_damage(&e) => Err(ConsensusError::Corrupt(e.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(
-                ConsensusError::Corrupt(format!("snapshot at index {}: {e}", self.index)),
-            ),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// The applier's data, read whole (small snapshots, tests), checked.
+    /// The applier's data, read whole (small snapshots, tests).
     pub fn read_data(&self) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.data_len as usize);
         self.for_each_piece(SCAN_CHUNK, |p| {
@@ -273,12 +219,6 @@ impl ScannedSnapshot {
         })?;
         Ok(out)
     }
-}
-
-/// Whether `e` is `for_each_piece`'s checksum mismatch.
-pub fn is_damage(e: &std::io::Error) -> bool {
-    e.get_ref()
-        .is_some_and(|inner| inner.is::<SnapshotDamaged>())
 }
 
 /// Reads up to `len` bytes of `r` through `buf`, handing each piece read to `each`; the bytes read
@@ -304,53 +244,28 @@ fn read_pieces<E: From<std::io::Error>>(
     Ok(n)
 }
 
-/// Opens the snapshot at `index` for a start: checks its header, its length fields, its
-/// membership and its trailer, but reads its data only when the applier does
-/// (`ScannedSnapshot::for_each_piece`, which checks the checksum over it). `Ok(None)` when there
-/// is no such file; `Corrupt` when what was checked is damaged.
-pub fn open(dir: &Path, index: u64) -> Result<Option<ScannedSnapshot>, ConsensusError> {
-    let Some((mut f, file_len, bad)) = open_file(dir, index)? else {
-        return Ok(None);
-    };
-    let envelope = match read_envelope(&mut f, file_len)? {
-        Ok(envelope) => envelope,
-        Err(why) => return Err(bad(why)),
-    };
-    let parts = envelope.parts;
-    if parts.index != index {
-        return Err(bad(format!("holds index {}", parts.index)));
-    }
-    let mut trailer = [0u8; TRAILER_LEN];
-    f.seek(SeekFrom::Start(parts.data_offset + parts.data_len))?;
-    if f.read_exact(&mut trailer).is_err() {
-        return Err(bad("the file ended early (it shrank while read)".into()));
-    }
-    if &trailer[4..] != END_MAGIC {
-        return Err(bad("bad end magic (truncated?)".into()));
-    }
-    let crc_expected = u32::from_be_bytes(trailer[..4].try_into().expect("4 bytes"));
-    let snap = ScannedSnapshot {
-        index: parts.index,
-        term: parts.term,
-        conf_state: parts.conf_state,
-        data_len: parts.data_len,
-        file: f,
-        data_offset: parts.data_offset,
-        crc_before_data: envelope.crc,
-        crc_expected,
-        checked: AtomicBool::new(false),
-    };
-    if snap.data_len == 0 {
-        // Nothing for an applier to read: check the membership's checksum now.
-        if snap.crc_before_data.clone().finalize() != crc_expected {
-            return Err(bad("body checksum mismatch".into()));
-        }
-        snap.checked.store(true, Ordering::Relaxed);
-    }
-    Ok(Some(snap))
+/// Verifies the snapshot at `index` as `read` does, reading its data through one buffer of
+/// `SCAN_CHUNK` bytes instead of into memory; `Ok(None)` when there is no such file.
+///
+/// Why: a start used to read the whole file, and the restore then built the tree from those
+/// bytes: at 1M znodes 200 MB of fresh memory the kernel zeroed page by page before the
+/// tree's own (perf: `clear_page_erms` 17-56% of a restart's samples, the most on a busy host).
+/// The data is read twice now, both times through a buffer that stays in the cache; the second
+/// read (`ScannedSnapshot::for_each_piece`) is the restore's.
+pub fn scan(dir: &Path, index: u64) -> Result<Option<ScannedSnapshot>, ConsensusError> {
+    Ok(
+        open_checked(dir, index, false)?.map(|(file, parts, _)| ScannedSnapshot {
+            index: parts.index,
+            term: parts.term,
+            conf_state: parts.conf_state,
+            data_len: parts.data_len,
+            file,
+            data_offset: parts.data_offset,
+        }),
+    )
 }
 
-/// The data is read this many bytes at a time by `verify` and `read_data`.
+/// The data is checked this many bytes at a time by `scan`.
 const SCAN_CHUNK: usize = 1 << 20;
 
 /// What a snapshot file says besides its data.
@@ -362,16 +277,14 @@ struct Parts {
     data_len: u64,
 }
 
-/// What a snapshot file says before its data, and the checksum over it so far.
-struct Envelope {
-    parts: Parts,
-    crc: crc32fast::Hasher,
-}
-
-/// Reads a snapshot file of `file_len` bytes from its start up to its data: the header and the
-/// membership, checked. The outer error is the disk's, the inner one says what is wrong with the
-/// bytes.
-fn read_envelope(f: &mut File, file_len: u64) -> std::io::Result<Result<Envelope, String>> {
+/// Reads a snapshot file of `file_len` bytes from its start, and its data too if `keep` (else
+/// the data only goes through the checksum). The outer error is the disk's, the inner one says
+/// what is wrong with the bytes.
+fn read_parts(
+    f: &mut File,
+    file_len: u64,
+    keep: bool,
+) -> std::io::Result<Result<(Parts, Vec<u8>), String>> {
     let fixed = (HEADER_LEN + TRAILER_LEN) as u64;
     if file_len < fixed {
         return Ok(Err(format!(
@@ -402,10 +315,29 @@ fn read_envelope(f: &mut File, file_len: u64) -> std::io::Result<Result<Envelope
     f.read_exact(&mut conf)?;
     let mut crc = crc32fast::Hasher::new();
     crc.update(&conf);
-    // The membership is parsed before the checksum over it is known (it covers the data too): a
-    // damaged one may fail to parse, reported as damage, or parse to something else, which the
-    // checksum then refuses before anything uses it (`ScannedSnapshot::for_each_piece`; a start
-    // builds raft on it only after that).
+    let mut data = Vec::new();
+    let read = if keep {
+        data.reserve_exact(data_len as usize);
+        let n = Read::by_ref(f).take(data_len).read_to_end(&mut data)?;
+        crc.update(&data);
+        n as u64
+    } else {
+        let mut buf = vec![0u8; SCAN_CHUNK.min(data_len as usize)];
+        read_pieces(f, data_len, &mut buf, |piece| {
+            crc.update(piece);
+            Ok::<_, std::io::Error>(())
+        })?
+    };
+    let mut trailer = [0u8; TRAILER_LEN];
+    if read != data_len || f.read_exact(&mut trailer).is_err() {
+        return Ok(Err("the file ended early (it shrank while read)".into()));
+    }
+    if &trailer[4..] != END_MAGIC {
+        return Ok(Err("bad end magic (truncated?)".into()));
+    }
+    if crc.finalize() != u32_at(&trailer, 0) {
+        return Ok(Err("body checksum mismatch".into()));
+    }
     let conf_state = match ConfState::parse_from_bytes(&conf) {
         Ok(c) => c,
         Err(e) => return Ok(Err(format!("conf_state: {e}"))),
@@ -417,32 +349,6 @@ fn read_envelope(f: &mut File, file_len: u64) -> std::io::Result<Result<Envelope
         data_offset: HEADER_LEN as u64 + conf_len,
         data_len,
     };
-    Ok(Ok(Envelope { parts, crc }))
-}
-
-/// Reads a whole snapshot file of `file_len` bytes from its start, checked: what it says and its
-/// data. The outer error is the disk's, the inner one says what is wrong with the bytes.
-fn read_parts(f: &mut File, file_len: u64) -> std::io::Result<Result<(Parts, Vec<u8>), String>> {
-    let Envelope { parts, mut crc } = match read_envelope(f, file_len)? {
-        Ok(envelope) => envelope,
-        Err(why) => return Ok(Err(why)),
-    };
-    let mut data = Vec::new();
-    data.reserve_exact(parts.data_len as usize);
-    let read = Read::by_ref(f)
-        .take(parts.data_len)
-        .read_to_end(&mut data)? as u64;
-    crc.update(&data);
-    let mut trailer = [0u8; TRAILER_LEN];
-    if read != parts.data_len || f.read_exact(&mut trailer).is_err() {
-        return Ok(Err("the file ended early (it shrank while read)".into()));
-    }
-    if &trailer[4..] != END_MAGIC {
-        return Ok(Err("bad end magic (truncated?)".into()));
-    }
-    if crc.finalize() != u32::from_be_bytes(trailer[..4].try_into().expect("4 bytes")) {
-        return Ok(Err("body checksum mismatch".into()));
-    }
     Ok(Ok((parts, data)))
 }
 
@@ -468,6 +374,22 @@ pub fn list(dir: &Path) -> Result<Vec<u64>, ConsensusError> {
     }
     out.sort_unstable();
     Ok(out)
+}
+
+/// The newest snapshot whose checksums hold and whose index is at most `max_index`; damaged files
+/// are reported and skipped so the previous one is used.
+pub fn load_newest(dir: &Path, max_index: u64) -> Result<Option<ScannedSnapshot>, ConsensusError> {
+    for index in list(dir)?.into_iter().rev().filter(|&i| i <= max_index) {
+        match scan(dir, index) {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Ok(None) => {}
+            Err(ConsensusError::Corrupt(why)) => {
+                tracing::error!("skipping damaged snapshot: {why}")
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 /// Deletes the snapshot files older than `floor`. Callers pass the fallback snapshot's index, so

@@ -8,7 +8,6 @@ use std::time::Duration;
 use common::{committed_until, drain, payloads, wait_status};
 use consensus::snapshot_file::{self, SnapshotFile};
 use consensus::{start, CommittedEntry, Config, ConsensusError, Event, Snapshot};
-use crossbeam_channel::Receiver;
 use raft::eraftpb::ConfState;
 
 fn conf(voters: &[u64]) -> ConfState {
@@ -72,7 +71,7 @@ fn snapshot_files_of_several_write_pieces_round_trip_at_their_exact_length() {
         let got = snapshot_file::read(dir.path(), index).unwrap().unwrap();
         assert_eq!(got.data, data, "{len} bytes of data");
         assert_eq!(got.conf_state, conf(&[1, 2]));
-        let scanned = snapshot_file::open(dir.path(), index).unwrap().unwrap();
+        let scanned = snapshot_file::scan(dir.path(), index).unwrap().unwrap();
         assert_eq!(
             (scanned.index, scanned.term, scanned.data_len),
             (index, 2, len as u64)
@@ -88,163 +87,89 @@ fn damaged_snapshot_files_are_reported_corrupt() {
     let data = vec![7u8; 1000];
     let path = snapshot_file::write(dir.path(), 5, 1, &conf(&[1]), &data).unwrap();
     let clean = std::fs::read(&path).unwrap();
-    let corrupt = |r: Result<_, ConsensusError>| matches!(r, Err(ConsensusError::Corrupt(_)));
 
-    // A flipped bit in the data: `read` refuses it; `open` does not read the data, and the
-    // reads of it hand over every byte and then report the damage.
+    // A flipped bit in the data, in the header, and a truncated file.
     flip_byte(&path, 100);
-    assert!(corrupt(snapshot_file::read(dir.path(), 5).map(|_| ())));
-    let opened = snapshot_file::open(dir.path(), 5).unwrap().unwrap();
-    assert!(!opened.is_checked());
-    let mut seen = 0;
-    let err = opened
-        .for_each_piece(64, |p| {
-            seen += p.len();
-            Ok::<_, std::io::Error>(())
-        })
-        .unwrap_err();
-    assert_eq!(seen, 1000);
-    assert!(snapshot_file::is_damage(&err), "{err}");
-    assert!(snapshot_file::is_damage(&opened.read_data().unwrap_err()));
-    assert!(corrupt(opened.verify()));
-    assert!(!opened.is_checked());
-    // A flipped bit in the trailer's checksum: the same.
+    assert!(matches!(
+        snapshot_file::read(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
     std::fs::write(&path, &clean).unwrap();
-    flip_byte(&path, 10);
-    assert!(corrupt(snapshot_file::read(dir.path(), 5).map(|_| ())));
-    let opened = snapshot_file::open(dir.path(), 5).unwrap().unwrap();
-    assert!(corrupt(opened.verify()));
-    // In the header, the end magic, a truncated file, an empty one: `open` refuses them.
-    for from_end in [clean.len() - 10, 3] {
-        std::fs::write(&path, &clean).unwrap();
-        flip_byte(&path, from_end);
-        assert!(corrupt(snapshot_file::read(dir.path(), 5).map(|_| ())));
-        assert!(corrupt(snapshot_file::open(dir.path(), 5).map(|_| ())));
-    }
-    for cut in [&clean[..clean.len() - 3], &b""[..]] {
-        std::fs::write(&path, cut).unwrap();
-        assert!(corrupt(snapshot_file::read(dir.path(), 5).map(|_| ())));
-        assert!(corrupt(snapshot_file::open(dir.path(), 5).map(|_| ())));
-    }
+    flip_byte(&path, clean.len() - 10);
+    assert!(matches!(
+        snapshot_file::read(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    std::fs::write(&path, &clean[..clean.len() - 3]).unwrap();
+    assert!(matches!(
+        snapshot_file::read(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    std::fs::write(&path, b"").unwrap();
+    assert!(matches!(
+        snapshot_file::read(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
+    assert!(matches!(
+        snapshot_file::scan(dir.path(), 5),
+        Err(ConsensusError::Corrupt(_))
+    ));
     std::fs::write(&path, &clean).unwrap();
     assert_eq!(
         snapshot_file::read(dir.path(), 5).unwrap().unwrap().data,
         data
     );
-    // An opened file stays readable after its name is pruned: it is held open.
-    let opened = snapshot_file::open(dir.path(), 5).unwrap().unwrap();
+    // A scanned file stays readable after its name is pruned: it is held open.
+    let scanned = snapshot_file::scan(dir.path(), 5).unwrap().unwrap();
     std::fs::remove_file(&path).unwrap();
-    assert_eq!(opened.read_data().unwrap(), data);
-    assert!(opened.is_checked());
+    assert_eq!(scanned.read_data().unwrap(), data);
     assert_eq!(
-        snapshot_file::open(dir.path(), 5).unwrap().map(|s| s.index),
+        snapshot_file::scan(dir.path(), 5).unwrap().map(|s| s.index),
         None
     );
 }
 
-/// Snapshots at 6 and 12 of a log of 12 entries, the node shut down: its directory and 12's file.
-fn two_snapshots() -> (tempfile::TempDir, std::path::PathBuf) {
+#[test]
+fn load_newest_falls_back_past_a_damaged_file() {
     let dir = tempfile::tempdir().unwrap();
-    let started = start(config(dir.path(), 0)).unwrap();
-    committed_until(&started.events, 2);
-    propose_n(&started, 0, 10, 2);
-    for (index, data) in [(6, b"s6"), (12, b"sC")] {
-        started
-            .handle
-            .save_snapshot(index, 2, data.to_vec())
-            .unwrap();
-        wait_status(&started.handle, "snapshot", |s| s.snapshot_index == index);
-    }
-    let newest = snapshot_file::path_for(started.handle.snapshot_dir(), 12);
-    started.handle.shutdown();
-    (dir, newest)
-}
-
-type Restored = Result<(consensus::Started, Option<Vec<u8>>), ConsensusError>;
-
-/// `start_restoring` with a restore that reads the data whole, but refuses the first piece of the
-/// snapshot at `refuse` (as a tree restore stops on bytes it cannot read): the indexes it was
-/// called with, and the start.
-fn restoring(dir: &std::path::Path, refuse: Option<u64>) -> (Vec<u64>, Restored, Receiver<Event>) {
-    let mut calls = Vec::new();
-    let (tx, events) = crossbeam_channel::unbounded();
-    let started = consensus::start_restoring(
-        config(dir, 0),
-        None,
-        Box::new(consensus::NoPeers),
-        Box::new(tx),
-        |snap: &consensus::ScannedSnapshot| {
-            calls.push(snap.index);
-            let mut data = Vec::new();
-            snap.for_each_piece(1, |p| {
-                if refuse == Some(snap.index) {
-                    return Err(std::io::Error::other("not a tree"));
-                }
-                data.extend_from_slice(p);
-                Ok(())
-            })?;
-            Ok::<_, std::io::Error>(data)
-        },
-    );
-    (calls, started, events)
-}
-
-#[test]
-fn a_start_restores_the_newest_snapshot_in_one_pass() {
-    let (dir, _) = two_snapshots();
-    let (calls, started, events) = restoring(dir.path(), None);
-    let (started, state) = started.unwrap();
-    assert_eq!(calls, vec![12]);
-    assert_eq!(state.as_deref(), Some(&b"sC"[..]));
-    let snap = started.snapshot.as_ref().unwrap();
-    assert_eq!((snap.index, snap.term, snap.is_checked()), (12, 2, true));
-    let entries = committed_until(&events, 13);
+    snapshot_file::write(dir.path(), 10, 1, &conf(&[1]), b"ten").unwrap();
+    let newest = snapshot_file::write(dir.path(), 20, 1, &conf(&[1]), b"twenty").unwrap();
     assert_eq!(
-        entries.iter().map(|e| e.index).collect::<Vec<_>>(),
-        vec![13]
+        snapshot_file::load_newest(dir.path(), u64::MAX)
+            .unwrap()
+            .unwrap()
+            .read_data()
+            .unwrap(),
+        b"twenty"
     );
-}
-
-#[test]
-fn a_restore_that_finds_the_newest_snapshot_damaged_falls_back_to_the_previous() {
-    // The restore reads the damaged data to the end, or stops early on it (then the file is
-    // read through to tell damage from intact data it cannot restore).
-    for refuse in [None, Some(12)] {
-        let (dir, newest) = two_snapshots();
-        // A bit of the data: only the checksum over it can tell.
-        flip_byte(&newest, 13);
-        let (calls, started, events) = restoring(dir.path(), refuse);
-        assert_eq!(calls, vec![12, 6], "refuse {refuse:?}");
-        let (started, state) = started.unwrap();
-        assert_eq!(state.as_deref(), Some(&b"s6"[..]));
-        assert_eq!(started.snapshot.as_ref().map(|s| s.index), Some(6));
-        let entries = committed_until(&events, 13);
-        let got = payloads(&entries);
-        assert_eq!(got.first(), Some(&(7, b"p4".to_vec())));
-        assert_eq!(got.last(), Some(&(12, b"p9".to_vec())));
-        assert_eq!(entries.len(), 7, "7..=12 and the new term's no-op");
-    }
-}
-
-#[test]
-fn a_restore_that_fails_on_an_intact_snapshot_stops_the_start() {
-    let (dir, _) = two_snapshots();
-    let (calls, started, _events) = restoring(dir.path(), Some(12));
     assert_eq!(
-        calls,
-        vec![12],
-        "no fallback: the older snapshot would fail the same way"
+        snapshot_file::load_newest(dir.path(), 19)
+            .unwrap()
+            .unwrap()
+            .read_data()
+            .unwrap(),
+        b"ten"
     );
-    match started {
-        Err(ConsensusError::Restore(why)) => {
-            assert!(
-                why.contains("index 12") && why.contains("not a tree"),
-                "{why}"
-            )
-        }
-        Err(e) => panic!("expected Restore, got {e}"),
-        Ok(_) => panic!("expected Restore, started"),
-    }
+    flip_byte(&newest, 14);
+    assert_eq!(
+        snapshot_file::load_newest(dir.path(), u64::MAX)
+            .unwrap()
+            .unwrap()
+            .index,
+        10
+    );
 }
 
 /// Proposes `n` entries "p<i>" and waits until they are committed; returns the last index.

@@ -800,10 +800,9 @@ impl Config {
         if snap.data_len == 0 {
             return Ok(znode_tree::Tree::new(self.tree_config()));
         }
-        // `for_each_piece` checks the file's checksum over these bytes as it hands them over,
-        // and fails the restore after the last piece if they are damaged (consensus then falls
-        // back to the previous snapshot before raft opens), so the tree format's own checksum is
-        // not computed a second time.
+        // `consensus::load_newest` verified the file's checksum over these bytes when it chose
+        // this snapshot (a damaged one falls back to the previous before raft opens), so the tree
+        // format's own checksum is not computed a second time.
         let mut restore = znode_tree::Restore::of_checked_bytes(self.tree_config());
         snap.for_each_piece(RESTORE_PIECE, |piece| -> anyhow::Result<()> {
             Ok(restore.feed(piece)?)

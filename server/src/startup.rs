@@ -131,33 +131,15 @@ impl Server {
         // raft must never wait on the core: heartbeats and votes go out from the same thread).
         let (events_tx, events_rx) = mpsc::unbounded_channel::<consensus::Event>();
         let sink = move |ev| events_tx.send(ev).is_ok();
-        // The snapshot is restored before raft starts, in the pass that checks its checksum; a
-        // damaged one falls back to the previous (`consensus::start_restoring`).
-        //
-        // On this thread, not in `spawn_blocking`: glibc gives each thread its own malloc arena,
-        // and the tree of a 1M-znode snapshot took 50-70 ms longer to build in a pool thread's
-        // arena than in the main thread's, where the binary starts the server (restarts of a
-        // kept 1M-znode directory, 6 pairs alternating, 5 Dec 2026). The restore always blocked
-        // the calling task; opening the log now does too, for the milliseconds it takes.
-        let restore = |snap: &consensus::ScannedSnapshot| {
-            let started = std::time::Instant::now();
-            let tree = cfg
-                .tree_from_saved_snapshot(snap)
-                .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
-            info!(
-                index = snap.index,
-                nodes = tree.node_count(),
-                "restored snapshot"
-            );
-            anyhow::Ok((tree, started.elapsed()))
-        };
-        let transport: Box<dyn consensus::Transport> = match transport {
-            Some(t) => Box::new(t),
-            None => Box::new(consensus::NoPeers),
-        };
-        let (started, restored) =
-            consensus::start_restoring(raft_cfg, store, transport, Box::new(sink), restore)
-                .context("opening the raft log")?;
+        let started = tokio::task::spawn_blocking(move || {
+            let transport: Box<dyn consensus::Transport> = match transport {
+                Some(t) => Box::new(t),
+                None => Box::new(consensus::NoPeers),
+            };
+            consensus::start_opened(raft_cfg, store, transport, Box::new(sink))
+        })
+        .await?
+        .context("opening the raft log")?;
         let raft = started.handle.clone();
         if write_identity {
             identity
@@ -169,15 +151,22 @@ impl Server {
             tokio::spawn(publish_local_info(net.clone(), raft.clone()));
         }
 
-        let (tree, applied, term, snap_load_took) = match (started.snapshot, restored) {
-            (Some(snap), Some((tree, took))) => (tree, snap.index, snap.term, took),
-            _ => (
-                Tree::new(cfg.tree_config()),
-                0,
-                0,
-                std::time::Duration::ZERO,
-            ),
+        let snap_load_started = std::time::Instant::now();
+        let (tree, applied, term) = match started.snapshot {
+            Some(snap) => {
+                let tree = cfg
+                    .tree_from_saved_snapshot(&snap)
+                    .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
+                info!(
+                    index = snap.index,
+                    nodes = tree.node_count(),
+                    "restored snapshot"
+                );
+                (tree, snap.index, snap.term)
+            }
+            None => (Tree::new(cfg.tree_config()), 0, 0),
         };
+        let snap_load_took = snap_load_started.elapsed();
         // A member replays what is known committed; a group of one all it has (its own votes
         // commit it).
         let replay_to = if is_ensemble {

@@ -144,10 +144,10 @@ async fn a_snapshot_waits_for_the_one_still_being_encoded() {
     server.shutdown().await;
 }
 
-/// A start restores the newest snapshot in the same pass that checks its file's checksum
-/// (`consensus::start_restoring`). A bit flipped inside a znode's data still decodes as a tree,
-/// so only that checksum can catch it: the start must then drop what it built and fall back to
-/// the previous snapshot and the log, and serve every znode as written.
+/// A bit flipped inside a znode's data in the newest snapshot still decodes as a tree, and the
+/// restore does not compute the tree format's own checksum (`Restore::of_checked_bytes`): only
+/// the file's checksum, checked when consensus picks the snapshot, can catch it. The start must
+/// then fall back to the previous snapshot and the log, and serve every znode as written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_newest_snapshot_falls_back_and_serves_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
