@@ -247,17 +247,27 @@ mod tests {
         assert_eq!(b.claim(), None);
     }
 
-    /// 150 ms of spinning shows as at least 100 ms of CPU (ticks are 10 ms; the thread may be
-    /// preempted a little), and not as ten times that (seconds read as ticks, say); the other
-    /// tests of this binary, in threads beside it, take a few milliseconds.
+    /// This thread's own time on a CPU, from the scheduler (`/proc/thread-self/schedstat`, in ns):
+    /// a second source to check `process_cpu` against.
+    fn thread_on_cpu() -> Duration {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        Duration::from_nanos(s.split_whitespace().next().unwrap().parse().unwrap())
+    }
+
+    /// 150 ms of this thread on a CPU (by the scheduler's count, so a busy machine only makes it
+    /// take longer) shows in `process_cpu` as at least 100 ms (10 ms ticks), and not as more than
+    /// two CPUs for the whole wall time it took (seconds read as ticks would be ten times that).
     #[test]
     fn process_cpu_counts_this_process_spinning() {
         let before = process_cpu();
         assert!(before.is_some(), "/proc/self/stat reads on Linux");
         let started = Instant::now();
+        let on_cpu = thread_on_cpu();
         let mut x = 0u64;
-        while started.elapsed() < Duration::from_millis(150) {
-            x = std::hint::black_box(x.wrapping_add(1));
+        while thread_on_cpu() - on_cpu < Duration::from_millis(150) {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
         }
         let wall = started.elapsed();
         let spent = cpu_since(before).unwrap();
