@@ -49,7 +49,8 @@
 # fsync cost (append + fdatasync, up to 200 times in 2 s) is measured, from the servers' core, for the
 # lone-write target (and from the load generator's, for reference; see fsync_cost).
 # Results: bench/results/<timestamp>/ (table.txt, one JSON per run, params.json with the load average,
-# paddock-restart-log.txt: the restarted paddock's own log lines on what it loaded and replayed).
+# paddock-restart-log.txt: the restarted paddock's own log lines on what it loaded and replayed; the
+# sweep keeps them per fill size, sweep-paddock-restart-log-<n>.txt).
 # Exit code: 0 when every run was correct (no failed op, no lock exclusion violation, pinning held) and,
 # with --smoke, every table cell was produced; 1 otherwise; 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -522,6 +523,15 @@ start_ensemble() {
     log "[$side] serving on ${HOSTS[$side]} (pids $pids)"
 }
 
+# keep_restart_log <dir> <file>: the restarted paddock's own account of its start (snapshot size and
+# index, nodes restored, entries replayed, when it served), kept beside the figure: the server's log
+# goes with the work directory.
+keep_restart_log() { # (the log holds every start in the directory: only the last one's lines)
+    grep -E "paddock starting|loaded snapshot|restored snapshot|log replayed|serving ZooKeeper" \
+        "$1/paddock.log" | awk '/paddock starting/ { kept = "" } { kept = kept $0 "\n" } END { printf "%s", kept }' \
+        >"$2" || true
+}
+
 # run_measured <side> <json> <server-json> paddock-bench args...: one run, with the server's CPU
 # seconds over it and its VmRSS after it written to <server-json>.
 run_measured() {
@@ -607,12 +617,7 @@ fill_and_restart() {
     t1="$(date +%s%N)"
     restart_ms=$(((t1 - t0) / 1000000))
     log "[$side] serving $last again after $restart_ms ms"
-    if [[ $side == paddock ]]; then
-        # The restart's own account (snapshot size and index, nodes restored, entries replayed, when
-        # it served), kept beside the figure: the server's log goes with the work directory.
-        grep -E "paddock starting|loaded snapshot|restored snapshot|log replayed|serving ZooKeeper" \
-            "${DIROF[$side]}/paddock.log" | tail -5 >"$OUT/$side-restart-log.txt" || true
-    fi
+    [[ $side != paddock ]] || keep_restart_log "${DIROF[$side]}" "$OUT/$side-restart-log.txt"
     printf '{"side":"%s","rss_before_fill_kb":%s,"rss_after_fill_kb":%s,"rss_right_after_fill_kb":%s,"restart_ms":%s,"znodes":%s}\n' \
         "$side" "$rss0" "$rss" "$rss_now" "$restart_ms" "$ZNODES" >"$OUT/$side-server.json"
     verify_pinned "$side" "after the restart"
@@ -898,6 +903,7 @@ EOF
                 PIDOF[$side]="$PID"
                 if probe "${PORT[$side]}" "$last" 600 "$OUT/sweep-$side-restart-$n.json"; then
                     t1="$(date +%s%N)"
+                    [[ $side != paddock ]] || keep_restart_log "$dir" "$OUT/sweep-$side-restart-log-$n.txt"
                     python3 - "$OUT/sweep-$side-fill-$n.json" "$side" "$n" "$rss0" "$rss1" $(((t1 - t0) / 1000000)) \
                         >>"$OUT/fill.csv" <<'EOF'
 import json, sys
