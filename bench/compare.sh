@@ -525,8 +525,8 @@ start_ensemble() {
 
 # keep_restart_log <dir> <file>: the restarted paddock's own account of its start (snapshot size and
 # index, nodes restored, entries replayed, when it served), kept beside the figure: the server's log
-# goes with the work directory.
-keep_restart_log() { # (the log holds every start in the directory: only the last one's lines)
+# goes with the work directory. The log holds every start in the directory: only the last one's lines.
+keep_restart_log() {
     grep -E "paddock starting|loaded snapshot|restored snapshot|log replayed|serving ZooKeeper" \
         "$1/paddock.log" | awk '/paddock starting/ { kept = "" } { kept = kept $0 "\n" } END { printf "%s", kept }' \
         >"$2" || true

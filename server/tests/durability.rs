@@ -151,19 +151,13 @@ async fn a_snapshot_waits_for_the_one_still_being_encoded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_newest_snapshot_falls_back_and_serves_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
-    let snapshots = dir.path().join("paddock").join("snapshots");
-    let snap_files = || -> Vec<std::path::PathBuf> {
-        let mut v: Vec<_> = std::fs::read_dir(&snapshots)
-            .map(|d| d.map(|e| e.unwrap().path()).collect())
-            .unwrap_or_default();
-        v.retain(|p| p.extension().is_some_and(|e| e == "snap"));
-        v.sort();
-        v
-    };
     let value = |i: usize| format!("value-{i:04}").into_bytes();
     let mut cfg = common::test_config(dir.path());
     cfg.snapshot_every_entries = 40;
     let server = common::start_with(cfg.clone()).await;
+    let snapshots = server.consensus().snapshot_dir().to_path_buf();
+    // The complete snapshot files, oldest first.
+    let snap_files = || consensus::snapshot_file::list(&snapshots).unwrap();
     let zk = common::client(server.local_addr()).await;
     let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
     for i in 0..200 {
@@ -180,7 +174,7 @@ async fn a_damaged_newest_snapshot_falls_back_and_serves_what_was_written() {
     server.shutdown().await;
 
     // Flip one letter of the last value the newest snapshot holds.
-    let newest = snap_files().pop().unwrap();
+    let newest = consensus::snapshot_file::path_for(&snapshots, snap_files().pop().unwrap());
     let mut bytes = std::fs::read(&newest).unwrap();
     let at = bytes
         .windows(6)
