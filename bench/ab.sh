@@ -10,14 +10,16 @@
 # changes save (on the VM of 5 Dec 2026 the same build's lone write p50 read 287-388 us within an
 # hour), so only a difference that holds pair after pair means anything. Every run gets a fresh server
 # pinned as bench/compare.sh pins it (server on --server-cpu, the load generator on the other CPUs), a
-# 1 s unrecorded warm-up, then --duration seconds recorded; the server's CPU time over the recorded run
+# --warmup seconds (1) unrecorded, then --duration seconds recorded; the server's CPU time over the recorded run
 # comes from /proc (so CPU per op). restart: each run copies --data-dir (a data directory a filled,
 # SIGKILLed server left; see bench/README.md) to a fresh directory, starts the server there and times
 # it until --path reads (the load generator's probe: it knocks on the port every 10 ms, then opens a
 # session every 50 ms), and keeps the server's own phase lines.
 #
-# Options: --pairs N (6), --duration S (4), --clients C (8), --inflight I (32), --contenders K (8),
-#   --data-dir DIR and --path P (restart), --server-cpu LIST (0), --client-cpus LIST (the others),
+# Options: --pairs N (6), --duration S (4), --warmup S (1; a longer one reaches the state of a server
+#   that has run for a while: e.g. 12 s of sets fill, prune and reuse log segments, which 1 s never
+#   does), --clients C (8), --inflight I (32), --contenders K (8), --data-dir DIR and --path P
+#   (restart), --server-cpu LIST (0), --client-cpus LIST (the others),
 #   --unpinned, --bench BIN (paddock-bench; default $CARGO_TARGET_DIR/release/paddock-bench),
 #   --out DIR (default bench/results/ab-<workload>-<timestamp>/).
 # Environment: CARGO_TARGET_DIR (default ~/.cache/paddock-target), PADDOCK_EXTRA_ARGS (default
@@ -32,17 +34,18 @@ cd "$ROOT"
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-ARGS=() PAIRS=6 DURATION=4 CLIENTS=8 INFLIGHT=32 CONTENDERS=8 DATA_DIR="" PROBE_PATH="" PINNED=1
+ARGS=() PAIRS=6 DURATION=4 WARMUP=1 CLIENTS=8 INFLIGHT=32 CONTENDERS=8 DATA_DIR="" PROBE_PATH="" PINNED=1
 SERVER_CPU=0 CLIENT_CPUS="" BENCH="" OUT=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --unpinned) PINNED=0 ;;
-        --pairs | --duration | --clients | --inflight | --contenders | --data-dir | --path | --server-cpu | \
+        --pairs | --duration | --warmup | --clients | --inflight | --contenders | --data-dir | --path | --server-cpu | \
             --client-cpus | --bench | --out)
             [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"
             case "$1" in
                 --pairs) PAIRS="$2" ;;
                 --duration) DURATION="$2" ;;
+                --warmup) WARMUP="$2" ;;
                 --clients) CLIENTS="$2" ;;
                 --inflight) INFLIGHT="$2" ;;
                 --contenders) CONTENDERS="$2" ;;
@@ -69,7 +72,7 @@ A="$(binary_of "${ARGS[0]}")" B="$(binary_of "${ARGS[1]}")" WORKLOAD="${ARGS[2]}
 for bin in "$A" "$B"; do
     [[ -x "$bin" ]] || die "no paddock binary at $bin"
 done
-positive_numbers PAIRS DURATION CLIENTS INFLIGHT CONTENDERS
+positive_numbers PAIRS DURATION WARMUP CLIENTS INFLIGHT CONTENDERS
 if [[ "$WORKLOAD" == restart ]]; then
     [[ -n "$DATA_DIR" && -n "$PROBE_PATH" ]] || die "restart needs --data-dir DIR and --path P"
     [[ -d "$DATA_DIR" ]] || die "--data-dir $DATA_DIR is not a directory"
@@ -159,7 +162,7 @@ EOF
         return
     fi
     # Warm-up, unrecorded; it also makes the keys set, get and mixed use.
-    "${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" "$BENCH" --hosts "127.0.0.1:$port" "${WARGS[@]}" --duration-secs 1 \
+    "${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" "$BENCH" --hosts "127.0.0.1:$port" "${WARGS[@]}" --duration-secs "$WARMUP" \
         --label warmup >>"$OUT/bench.log" 2>&1 || true
     c0="$(cpu_ticks "$SERVER_PID")"
     if ! "${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" "$BENCH" --hosts "127.0.0.1:$port" "${WARGS[@]}" \
@@ -183,7 +186,7 @@ EOF
     rm -f "$WORK/run.json"
 }
 
-log "A = $A, B = $B; $WORKLOAD, $PAIRS pairs$([[ $WORKLOAD == restart ]] || echo ", $DURATION s each"); results in $OUT"
+log "A = $A, B = $B; $WORKLOAD, $PAIRS pairs$([[ $WORKLOAD == restart ]] || echo ", $DURATION s each after $WARMUP s of warm-up"); results in $OUT"
 : >"$OUT/runs.jsonl"
 n=0
 for p in $(seq 1 "$PAIRS"); do
