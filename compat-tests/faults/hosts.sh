@@ -249,14 +249,20 @@ cmd_disk() { # n fault
         *) die "unknown disk fault $fault" ;;
     esac
     [[ -n "$f" ]] || { echo "no file for $fault under $d"; return 0; }
-    # ZooKeeper preallocates its logs with zeros, paddock its segments: the data ends at the last
-    # non-zero byte.
+    # ZooKeeper preallocates its logs with zeros: the data ends at the last non-zero byte. A paddock
+    # segment may be a pruned one written over, with its old records past the new ones: its data
+    # ends where its records do (20-byte headers, the length first; a header of zeros ends them).
     python3 - "$fault" "$f" <<'PY'
-import os, sys
+import os, struct, sys
 fault, paths = sys.argv[1], sys.argv[2:]
+def segment_end(data):
+  at = 0
+  while at + 20 <= len(data) and data[at:at + 20] != bytes(20):
+    at += 20 + struct.unpack_from("<I", data, at)[0]
+  return min(at, len(data))
 for path in paths:
   data = open(path, "rb").read()
-  end = len(data.rstrip(b"\0"))
+  end = segment_end(data) if path.endswith(".seg") else len(data.rstrip(b"\0"))
   if end == 0:
     print(f"{path}: empty, left alone"); continue
   if fault == "truncate-log":

@@ -67,6 +67,14 @@ impl AlignedBuf {
         &self.raw[self.start..end]
     }
 
+    /// The contents padded with zeros to `len` bytes (whole blocks, at least the contents).
+    pub(crate) fn padded(&mut self, len: usize) -> &[u8] {
+        debug_assert!(len % ALIGN == 0 && len >= self.len);
+        self.reserve(len);
+        self.raw[self.start + self.len..self.start + len].fill(0);
+        &self.raw[self.start..self.start + len]
+    }
+
     /// Drops the first `n` bytes (a multiple of `ALIGN`), keeping the rest at the aligned start;
     /// gives back the memory of a large batch once it is written.
     pub(crate) fn consume(&mut self, n: usize) {

@@ -445,10 +445,16 @@ fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> std::path::PathBuf 
     segment
 }
 
-/// Where a pre-sized segment's data ends: its last non-zero byte, as the fault suite finds it.
+/// Where a segment's data ends, as the fault suite finds it: after its last record (20-byte
+/// headers, the payload's length first; a header of zeros ends them). Not its last non-zero byte:
+/// a segment written over a pruned one holds old records past its own.
 fn data_end(path: &std::path::Path) -> usize {
     let bytes = std::fs::read(path).unwrap();
-    bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+    let mut at = 0;
+    while at + 20 <= bytes.len() && bytes[at..at + 20].iter().any(|&b| b != 0) {
+        at += 20 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    }
+    at.min(bytes.len())
 }
 
 /// Flips the 8 bytes that start 20 bytes before `end` in `path` (the fault suite's corrupt-log).
@@ -533,9 +539,13 @@ fn a_torn_last_record_is_dropped_and_the_store_opens() {
     assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));
 }
 
-/// The log files in `dir`: what a restart reads.
-fn log_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir.join("log")).unwrap().count()
+/// The log files in `dir` that end in `suffix`: segments ("seg", what a restart reads) or spares
+/// (pruned segments kept to be written over, "spare").
+fn log_files(dir: &std::path::Path, suffix: &str) -> usize {
+    std::fs::read_dir(dir.join("log"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == suffix)
+        .count()
 }
 
 #[test]
@@ -576,8 +586,10 @@ fn the_log_a_restart_reads_stays_bounded_as_snapshots_compact_it() {
             assert_eq!(s.first(), index - 1000);
         }
         most = most.max(s.segment_count());
-        assert_eq!(s.segment_count(), log_files(dir.path()));
+        assert_eq!(s.segment_count(), log_files(dir.path(), "seg"));
+        assert!(log_files(dir.path(), "spare") <= 2);
     }
+    assert_eq!(log_files(dir.path(), "spare"), 2, "pruned segments kept to be reused");
     // 3,000 entries at most (12 MB) live at once: 3 full segments, the one being filled and
     // the one the start opened.
     assert!(most <= 6, "{most} segments at once");
