@@ -69,7 +69,7 @@ impl AlignedBuf {
 
     /// The contents padded with zeros to `len` bytes (whole blocks, at least the contents).
     pub(crate) fn padded(&mut self, len: usize) -> &[u8] {
-        debug_assert!(len % ALIGN == 0 && len >= self.len);
+        debug_assert!(len.is_multiple_of(ALIGN) && len >= self.len);
         self.reserve(len);
         self.raw[self.start + self.len..self.start + len].fill(0);
         &self.raw[self.start..self.start + len]

@@ -13,6 +13,7 @@ use raft::eraftpb::Message;
 
 use crate::driver::{Command, Driver, Output, SnapshotJob, SnapshotSaved};
 use crate::handle::EventSink;
+use crate::snapshot_file;
 use crate::status::{Detail, Shared};
 use crate::transport::Transport;
 use crate::{ConsensusError, Event};
@@ -39,13 +40,32 @@ pub(crate) enum Request {
 struct ThreadOutput {
     transport: Box<dyn Transport>,
     events: Box<dyn EventSink>,
-    writer: Option<Sender<SnapshotJob>>,
+    writer: Option<Sender<WriterJob>>,
     shared: Arc<Shared>,
     /// When the current Ready's synced write started.
     sync_started: Option<std::time::Instant>,
     /// The group is this node alone (as of the last `publish`, which precedes every batch of
     /// committed entries).
     alone: bool,
+}
+
+impl ThreadOutput {
+    fn send_to_writer(&mut self, job: WriterJob) {
+        if let Some(w) = &self.writer {
+            if w.send(job).is_err() {
+                tracing::error!("snapshot writer is gone");
+                self.writer = None;
+            }
+        }
+    }
+}
+
+/// Work for the snapshot writer thread.
+enum WriterJob {
+    /// Write this snapshot's file.
+    Write(SnapshotJob),
+    /// Delete the snapshot files older than this index (recorded as no longer needed).
+    Prune(u64),
 }
 
 impl Output for ThreadOutput {
@@ -76,12 +96,7 @@ impl Output for ThreadOutput {
     }
 
     fn write_snapshot(&mut self, job: SnapshotJob) {
-        if let Some(w) = &self.writer {
-            if w.send(job).is_err() {
-                tracing::error!("snapshot writer is gone");
-                self.writer = None;
-            }
-        }
+        self.send_to_writer(WriterJob::Write(job));
     }
 
     fn publish(&mut self, driver: &Driver) {
@@ -234,7 +249,12 @@ impl RaftLoop {
                 done
             }
             Request::Command(cmd) => self.driver.command(cmd, &mut self.out),
-            Request::SnapshotSaved(saved) => self.driver.snapshot_saved(saved),
+            Request::SnapshotSaved(saved) => {
+                if let Some(floor) = self.driver.snapshot_saved(saved)? {
+                    self.out.send_to_writer(WriterJob::Prune(floor));
+                }
+                Ok(())
+            }
             Request::Shutdown => {
                 self.shutting_down = true;
                 Ok(())
@@ -244,19 +264,33 @@ impl RaftLoop {
 }
 
 /// The snapshot writer thread: file IO and fsyncs stay off the raft thread, at background
-/// priority (`background`).
-fn write_snapshots(dir: PathBuf, jobs: Receiver<SnapshotJob>, saved: Sender<Request>) {
+/// priority (`background`). It also deletes the files the raft thread no longer needs, which on a
+/// file system that trims freed blocks holds the caller for as long as the device takes.
+fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: Sender<Request>) {
     crate::background::lower_current_thread_priority();
-    while let Ok(mut job) = jobs.recv() {
-        // If the applier got ahead of the disk, only the newest state is worth writing.
-        while let Ok(newer) = jobs.try_recv() {
-            tracing::debug!(
-                skipped = job.index,
-                newer = newer.index,
-                "snapshot superseded before it was written"
-            );
-            job = newer;
+    while let Ok(first) = jobs.recv() {
+        let mut write: Option<SnapshotJob> = None;
+        let mut floor = None;
+        for job in std::iter::once(first).chain(jobs.try_iter()) {
+            match job {
+                // If the applier got ahead of the disk, only the newest state is worth writing.
+                WriterJob::Write(newer) => {
+                    if let Some(skipped) = write.replace(newer) {
+                        tracing::debug!(
+                            skipped = skipped.index,
+                            "snapshot superseded before it was written"
+                        );
+                    }
+                }
+                WriterJob::Prune(below) => floor = floor.max(Some(below)),
+            }
         }
+        if let Some(below) = floor {
+            if let Err(e) = snapshot_file::prune_before(&dir, below) {
+                tracing::warn!(below, "old snapshot files not deleted: {e}");
+            }
+        }
+        let Some(job) = write else { continue };
         let started = Instant::now();
         match job.write(&dir) {
             Ok(done) => {

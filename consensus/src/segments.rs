@@ -900,7 +900,10 @@ mod tests {
         s.append(&block(17), true).unwrap();
         s.append(&block(18), true).unwrap();
         // The log ends on a block's end; the old record in the next block is not read.
-        let seqs: Vec<u64> = payloads(dir.path(), 0).iter().map(|(seq, _)| *seq).collect();
+        let seqs: Vec<u64> = payloads(dir.path(), 0)
+            .iter()
+            .map(|(seq, _)| *seq)
+            .collect();
         assert_eq!(seqs, vec![17, 18, 19]);
         // A record that ends inside a block, and an unsynced one written with the next.
         s.append(b"hint", false).unwrap();
@@ -946,7 +949,10 @@ mod tests {
         seq += 1;
         s.rotate(0).unwrap();
         assert_eq!(s.prune(s.current(), seq).unwrap(), 7);
-        assert_eq!(list_with(dir.path(), SPARE_SUFFIX).unwrap().len(), MAX_SPARES);
+        assert_eq!(
+            list_with(dir.path(), SPARE_SUFFIX).unwrap().len(),
+            MAX_SPARES
+        );
         assert_eq!(list(dir.path()).unwrap().len(), 1);
         drop(s);
         // Spares of another size are deleted at the next start.

@@ -8,7 +8,7 @@
 //! All integers big-endian. A file is written as `.tmp`, fsynced, renamed, and the directory fsynced,
 //! so a name ending in `.snap` always means a complete file; the checksums catch later damage.
 
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -397,9 +397,38 @@ pub fn load_newest(dir: &Path, max_index: u64) -> Result<Option<ScannedSnapshot>
 /// (newer ones) all stay. Leaves `.tmp` files alone: the writer thread may be producing one.
 pub fn prune_before(dir: &Path, floor: u64) -> Result<(), ConsensusError> {
     for index in list(dir)?.into_iter().filter(|&i| i < floor) {
-        fs::remove_file(path_for(dir, index))?;
+        remove_gradually(&path_for(dir, index))?;
     }
     Ok(())
+}
+
+/// A file is cut this much at a time before it is deleted (`remove_gradually`).
+const REMOVE_STEP: u64 = 4 << 20;
+
+/// Deletes a file after cutting it from its end `REMOVE_STEP` bytes at a time. On a file system
+/// mounted with `discard`, freeing blocks trims them on the device before the call returns: one
+/// `unlink` of a 160 MB snapshot took 100-110 ms (7-10 ms of it CPU), during which the log's synced
+/// appends queued behind the trim; cut 4 MB at a time, the steps took 2.7-3.3 ms each (110 ms in
+/// all). Between steps the (background) thread
+/// can be preempted and the log's writes reach the device. A crash part way leaves a shortened
+/// file, which fails its checksum like any damaged snapshot; it is older than the fallback anyway,
+/// and the next prune deletes it.
+fn remove_gradually(path: &Path) -> Result<(), ConsensusError> {
+    match OpenOptions::new().write(true).open(path) {
+        Ok(file) => {
+            let mut len = file.metadata()?.len();
+            while len > REMOVE_STEP {
+                len -= REMOVE_STEP;
+                file.set_len(len)?;
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    }
+    match fs::remove_file(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 /// The newest complete snapshot file older than `index` (0 if none): the fallback for `index`.

@@ -82,6 +82,28 @@ fn snapshot_files_of_several_write_pieces_round_trip_at_their_exact_length() {
 }
 
 #[test]
+fn files_before_the_floor_are_deleted_whatever_their_size() {
+    // The larger ones are cut from their end a few megabytes at a time before they go.
+    let dir = tempfile::tempdir().unwrap();
+    for (index, len) in [
+        (10u64, 3usize),
+        (11, (4 << 20) + 5),
+        (12, 9 << 20),
+        (13, 100),
+    ] {
+        snapshot_file::write(dir.path(), index, 2, &conf(&[1]), &vec![7u8; len]).unwrap();
+    }
+    snapshot_file::prune_before(dir.path(), 13).unwrap();
+    assert_eq!(snapshot_file::list(dir.path()).unwrap(), vec![13]);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    let kept = snapshot_file::read(dir.path(), 13).unwrap().unwrap();
+    assert_eq!(kept.data, vec![7u8; 100]);
+    // Nothing older: nothing to do.
+    snapshot_file::prune_before(dir.path(), 13).unwrap();
+    assert_eq!(snapshot_file::list(dir.path()).unwrap(), vec![13]);
+}
+
+#[test]
 fn damaged_snapshot_files_are_reported_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let data = vec![7u8; 1000];
@@ -261,10 +283,13 @@ fn log_is_compacted_to_the_previous_snapshot_and_old_files_are_pruned() {
         .unwrap();
     let s = wait_status(&started.handle, "snapshot 30", |s| s.snapshot_index == 30);
     assert_eq!(s.first_index, 21);
-    assert_eq!(
-        snapshot_file::list(started.handle.snapshot_dir()).unwrap(),
-        vec![20, 30]
-    );
+    // The writer thread deletes the file of 10 once 30 is recorded.
+    let files = || snapshot_file::list(started.handle.snapshot_dir()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while files() != vec![20, 30] {
+        assert!(std::time::Instant::now() < deadline, "{:?}", files());
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert_eq!(last, 32);
     started.handle.shutdown();
 

@@ -158,7 +158,9 @@ impl Net {
                 n.driver.ready(&mut n.out).unwrap();
                 for job in std::mem::take(&mut n.out.jobs) {
                     let saved = job.write(n.driver.snapshot_dir()).unwrap();
-                    n.driver.snapshot_saved(saved).unwrap();
+                    if let Some(floor) = n.driver.snapshot_saved(saved).unwrap() {
+                        snapshot_file::prune_before(n.driver.snapshot_dir(), floor).unwrap();
+                    }
                     moved = true;
                 }
             }

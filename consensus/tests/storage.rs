@@ -589,7 +589,11 @@ fn the_log_a_restart_reads_stays_bounded_as_snapshots_compact_it() {
         assert_eq!(s.segment_count(), log_files(dir.path(), "seg"));
         assert!(log_files(dir.path(), "spare") <= 2);
     }
-    assert_eq!(log_files(dir.path(), "spare"), 2, "pruned segments kept to be reused");
+    assert_eq!(
+        log_files(dir.path(), "spare"),
+        2,
+        "pruned segments kept to be reused"
+    );
     // 3,000 entries at most (12 MB) live at once: 3 full segments, the one being filled and
     // the one the start opened.
     assert!(most <= 6, "{most} segments at once");
