@@ -5,7 +5,7 @@ mod common;
 use common::{stat, H, SESSION};
 use wire::ops::children::GetChildrenRequest;
 use wire::ops::data::GetDataRequest;
-use wire::{Acl, ErrorCode, Id, MultiResult, Request, Response};
+use wire::{perms, Acl, ErrorCode, Id, MultiResult, Request, Response};
 use znode_tree::{Change, Entry, ReadCtx, Restore, Tree, TreeConfig, TreeError, Txn};
 
 fn ttl_cfg() -> TreeConfig {
@@ -464,6 +464,49 @@ fn same_entries_give_same_digest_and_snapshot_bytes() {
     busy_history(&mut h3);
     h3.set("/a", b"different", -1).unwrap();
     assert_ne!(h1.tree.digest(), h3.tree.digest());
+}
+
+#[test]
+fn a_refused_set_changes_nothing_even_while_a_snapshot_view_shares_the_nodes() {
+    // setData checks and changes the node in one walk down its path, which copies the nodes a
+    // view shares before the checks run: a refusal must leave the tree's digest, size and
+    // contents, and the view, as they were. A refused txn still takes its zxid (the digest and
+    // the snapshot hold the last one), so the twin makes as many refused deletes of no node.
+    let history = |h: &mut H| {
+        busy_history(h);
+        h.create("/deep", b"", 0).unwrap();
+        h.create("/deep/er", b"", 0).unwrap();
+        h.create_acl(
+            "/deep/er/ro",
+            vec![Acl::new(perms::READ, "world", "anyone")],
+        )
+        .unwrap();
+    };
+    let (mut h, mut twin) = (H::new(), H::new());
+    history(&mut h);
+    history(&mut twin);
+    let then = h.tree.snapshot();
+    let size = h.tree.approximate_data_size();
+    let view = h.tree.snapshot_view();
+    let version = h.get("/a").unwrap().1.version;
+    assert_eq!(h.set("/a", b"x", version + 1), Err(ErrorCode::BadVersion));
+    assert_eq!(h.set("/deep/er/ro", b"x", -1), Err(ErrorCode::NoAuth));
+    assert_eq!(h.set("/deep/er/none", b"x", -1), Err(ErrorCode::NoNode));
+    for _ in 0..3 {
+        assert_eq!(twin.delete("/none", -1), Err(ErrorCode::NoNode));
+    }
+    assert_eq!(h.tree.digest(), twin.tree.digest());
+    assert_eq!(h.tree.snapshot(), twin.tree.snapshot());
+    assert_eq!(h.tree.approximate_data_size(), size);
+    assert_eq!(view.encode(), then);
+    // The one that passes changes the live tree alone.
+    h.set("/deep/er", b"yes", 0).unwrap();
+    twin.set("/deep/er", b"yes", 0).unwrap();
+    assert_eq!(h.tree.digest(), twin.tree.digest());
+    assert_eq!(h.tree.approximate_data_size(), size + 3);
+    assert_eq!(view.encode(), then);
+    let restored = Tree::restore(&h.tree.snapshot(), TreeConfig::default()).unwrap();
+    assert_eq!(restored.digest(), h.tree.digest());
 }
 
 #[test]
