@@ -50,7 +50,8 @@
 # lone-write target (and from the load generator's, for reference; see fsync_cost).
 # Results: bench/results/<timestamp>/ (table.txt, one JSON per run, params.json with the load average,
 # paddock-restart-log.txt: the restarted paddock's own log lines on what it loaded and replayed; the
-# sweep keeps them per fill size, sweep-paddock-restart-log-<n>.txt).
+# sweep keeps them per fill size, sweep-paddock-restart-log-<n>.txt; after a failed run, server-logs/ with
+# every server's own log).
 # Exit code: 0 when every run was correct (no failed op, no lock exclusion violation, pinning held) and,
 # with --smoke, every table cell was produced; 1 otherwise; 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -342,7 +343,21 @@ stop_ensembles() {
     done
     return 0
 }
-cleanup() { stop_all; [[ $ENSEMBLE -ne 0 ]] && stop_ensembles; rm -rf "$WORK"; }
+# keep_server_logs: after a failed run, the servers' own logs (paddock.log or zk.log of a standalone server,
+# server.log of each ensemble member) go to $OUT/server-logs/ before $WORK is removed, so a failure
+# can be read afterwards (an ensemble set round once failed to connect with nothing left to read).
+keep_server_logs() {
+    [[ ${FAILED:-0} -ne 0 || ${PIN_FAILED:-0} -ne 0 ]] || return 0
+    [[ -d "$WORK" && -d "${OUT:-}" ]] || return 0
+    local f rel
+    while IFS= read -r f; do
+        rel="${f#"$WORK"/}"
+        mkdir -p "$OUT/server-logs/$(dirname "$rel")"
+        cp "$f" "$OUT/server-logs/$rel" 2>/dev/null || true
+    done < <(find "$WORK" \( -name paddock.log -o -name server.log -o -name zk.log \) -type f 2>/dev/null)
+    log "the servers' logs of this failed run are in $OUT/server-logs"
+}
+cleanup() { stop_all; [[ $ENSEMBLE -ne 0 ]] && stop_ensembles; keep_server_logs; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
