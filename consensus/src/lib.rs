@@ -114,12 +114,13 @@ pub struct Snapshot {
 }
 
 /// One committed log entry. `data` empty = a raft no-op (a new leader's empty entry, or a
-/// membership change handled inside this crate): the applier skips it.
+/// membership change handled inside this crate): the applier skips it. `data` shares the log
+/// entry's buffer (no copy on the raft thread).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedEntry {
     pub index: u64,
     pub term: u64,
-    pub data: Vec<u8>,
+    pub data: bytes::Bytes,
 }
 
 /// What the raft thread tells the applier.

@@ -761,6 +761,19 @@ impl LogStore {
         raft::Storage::term(self, idx).map_err(ConsensusError::Raft)
     }
 
+    /// Drops the cached copies of entries up to `index` (a group of one, whose delivered
+    /// entries no follower will ask for). Reads of them, if any, go to the segments.
+    pub(crate) fn uncache_through(&mut self, index: u64) {
+        while self.cache.front().is_some_and(|e| e.index <= index) {
+            self.cache.pop_front();
+        }
+    }
+
+    /// The first and last index of the entries held in memory, if any.
+    pub fn cached_range(&self) -> Option<(u64, u64)> {
+        Some((self.cache.front()?.index, self.cache.back()?.index))
+    }
+
     /// Term of entry `idx` if it is in the in-memory cache.
     pub fn cached_term(&self, idx: u64) -> Option<u64> {
         self.cached(idx).map(|e| e.term)

@@ -104,7 +104,7 @@ fn sigkill_loses_no_entry_that_was_reported_committed() {
     let log: BTreeMap<u64, String> = entries
         .iter()
         .filter(|e| !e.data.is_empty())
-        .map(|e| (e.index, String::from_utf8(e.data.clone()).unwrap()))
+        .map(|e| (e.index, String::from_utf8(e.data.to_vec()).unwrap()))
         .collect();
     for (idx, data) in &seen {
         assert_eq!(

@@ -241,13 +241,13 @@ fn restart_loads_the_saved_snapshot_and_redelivers_only_later_entries() {
     let entries = committed_until(&started.events, last + 1);
     let indexes: Vec<u64> = entries.iter().map(|e| e.index).collect();
     assert_eq!(indexes, (13..=18).collect::<Vec<_>>());
-    assert_eq!(entries[0].data, b"p10");
+    assert_eq!(&entries[0].data[..], b"p10");
     assert_eq!(
         entries[5],
         CommittedEntry {
             index: 18,
             term: 3,
-            data: vec![]
+            data: bytes::Bytes::new()
         }
     );
     started.handle.shutdown();

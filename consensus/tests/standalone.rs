@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use common::{committed_until, drain, payloads, wait_status};
 use consensus::{start, CommittedEntry, Config, ConsensusError, Event};
 
@@ -33,12 +34,12 @@ fn standalone_node_leads_at_once_and_commits_a_proposal() {
             CommittedEntry {
                 index: 2,
                 term: 2,
-                data: vec![]
+                data: Bytes::new()
             },
             CommittedEntry {
                 index: 3,
                 term: 2,
-                data: b"hello".to_vec()
+                data: Bytes::from_static(b"hello")
             },
         ]
     );
@@ -167,7 +168,7 @@ fn restart_redelivers_the_log_and_continues_at_the_next_index() {
         [CommittedEntry {
             index: 23,
             term: 3,
-            data: vec![]
+            data: Bytes::new()
         }]
     );
     let s = wait_status(&started.handle, "applied 23", |s| s.applied == 23);
@@ -180,7 +181,7 @@ fn restart_redelivers_the_log_and_continues_at_the_next_index() {
         vec![CommittedEntry {
             index: 24,
             term: 3,
-            data: b"after restart".to_vec()
+            data: Bytes::from_static(b"after restart")
         }]
     );
     started.handle.shutdown();
@@ -210,12 +211,12 @@ fn a_restarted_sole_voter_leads_as_soon_as_start_returns() {
             CommittedEntry {
                 index: 23,
                 term: 3,
-                data: vec![]
+                data: Bytes::new()
             },
             CommittedEntry {
                 index: 24,
                 term: 3,
-                data: b"at once".to_vec()
+                data: Bytes::from_static(b"at once")
             }
         ]
     );

@@ -236,7 +236,7 @@ impl Net {
                 _ => Vec::new(),
             })
             .filter(|e| !e.data.is_empty())
-            .map(|e| (e.index, e.data))
+            .map(|e| (e.index, e.data.to_vec()))
             .collect()
     }
 
@@ -1029,4 +1029,33 @@ fn the_acknowledgement_after_a_rejection_is_sent_even_if_it_repeats() {
         .map(|m| (m.reject, m.index))
         .collect();
     assert_eq!(answers, vec![(true, last + 5), (false, last)]);
+}
+
+#[test]
+fn a_group_of_one_keeps_no_delivered_entry_in_memory_and_a_leader_of_three_keeps_them() {
+    use raft::{GetEntriesContext, Storage};
+    let texts = |prefix: &str| -> Vec<Vec<u8>> {
+        (0..50).map(|i| format!("{prefix}{i}").into_bytes()).collect()
+    };
+    let mut one = Net::new(&[1], 1000);
+    one.elect(1);
+    let last = one.propose(1, "solo", 50);
+    let got: Vec<Vec<u8>> = one.payloads(1).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(got, texts("solo"));
+    // Nothing delivered stays cached (the applier's copy is the last), and every entry still
+    // reads back, from the segments.
+    let store = one.driver(1).raw().store();
+    assert_eq!(store.cached_range(), None);
+    let read = store
+        .entries(last - 49, last + 1, None, GetEntriesContext::empty(false))
+        .unwrap();
+    let read: Vec<Vec<u8>> = read.into_iter().map(|e| e.data.to_vec()).collect();
+    assert_eq!(read, texts("solo"));
+
+    // A leader of three keeps its recent entries for the followers.
+    let mut three = Net::new(&[1, 2, 3], 1000);
+    three.elect(1);
+    let last = three.propose(1, "trio", 50);
+    let (first, end) = three.driver(1).raw().store().cached_range().unwrap();
+    assert!(first <= last - 49 && end == last, "cached {first}..={end}, last {last}");
 }

@@ -187,7 +187,7 @@ impl Cluster {
                             }
                             a.next = Some(e.index + 1);
                             if !e.data.is_empty() {
-                                a.state.push((e.index, e.data.clone()));
+                                a.state.push((e.index, e.data.to_vec()));
                             }
                         }
                         a.entries.extend(batch);

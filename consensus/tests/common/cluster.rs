@@ -203,7 +203,7 @@ impl Cluster {
                             a.next = Some(e.index + 1);
                             a.last = (e.index, e.term);
                             if !e.data.is_empty() {
-                                a.state.push((e.index, e.data.clone()));
+                                a.state.push((e.index, e.data.to_vec()));
                             }
                             if every > 0 && e.index % every == 0 {
                                 let _ =
@@ -289,7 +289,7 @@ impl Cluster {
         a.entries
             .iter()
             .filter(|e| !e.data.is_empty())
-            .map(|e| (e.index, e.data.clone()))
+            .map(|e| (e.index, e.data.to_vec()))
             .collect()
     }
 

@@ -55,7 +55,7 @@ pub fn payloads(entries: &[CommittedEntry]) -> Vec<(u64, Vec<u8>)> {
     entries
         .iter()
         .filter(|e| !e.data.is_empty())
-        .map(|e| (e.index, e.data.clone()))
+        .map(|e| (e.index, e.data.to_vec()))
         .collect()
 }
 
