@@ -1035,7 +1035,9 @@ fn the_acknowledgement_after_a_rejection_is_sent_even_if_it_repeats() {
 fn a_group_of_one_keeps_no_delivered_entry_in_memory_and_a_leader_of_three_keeps_them() {
     use raft::{GetEntriesContext, Storage};
     let texts = |prefix: &str| -> Vec<Vec<u8>> {
-        (0..50).map(|i| format!("{prefix}{i}").into_bytes()).collect()
+        (0..50)
+            .map(|i| format!("{prefix}{i}").into_bytes())
+            .collect()
     };
     let mut one = Net::new(&[1], 1000);
     one.elect(1);
@@ -1057,5 +1059,8 @@ fn a_group_of_one_keeps_no_delivered_entry_in_memory_and_a_leader_of_three_keeps
     three.elect(1);
     let last = three.propose(1, "trio", 50);
     let (first, end) = three.driver(1).raw().store().cached_range().unwrap();
-    assert!(first <= last - 49 && end == last, "cached {first}..={end}, last {last}");
+    assert!(
+        first <= last - 49 && end == last,
+        "cached {first}..={end}, last {last}"
+    );
 }

@@ -600,14 +600,8 @@ impl Tree {
         let Some(n) = Tree::node_mut(&mut self.root, p) else {
             panic!("update({p:?}): no such node: the tree is corrupt");
         };
-        let ph = path_hash(p);
-        let before = node_hash_at(ph, n, self.acls.hash(n.acl));
-        let old_len = n.data_len() as u64;
-        let r = f(n, &mut self.acls);
-        let after = node_hash_at(ph, n, self.acls.hash(n.acl));
-        self.node_digest = self.node_digest.wrapping_sub(before).wrapping_add(after);
-        self.data_size = self.data_size - old_len + n.data_len() as u64;
-        r
+        let counts = (&mut self.node_digest, &mut self.data_size);
+        change_in_place(p, n, &mut self.acls, counts, f)
     }
 
     /// `update` after `check` on the node as it is, in one walk down the path (a setData's checks
@@ -628,14 +622,8 @@ impl Tree {
         }
         let n = Tree::node_mut(&mut self.root, p).ok_or(ErrorCode::NoNode)?;
         check(n, &self.acls, &self.config)?;
-        let ph = path_hash(p);
-        let before = node_hash_at(ph, n, self.acls.hash(n.acl));
-        let old_len = n.data_len() as u64;
-        let r = f(n, &mut self.acls);
-        let after = node_hash_at(ph, n, self.acls.hash(n.acl));
-        self.node_digest = self.node_digest.wrapping_sub(before).wrapping_add(after);
-        self.data_size = self.data_size - old_len + n.data_len() as u64;
-        Ok(r)
+        let counts = (&mut self.node_digest, &mut self.data_size);
+        Ok(change_in_place(p, n, &mut self.acls, counts, f))
     }
 
     /// Records the node's stat, data and ACL so a failing multi can restore them.
@@ -875,4 +863,23 @@ fn read_path(p: &str) -> &str {
     } else {
         p
     }
+}
+
+/// `f` applied to `n`, the node at `p`, with the tree's digest and data size (`counts`) kept
+/// right: `update` and `update_if` once they hold the node.
+fn change_in_place<R>(
+    p: &str,
+    n: &mut Node,
+    acls: &mut AclTable,
+    (node_digest, data_size): (&mut u64, &mut u64),
+    f: impl FnOnce(&mut Node, &mut AclTable) -> R,
+) -> R {
+    let ph = path_hash(p);
+    let before = node_hash_at(ph, n, acls.hash(n.acl));
+    let old_len = n.data_len() as u64;
+    let r = f(n, acls);
+    let after = node_hash_at(ph, n, acls.hash(n.acl));
+    *node_digest = node_digest.wrapping_sub(before).wrapping_add(after);
+    *data_size = *data_size - old_len + n.data_len() as u64;
+    r
 }
