@@ -9,8 +9,10 @@
 //!
 //! The store keeps in memory its metadata, where each entry from the log's first index to its
 //! last sits (segment, offset, length, term: 32 bytes an entry), and the newest entries
-//! (`CACHE_ENTRIES`). Older entries are read from the segment files (a follower catching up, a
-//! restart replaying the log since its snapshot), adjacent ones in one read.
+//! (`CACHE_ENTRIES`; a group of one lets go of each as soon as it is delivered, `uncache_through`,
+//! so the applier's copy is the last and the buffer is freed by the thread that allocated it).
+//! Older entries are read from the segment files (a follower catching up, a restart replaying the
+//! log since its snapshot), adjacent ones in one read.
 //!
 //! RocksDB (family `raft_meta`) holds a checkpoint of the metadata: `hard_state`, `conf_state`
 //! (the membership last persisted), `snapshot_meta` (the newest durable snapshot), `first_index`
