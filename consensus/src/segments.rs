@@ -330,13 +330,8 @@ impl Segments {
         let number = on_disk.max(found.last().map_or(0, |f| f.number)) + 1;
         let segment_bytes = round_up(segment_bytes.max(ALIGN as u64));
         let mut spares = keep_spares(dir, segment_bytes)?;
-        let (file, reader, direct, zeroed_to) = match spares.pop() {
-            Some(spare) => reuse(dir, spare, number, segment_bytes)?,
-            None => {
-                let (file, reader, direct) = create(dir, number, segment_bytes)?;
-                (file, reader, direct, 0)
-            }
-        };
+        let (file, reader, direct, zeroed_to) =
+            new_segment(dir, spares.pop(), number, segment_bytes)?;
         Ok(Segments {
             dir: dir.to_path_buf(),
             file,
@@ -396,13 +391,7 @@ impl Segments {
         } else {
             None
         };
-        let (file, reader, direct, zeroed_to) = match spare {
-            Some(spare) => reuse(&self.dir, spare, number, capacity)?,
-            None => {
-                let (file, reader, direct) = create(&self.dir, number, capacity)?;
-                (file, reader, direct, 0)
-            }
-        };
+        let (file, reader, direct, zeroed_to) = new_segment(&self.dir, spare, number, capacity)?;
         drop(std::mem::replace(&mut self.file, file));
         let old_reader = std::mem::replace(&mut self.reader, reader);
         let last_seq = (self.next_seq > self.first_seq).then(|| self.next_seq - 1);
@@ -613,6 +602,23 @@ fn keep_spares(dir: &Path, segment_bytes: u64) -> Result<Vec<u64>, ConsensusErro
         sync_dir(dir)?;
     }
     Ok(spares)
+}
+
+/// Segment `number`, `capacity` bytes long: `spare` written over if there is one (`reuse`), else
+/// a new file (`create`). The files, and how far the file's blocks are already allocated.
+fn new_segment(
+    dir: &Path,
+    spare: Option<u64>,
+    number: u64,
+    capacity: u64,
+) -> Result<(File, File, bool, u64), ConsensusError> {
+    match spare {
+        Some(spare) => reuse(dir, spare, number, capacity),
+        None => {
+            let (file, reader, direct) = create(dir, number, capacity)?;
+            Ok((file, reader, direct, 0))
+        }
+    }
 }
 
 /// Makes segment `number` out of spare `spare`: the spare's first block is zeroed and synced

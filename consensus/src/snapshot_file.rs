@@ -409,8 +409,8 @@ const REMOVE_STEP: u64 = 4 << 20;
 /// mounted with `discard`, freeing blocks trims them on the device before the call returns: one
 /// `unlink` of a 160 MB snapshot took 100-110 ms (7-10 ms of it CPU), during which the log's synced
 /// appends queued behind the trim; cut 4 MB at a time, the steps took 2.7-3.3 ms each (110 ms in
-/// all). Between steps the (background) thread
-/// can be preempted and the log's writes reach the device. A crash part way leaves a shortened
+/// all). Between steps the (background) thread can be preempted and the log's writes reach the
+/// device. A crash part way leaves a shortened
 /// file, which fails its checksum like any damaged snapshot; it is older than the fallback anyway,
 /// and the next prune deletes it.
 fn remove_gradually(path: &Path) -> Result<(), ConsensusError> {
