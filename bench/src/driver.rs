@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::task::JoinSet;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error as ZkError};
 
 use crate::report::Tally;
@@ -121,13 +120,13 @@ pub async fn closed_loop<O: Operation>(
 ) -> anyhow::Result<(Tally, Duration, Option<Duration>)> {
     let cpu_before = process_cpu();
     let started = Instant::now();
-    let mut workers = JoinSet::new();
+    let mut workers = Vec::with_capacity(clients.len() * inflight.max(1));
     for client in clients {
         for _ in 0..inflight.max(1) {
             let client = client.clone();
             let budget = budget.clone();
             let op = op.clone();
-            workers.spawn(async move {
+            workers.push(spawns::spawn(async move {
                 let mut tally = Tally::recording_slow(slow_us);
                 while let Some(i) = budget.claim() {
                     let t0 = Instant::now();
@@ -137,12 +136,16 @@ pub async fn closed_loop<O: Operation>(
                     }
                 }
                 tally
-            });
+            }));
         }
     }
     let mut total = Tally::recording_slow(slow_us);
-    while let Some(joined) = workers.join_next().await {
-        total.merge(joined.context("benchmark worker panicked")?);
+    for worker in workers {
+        total.merge(
+            worker
+                .await
+                .map_err(|e| anyhow::anyhow!("benchmark worker failed: {e:?}"))?,
+        );
     }
     Ok((total, started.elapsed(), cpu_since(cpu_before)))
 }

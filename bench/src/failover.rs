@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use tokio::task::JoinSet;
 use zookeeper_client::{Client, Error as ZkError, SessionInfo};
 
 use crate::driver::{self, PERSISTENT};
+use crate::executor;
 use crate::report::{FailoverStats, RunReport, RunShape, Tally};
 use crate::Args;
 
@@ -52,10 +52,9 @@ async fn connect(
     if let Some(s) = session {
         c = c.with_session(s.clone());
     }
-    match tokio::time::timeout(OP_TIMEOUT, c.connect(hosts)).await {
-        Ok(r) => r,
-        Err(_) => Err(ZkError::Timeout),
-    }
+    executor::timeout(OP_TIMEOUT, c.connect(hosts))
+        .await
+        .unwrap_or(Err(ZkError::Timeout))
 }
 
 async fn writer(hosts: Arc<str>, path: String, timeout: Duration, s: Arc<Shared>) -> Tally {
@@ -70,7 +69,7 @@ async fn writer(hosts: Arc<str>, path: String, timeout: Duration, s: Arc<Shared>
                 continue;
             }
             Err(_) => {
-                tokio::time::sleep(RETRY_EVERY).await;
+                executor::sleep(RETRY_EVERY).await;
                 continue;
             }
         };
@@ -78,8 +77,8 @@ async fn writer(hosts: Arc<str>, path: String, timeout: Duration, s: Arc<Shared>
         while !s.stop.load(Ordering::Relaxed) {
             let counts = s.dead.load(Ordering::SeqCst);
             let t = Instant::now();
-            match tokio::time::timeout(OP_TIMEOUT, client.set_data(&path, &data, None)).await {
-                Ok(Ok(_)) => {
+            match executor::timeout(OP_TIMEOUT, client.set_data(&path, &data, None)).await {
+                Some(Ok(_)) => {
                     let now = Instant::now();
                     tally.record_ok(now - t);
                     s.acked.fetch_add(1, Ordering::Relaxed);
@@ -136,22 +135,22 @@ pub async fn run_failover(args: &Args, root: &str, setup: &Client) -> anyhow::Re
     });
     // Writer i lists the survivors starting at i (the client shuffles the list anyway).
     let hosts: Vec<&str> = args.hosts.split(',').collect();
-    let mut writers = JoinSet::new();
+    let mut writers = Vec::with_capacity(clients);
     for i in 0..clients {
         let mut list: Vec<&str> = hosts.clone();
         list.rotate_left(i % hosts.len());
-        writers.spawn(writer(
+        writers.push(spawns::spawn(writer(
             list.join(",").into(),
             format!("{dir}/k{i}"),
             args.session_timeout(),
             shared.clone(),
-        ));
+        )));
     }
-    tokio::time::sleep(Duration::from_secs(args.warmup_secs)).await;
+    executor::sleep(Duration::from_secs(args.warmup_secs)).await;
     let before = shared.acked.load(Ordering::Relaxed);
     if before == 0 {
         shared.stop.store(true, Ordering::Relaxed);
-        writers.abort_all();
+        writers.iter().for_each(|w| w.cancel());
         bail!(
             "no write was acknowledged during the {}s warm-up",
             args.warmup_secs
@@ -179,26 +178,27 @@ pub async fn run_failover(args: &Args, root: &str, setup: &Client) -> anyhow::Re
         if sent_at.elapsed() > Duration::from_secs(5) {
             bail!("process {pid} did not take SIG{signal} within 5 s");
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        executor::sleep(Duration::from_millis(1)).await;
     };
     shared.dead.store(true, Ordering::SeqCst);
     let deadline = sent_at + Duration::from_secs(args.duration_secs);
     while shared.first_ack_ns.load(Ordering::SeqCst) == u64::MAX && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        executor::sleep(Duration::from_millis(1)).await;
     }
     shared.stop.store(true, Ordering::Relaxed);
     let elapsed = shared.started.elapsed();
     // Writers stuck in a request give up within OP_TIMEOUT; waiting for them is not needed.
     let mut tally = Tally::new();
+    let cancel: Vec<_> = writers.iter().map(|w| w.cancel_handle()).collect();
     let collect = async {
-        while let Some(t) = writers.join_next().await {
-            if let Ok(t) = t {
+        for writer in writers {
+            if let Ok(t) = writer.await {
                 tally.merge(t);
             }
         }
     };
-    let _ = tokio::time::timeout(OP_TIMEOUT * 2, collect).await;
-    writers.abort_all();
+    let _ = executor::timeout(OP_TIMEOUT * 2, collect).await;
+    cancel.iter().for_each(|c| c.cancel());
     let first = shared.first_ack_ns.load(Ordering::SeqCst);
     let failover_ms = (first != u64::MAX).then(|| {
         let at = shared.started + Duration::from_nanos(first);

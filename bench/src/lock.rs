@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::task::JoinSet;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error as ZkError};
 
 use crate::driver::{self, Budget};
+use crate::executor;
 use crate::report::{LockStats, RunReport, RunShape, Tally};
 use crate::Args;
 
@@ -79,9 +79,9 @@ async fn acquire(client: &Client, shared: &Shared) -> Result<String, String> {
             .await
             .map_err(|e| format!("exists {pred}: {e}"))?;
         if stat.is_some()
-            && tokio::time::timeout(WATCH_SAFETY, watcher.changed())
+            && executor::timeout(WATCH_SAFETY, watcher.changed())
                 .await
-                .is_err()
+                .is_none()
         {
             shared.watch_timeouts.fetch_add(1, Ordering::Relaxed);
         }
@@ -168,13 +168,17 @@ pub async fn run_lock(args: &Args, root: &str, setup: &Client) -> anyhow::Result
     });
     let cpu_before = driver::process_cpu();
     let started = Instant::now();
-    let mut tasks = JoinSet::new();
-    for (i, client) in clients.into_iter().enumerate() {
-        tasks.spawn(contender(client, shared.clone(), i as u64 + 1));
-    }
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, client)| spawns::spawn(contender(client, shared.clone(), i as u64 + 1)))
+        .collect();
     let mut tally = Tally::new();
-    while let Some(joined) = tasks.join_next().await {
-        tally.merge(joined?);
+    for task in tasks {
+        tally.merge(
+            task.await
+                .map_err(|e| anyhow::anyhow!("lock contender failed: {e:?}"))?,
+        );
     }
     let elapsed = started.elapsed();
     let shape = RunShape {

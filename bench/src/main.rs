@@ -9,6 +9,7 @@
 //! The exit code is 1 when any operation failed or the lock's mutual exclusion was violated.
 
 mod driver;
+mod executor;
 mod failover;
 mod lock;
 mod probe;
@@ -196,18 +197,8 @@ fn main() -> ExitCode {
     if args.label.is_empty() {
         args.label = args.hosts.clone();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("paddock-bench: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let mut reports = Vec::new();
-    let outcome = runtime.block_on(run(&args, &mut reports));
+    let outcome = executor::block_on(run(&args, &mut reports));
     // Probe output is printed here; other workloads print as they finish.
     if args.workload == [Workload::Probe] {
         for r in &reports {
@@ -229,8 +220,6 @@ fn main() -> ExitCode {
         eprintln!("paddock-bench: FAILED: {failure}");
         failed = true;
     }
-    // Sessions' background tasks must not keep the process alive once the runs are over.
-    runtime.shutdown_timeout(Duration::from_secs(1));
     if failed {
         ExitCode::FAILURE
     } else {

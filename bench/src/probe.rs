@@ -20,13 +20,17 @@
 //! (111f09f) cost ZooKeeper's restart 7-23% (300k znodes: 6.9 s against 7.4-8.5 s, 754
 //! logged refusals), so that was replaced by the knock.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::task::JoinSet;
+use futures_lite::{FutureExt, StreamExt};
 
 use crate::driver;
+use crate::executor;
 use crate::report::{RunReport, RunShape, Tally};
 use crate::Args;
 
@@ -46,10 +50,10 @@ async fn attempt(hosts: Arc<str>, session_timeout: Duration, path: Arc<str>) -> 
             .with_context(|| format!("get {path}"))?;
         anyhow::Ok(())
     };
-    match tokio::time::timeout(ATTEMPT_TIMEOUT, work).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("{e:#}")),
-        Err(_) => Err("attempt timed out".to_string()),
+    match executor::timeout(ATTEMPT_TIMEOUT, work).await {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(format!("{e:#}")),
+        None => Err("attempt timed out".to_string()),
     }
 }
 
@@ -59,13 +63,37 @@ async fn any_listens(hosts: &str) -> bool {
         let host = host.trim();
         // A chroot suffix is the client's business; the address is what comes before it.
         let addr = host.split('/').next().unwrap_or(host);
-        if let Ok(Ok(_)) =
-            tokio::time::timeout(KNOCK_EVERY, tokio::net::TcpStream::connect(addr)).await
+        if let Some(Ok(_)) =
+            executor::timeout(KNOCK_EVERY, async_net::TcpStream::connect(addr)).await
         {
             return true;
         }
     }
     false
+}
+
+type Attempt = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+enum Step {
+    Tick,
+    Done(Result<(), String>),
+    Deadline,
+}
+
+/// The result of the first of `pending` to finish, which is taken out; never resolves while none
+/// has (nor when there are none). Every attempt is polled on each wake-up: there are at most
+/// [`MAX_PENDING`].
+async fn first_done(pending: &mut Vec<Attempt>) -> Result<(), String> {
+    futures_lite::future::poll_fn(|cx| {
+        for i in 0..pending.len() {
+            if let Poll::Ready(result) = pending[i].as_mut().poll(cx) {
+                drop(pending.swap_remove(i));
+                return Poll::Ready(result);
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 pub async fn run_probe(args: &Args) -> anyhow::Result<RunReport> {
@@ -76,35 +104,47 @@ pub async fn run_probe(args: &Args) -> anyhow::Result<RunReport> {
         .into();
     let hosts: Arc<str> = args.hosts.as_str().into();
     let started = Instant::now();
-    let deadline =
-        tokio::time::Instant::from_std(started + Duration::from_secs(args.duration_secs));
-    let mut pending = JoinSet::new();
+    let deadline = started + Duration::from_secs(args.duration_secs);
+    let mut pending: Vec<Attempt> = Vec::new();
     let mut last_error = None;
-    let mut ticker = tokio::time::interval(KNOCK_EVERY);
+    // Ticks at once, then every KNOCK_EVERY.
+    let mut ticker = async_io::Timer::interval_at(started, KNOCK_EVERY);
     let mut listening = false;
-    let mut last_attempt: Option<tokio::time::Instant> = None;
+    let mut last_attempt: Option<Instant> = None;
     let ready = loop {
-        tokio::select! {
-            _ = ticker.tick() => {
+        let step = async {
+            ticker.next().await;
+            Step::Tick
+        }
+        .or(async { Step::Done(first_done(&mut pending).await) })
+        .or(async {
+            async_io::Timer::at(deadline).await;
+            Step::Deadline
+        })
+        .await;
+        match step {
+            Step::Tick => {
                 if !listening {
                     listening = any_listens(&hosts).await;
                 }
                 let due = last_attempt.is_none_or(|t| t.elapsed() >= ATTEMPT_EVERY);
                 if listening && due && pending.len() < MAX_PENDING {
-                    pending.spawn(attempt(hosts.clone(), args.session_timeout(), path.clone()));
-                    last_attempt = Some(tokio::time::Instant::now());
+                    pending.push(Box::pin(attempt(
+                        hosts.clone(),
+                        args.session_timeout(),
+                        path.clone(),
+                    )));
+                    last_attempt = Some(Instant::now());
                 }
             }
-            Some(done) = pending.join_next(), if !pending.is_empty() => match done {
-                Ok(Ok(())) => break true,
-                Ok(Err(e)) => last_error = Some(e),
-                Err(e) => last_error = Some(format!("probe attempt panicked: {e}")),
-            },
-            _ = tokio::time::sleep_until(deadline) => break false,
+            Step::Done(Ok(())) => break true,
+            Step::Done(Err(e)) => last_error = Some(e),
+            Step::Deadline => break false,
         }
     };
     let elapsed = started.elapsed();
-    pending.abort_all();
+    // Attempts still waiting are dropped with `pending`.
+    drop(pending);
     let mut tally = Tally::new();
     if ready {
         tally.record_ok(elapsed);
