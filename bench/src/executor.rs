@@ -47,3 +47,65 @@ pub async fn timeout<T>(limit: Duration, fut: impl Future<Output = T>) -> Option
 pub async fn sleep(d: Duration) {
     async_io::Timer::after(d).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn spawned_tasks_run_on_the_calling_thread() {
+        let caller = std::thread::current().id();
+        let ran_on = block_on(async {
+            spawns::spawn(async { std::thread::current().id() })
+                .await
+                .expect("the task finished")
+        });
+        assert_eq!(ran_on, caller);
+    }
+
+    #[test]
+    fn timeout_gives_up_on_a_pending_future_and_passes_a_ready_one() {
+        let started = Instant::now();
+        let never = block_on(timeout(
+            Duration::from_millis(30),
+            std::future::pending::<()>(),
+        ));
+        assert_eq!(never, None);
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        assert_eq!(
+            block_on(timeout(Duration::from_secs(5), async { 7 })),
+            Some(7)
+        );
+    }
+
+    #[test]
+    fn sockets_are_served_while_main_waits() {
+        // A reply travels through the reactor that `block_on` polls: the listener's accept and
+        // the echo run as spawned tasks while `main` waits on its own read.
+        let echoed = block_on(async {
+            let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            spawns::spawn(async move {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let mut buf = [0u8; 5];
+                futures_lite::AsyncReadExt::read_exact(&mut conn, &mut buf)
+                    .await
+                    .unwrap();
+                futures_lite::AsyncWriteExt::write_all(&mut conn, &buf)
+                    .await
+                    .unwrap();
+            });
+            let mut conn = async_net::TcpStream::connect(addr).await.unwrap();
+            futures_lite::AsyncWriteExt::write_all(&mut conn, b"hello")
+                .await
+                .unwrap();
+            let mut back = [0u8; 5];
+            futures_lite::AsyncReadExt::read_exact(&mut conn, &mut back)
+                .await
+                .unwrap();
+            back
+        });
+        assert_eq!(&echoed, b"hello");
+    }
+}
