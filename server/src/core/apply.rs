@@ -339,6 +339,16 @@ impl Core {
             let raft = self.raft.clone();
             let latency = self.latency.clone();
             let encoding = EncodingMark::set(&self.snapshot_encoding);
+            if self.view_reaper.is_none() {
+                // Spawned here, on the core's worker, so that it runs at normal priority.
+                match super::reaper::Reaper::spawn("snapshot-drop") {
+                    Ok(r) => self.view_reaper = Some(r),
+                    Err(e) => {
+                        warn!(error = %e, "no thread to drop snapshot views: the encoder will")
+                    }
+                }
+            }
+            let reaper = self.view_reaper.clone();
             // A thread of its own at background priority (`consensus::background`): on a
             // server with one core the encoding would otherwise take turns with the core task
             // and every client would wait for its slices.
@@ -349,7 +359,13 @@ impl Core {
                     consensus::background::lower_current_thread_priority();
                     let started = std::time::Instant::now();
                     let data = view.encode();
-                    drop(view);
+                    // Not dropped here: freeing nodes deleted meanwhile takes the core worker's
+                    // allocator lock, which this SCHED_IDLE thread may then hold for as long as
+                    // the core stays busy (reaper.rs, BUGS.md P10).
+                    match &reaper {
+                        Some(r) => r.reap(view),
+                        None => drop(view),
+                    }
                     latency.snapshot.record_ms(view_took + started.elapsed());
                     let ms = started.elapsed().as_millis() as u64;
                     info!(index, bytes = data.len(), view_ms, ms, "snapshot taken");

@@ -35,6 +35,7 @@ mod conns;
 mod ensemble;
 mod handshake;
 mod reads;
+mod reaper;
 mod reconfig;
 mod requests;
 mod submit;
@@ -92,6 +93,9 @@ pub struct Core {
     last_snapshot_index: u64,
     /// Snapshot encoder threads running (`maybe_snapshot` waits for none).
     snapshot_encoding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Drops each snapshot view at normal priority once encoded (`reaper.rs`); spawned with the
+    /// first snapshot.
+    view_reaper: Option<reaper::Reaper<znode_tree::SnapshotView>>,
     /// Whether raft last said this server leads: only a leader expires sessions and nodes.
     is_leader: bool,
     /// The leader raft last named (0: none known) and its term.
@@ -178,6 +182,7 @@ impl Core {
             applied_term,
             last_snapshot_index: applied_index,
             snapshot_encoding: Default::default(),
+            view_reaper: None,
             is_leader: false,
             leader_id: 0,
             term: 0,
