@@ -179,6 +179,26 @@ impl Histogram {
         }
     }
 
+    /// Records `v` as `record` does, for a histogram that has one writer (one thread, or one
+    /// task, at a time): plain loads and stores instead of locked read-modify-writes, which are
+    /// what recording costs. The core records six values for every write it applies; this, with
+    /// one clock read per reply instead of three, gave 1.047x the sets/s under 8 x 32 sets
+    /// (bench/ab.sh, 6 pairs, 5 Dec 2026). Two
+    /// writers racing here would lose counts, never memory safety; readers may see a count and
+    /// a sum from different instants, as they may with `record`.
+    pub fn record_sole_writer(&self, v: u64) {
+        let bucket = &self.buckets[bucket_of(v)];
+        bucket.store(bucket.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.sum
+            .store(self.sum.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+        if v < self.min.load(Ordering::Relaxed) {
+            self.min.store(v, Ordering::Relaxed);
+        }
+        if v > self.max.load(Ordering::Relaxed) {
+            self.max.store(v, Ordering::Relaxed);
+        }
+    }
+
     /// Records `d` in microseconds.
     pub fn record_us(&self, d: Duration) {
         self.record(d.as_micros().min(u64::MAX as u128) as u64);

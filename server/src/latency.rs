@@ -73,8 +73,12 @@ pub struct SummaryView {
 }
 
 pub struct Latency {
+    /// `queue` to `apply` are written by the core alone (`applied`), `reply` and `total` by
+    /// every connection's writer task (`written`).
     stages: [Histogram; 7],
+    /// Written by the core alone (`read_answered`).
     pub read: Histogram,
+    /// Written by the core alone (`applied`).
     pub update: Histogram,
     pub snapshot: Histogram,
     pub election: Histogram,
@@ -97,6 +101,10 @@ impl std::fmt::Debug for Latency {
 
 fn us(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
 }
 
 impl Latency {
@@ -128,7 +136,8 @@ impl Latency {
 
     /// A write was applied at `applied`; `durable` is when raft persisted and committed its
     /// entry, if the raft thread still has the times. Records the stages up to `apply`, and
-    /// `updatelatency`.
+    /// `updatelatency`. Called by the core alone, so it records without locked instructions
+    /// (`Histogram::record_sole_writer`).
     pub fn applied(
         &self,
         w: &WriteStamps,
@@ -136,16 +145,21 @@ impl Latency {
         applied: Instant,
     ) {
         let s = &self.stages;
-        s[QUEUE].record(us(w.queued.saturating_duration_since(w.received)));
-        s[PROPOSE].record(us(w.proposed.saturating_duration_since(w.queued)));
+        s[QUEUE].record_sole_writer(us(w.queued.saturating_duration_since(w.received)));
+        s[PROPOSE].record_sole_writer(us(w.proposed.saturating_duration_since(w.queued)));
         if let Some((persisted, committed)) = durable {
             let committed = committed.unwrap_or(persisted);
-            s[PERSIST].record(us(persisted.saturating_duration_since(w.proposed)));
-            s[COMMIT].record(us(committed.saturating_duration_since(persisted)));
-            s[APPLY].record(us(applied.saturating_duration_since(committed)));
+            s[PERSIST].record_sole_writer(us(persisted.saturating_duration_since(w.proposed)));
+            s[COMMIT].record_sole_writer(us(committed.saturating_duration_since(persisted)));
+            s[APPLY].record_sole_writer(us(applied.saturating_duration_since(committed)));
         }
         self.update
-            .record_ms(applied.saturating_duration_since(w.received));
+            .record_sole_writer(ms(applied.saturating_duration_since(w.received)));
+    }
+
+    /// A read was answered `took` after its request was read (the core only: `readlatency`).
+    pub fn read_answered(&self, took: Duration) {
+        self.read.record_sole_writer(ms(took));
     }
 
     /// A reply holding a write's answer left on the socket at `written`.

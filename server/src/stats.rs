@@ -101,10 +101,11 @@ impl ConnStats {
         }
     }
 
-    pub fn record_latency(&mut self, ms: u64) {
+    /// A reply answered at `at`, `ms` after its request was read.
+    pub fn record_latency(&mut self, ms: u64, at: Instant) {
         self.latency.add(ms);
         self.last_latency_ms = ms;
-        self.last_response = Some(Instant::now());
+        self.last_response = Some(at);
     }
 
     pub fn reset(&mut self) {

@@ -202,8 +202,7 @@ impl Core {
             Txn::Write(_) => {
                 if let Some(&id) = self.by_session.get(&entry.session_id) {
                     if let Some((received, stamps)) = self.pop_write(id, entry.xid) {
-                        self.record_latency(id, received);
-                        let applied_at = std::time::Instant::now();
+                        let applied_at = self.record_latency(id, received).into_std();
                         let durable = self.raft.entry_times().get(ce.index);
                         self.latency.applied(&stamps, durable, applied_at);
                         let (err, body) = match applied.reply {

@@ -110,11 +110,16 @@ impl Core {
         }
     }
 
-    pub(super) fn record_latency(&mut self, id: ConnId, received: Instant) {
-        let ms = received.elapsed().as_millis() as u64;
+    /// Records a reply's latency in the server's and the connection's statistics, and returns
+    /// the time it read, so a caller with more to stamp reads the clock once (a clock read is
+    /// about 25 ns, and a write used to pay six).
+    pub(super) fn record_latency(&mut self, id: ConnId, received: Instant) -> Instant {
+        let now = Instant::now();
+        let ms = now.saturating_duration_since(received).as_millis() as u64;
         self.stats.record_latency(ms);
         if let Some(conn) = self.conns.get_mut(&id) {
-            conn.stats.record_latency(ms);
+            conn.stats.record_latency(ms, now);
         }
+        now
     }
 }

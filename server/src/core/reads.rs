@@ -113,8 +113,9 @@ impl Core {
                 }
             }
         };
-        self.record_latency(id, received);
-        self.latency.read.record_ms(received.elapsed());
+        let now = self.record_latency(id, received);
+        self.latency
+            .read_answered(now.saturating_duration_since(received));
         let (err, body) = match result {
             Ok(body) => (0, Some(body)),
             Err(code) => (code.code(), None),
