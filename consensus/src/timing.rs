@@ -189,8 +189,10 @@ impl Histogram {
     pub fn record_sole_writer(&self, v: u64) {
         let bucket = &self.buckets[bucket_of(v)];
         bucket.store(bucket.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        self.sum
-            .store(self.sum.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+        self.sum.store(
+            self.sum.load(Ordering::Relaxed).wrapping_add(v),
+            Ordering::Relaxed,
+        );
         if v < self.min.load(Ordering::Relaxed) {
             self.min.store(v, Ordering::Relaxed);
         }

@@ -6,7 +6,7 @@
 //! `CloseSession` log entry that the core proposes, so every replica deletes the same
 //! ephemerals at the same zxid.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use tokio::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use tokio::time::{Duration, Instant};
 pub struct SessionTracker {
     tick: Duration,
     origin: Instant,
-    deadlines: HashMap<i64, Instant>,
+    deadlines: rustc_hash::FxHashMap<i64, Instant>,
     /// (deadline, session) in deadline order, so finding the due ones is cheap.
     by_deadline: BTreeSet<(Instant, i64)>,
     /// Sessions whose CloseSession has been proposed: frames for them are ignored.
@@ -26,7 +26,7 @@ impl SessionTracker {
         SessionTracker {
             tick: tick.max(Duration::from_millis(1)),
             origin: Instant::now(),
-            deadlines: HashMap::new(),
+            deadlines: Default::default(),
             by_deadline: BTreeSet::new(),
             closing: BTreeSet::new(),
         }
@@ -48,7 +48,12 @@ impl SessionTracker {
             return;
         }
         let deadline = self.bucket(now, Duration::from_millis(timeout_ms.max(0) as u64));
+        // Deadlines are whole ticks, so most frames of a busy session land in the bucket it
+        // already has: nothing to move in the deadline order then.
         if let Some(old) = self.deadlines.insert(session, deadline) {
+            if old == deadline {
+                return;
+            }
             self.by_deadline.remove(&(old, session));
         }
         self.by_deadline.insert((deadline, session));
@@ -221,5 +226,29 @@ mod tests {
         );
         t.forget(1);
         assert!(!t.is_closing(1));
+    }
+
+    /// Touches within one tick keep the deadline they had (and skip the reordering); the first
+    /// touch in the next tick moves it, and expiry follows the latest deadline, one entry per
+    /// session.
+    #[tokio::test(start_paused = true)]
+    async fn touches_within_a_tick_keep_the_deadline_and_a_later_tick_moves_it() {
+        let mut t = SessionTracker::new(Duration::from_millis(100));
+        let start = Instant::now();
+        t.touch(1, 1000, start);
+        t.touch(2, 1000, start);
+        let first = t.deadline(1).unwrap();
+        for ms in [10, 40, 90] {
+            t.touch(1, 1000, start + Duration::from_millis(ms));
+            assert_eq!(t.deadline(1), Some(first), "touched {ms} ms in");
+        }
+        t.touch(1, 1000, start + Duration::from_millis(150));
+        let moved = t.deadline(1).unwrap();
+        assert_eq!(moved - first, Duration::from_millis(100));
+        assert_eq!(t.by_deadline.len(), 2);
+        assert_eq!(t.take_expired(first), vec![2]);
+        assert!(t.take_expired(moved - Duration::from_millis(1)).is_empty());
+        assert_eq!(t.take_expired(moved), vec![1]);
+        assert!(t.by_deadline.is_empty());
     }
 }

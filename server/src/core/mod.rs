@@ -43,6 +43,8 @@ mod timers;
 mod views;
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -74,11 +76,11 @@ pub struct Core {
     /// The raft thread: proposals and ReadIndex requests go there (see `submit`).
     raft: consensus::Handle,
     /// Every connection that finished its handshake read, by id.
-    conns: HashMap<ConnId, Conn>,
+    conns: FxHashMap<ConnId, Conn>,
     /// Which connection holds each established local session.
-    by_session: HashMap<i64, ConnId>,
+    by_session: FxHashMap<i64, ConnId>,
     /// New sessions whose CreateSession entry is in flight, by session id.
-    connecting: HashMap<i64, ConnId>,
+    connecting: FxHashMap<i64, ConnId>,
     /// Session deadlines and the sessions whose close is in flight.
     tracker: SessionTracker,
     /// The next session id to try (see `handshake::initial_session_id`).
@@ -173,9 +175,9 @@ impl Core {
             tree,
             watches: WatchRegistry::new(),
             raft,
-            conns: HashMap::new(),
-            by_session: HashMap::new(),
-            connecting: HashMap::new(),
+            conns: FxHashMap::default(),
+            by_session: FxHashMap::default(),
+            connecting: FxHashMap::default(),
             tracker,
             next_read_ctx: 1,
             applied_index,
