@@ -186,6 +186,7 @@ async fn write_loop(
     let mut w = Writer::with_capacity(64 * 1024);
     // The write replies in `w`, timed once the write returns (reused: no allocation per batch).
     let mut timed: Vec<ReplyStamps> = Vec::with_capacity(64);
+    let mut scratch: Vec<u64> = Vec::with_capacity(64);
     // Encodes one message; false once it is `Close`.
     let encode = |msg: Outbound, w: &mut Writer, timed: &mut Vec<ReplyStamps>| {
         if let Outbound::WriteReply { stamps, .. } = &msg {
@@ -216,10 +217,8 @@ async fn write_loop(
             w.buf.clear();
         }
         if !timed.is_empty() {
-            let now = std::time::Instant::now();
-            for stamps in timed.drain(..) {
-                latency.written(&stamps, now);
-            }
+            latency.written_all(&timed, std::time::Instant::now(), &mut scratch);
+            timed.clear();
         }
         if close {
             let _ = wr.shutdown().await;

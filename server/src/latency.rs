@@ -162,10 +162,23 @@ impl Latency {
         self.read.record_sole_writer(ms(took));
     }
 
-    /// A reply holding a write's answer left on the socket at `written`.
-    pub fn written(&self, r: &ReplyStamps, written: Instant) {
-        self.stages[REPLY].record(us(written.saturating_duration_since(r.applied)));
-        self.stages[TOTAL].record(us(written.saturating_duration_since(r.received)));
+    /// The replies of one socket write, all on the socket at `written`: recorded together
+    /// (`Histogram::record_all`), `scratch` reused by the caller for the values.
+    pub fn written_all(&self, replies: &[ReplyStamps], written: Instant, scratch: &mut Vec<u64>) {
+        scratch.clear();
+        scratch.extend(
+            replies
+                .iter()
+                .map(|r| us(written.saturating_duration_since(r.applied))),
+        );
+        self.stages[REPLY].record_all(scratch);
+        scratch.clear();
+        scratch.extend(
+            replies
+                .iter()
+                .map(|r| us(written.saturating_duration_since(r.received))),
+        );
+        self.stages[TOTAL].record_all(scratch);
     }
 
     /// The known leader changed to `leader_id` (0: none). Counts the times this member started
@@ -281,15 +294,27 @@ mod tests {
             proposed: t0 + ms(3),
         };
         l.applied(&w, Some((t0 + ms(6), Some(t0 + ms(10)))), t0 + ms(15));
-        l.written(
-            &ReplyStamps {
-                received: t0,
-                applied: t0 + ms(15),
-            },
+        // Two replies left in one socket write: the first was applied 6 ms before it.
+        let mut scratch = Vec::new();
+        l.written_all(
+            &[
+                ReplyStamps {
+                    received: t0,
+                    applied: t0 + ms(15),
+                },
+                ReplyStamps {
+                    received: t0 + ms(20),
+                    applied: t0 + ms(20),
+                },
+            ],
             t0 + ms(21),
+            &mut scratch,
         );
         let got: Vec<u64> = STAGES.iter().map(|s| l.stage(s).unwrap().max()).collect();
         assert_eq!(got, [1000, 2000, 3000, 4000, 5000, 6000, 21000]);
+        assert_eq!(l.stage("reply").unwrap().min(), 1000);
+        assert_eq!(l.stage("total").unwrap().count(), 2);
+        assert_eq!(l.stage("total").unwrap().sum(), 22000);
         assert_eq!(l.update.max(), 15);
         // Raft no longer had the times: only the stages the core saw itself.
         l.applied(&w, None, t0 + ms(15));

@@ -44,7 +44,10 @@ impl ResponseSizes {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
                 (m == -1 || size < m).then_some(size)
             });
-        self.max.fetch_max(size, Ordering::Relaxed);
+        // A locked instruction only when the maximum moves (once per reply before).
+        if size > self.max.load(Ordering::Relaxed) {
+            self.max.fetch_max(size, Ordering::Relaxed);
+        }
     }
 
     pub fn reset(&self) {
