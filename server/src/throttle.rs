@@ -39,56 +39,65 @@ impl Throttle {
 
     /// One connection's view: its own count beside the shared one.
     pub fn for_connection(self: &Arc<Self>) -> ConnThrottle {
-        ConnThrottle {
+        ConnThrottle(Arc::new(Counts {
             shared: self.clone(),
-            mine: Arc::new(AtomicUsize::new(0)),
-        }
+            mine: AtomicUsize::new(0),
+        }))
+    }
+}
+
+/// A connection's count and the server's, behind the one `Arc` its slots share.
+#[derive(Debug)]
+struct Counts {
+    shared: Arc<Throttle>,
+    mine: AtomicUsize,
+}
+
+impl Counts {
+    /// ZooKeeper's rule: below the limit, or nothing of this connection's outstanding.
+    fn may_admit(&self) -> bool {
+        self.mine.load(Ordering::Acquire) == 0 || self.shared.held() < self.shared.limit
     }
 }
 
 #[derive(Debug)]
-pub struct ConnThrottle {
-    shared: Arc<Throttle>,
-    mine: Arc<AtomicUsize>,
-}
+pub struct ConnThrottle(Arc<Counts>);
 
 impl ConnThrottle {
-    /// Waits until this connection may hand the core another request, and counts it.
+    /// Waits until this connection may hand the core another request, and counts it. The
+    /// common case (below the limit) reads two counters and registers no waiter: registering
+    /// takes the `Notify`'s lock, once to enable and once to drop, for every request.
     pub async fn admit(&self) -> Slot {
-        loop {
-            // Registered before the check, so a slot freed in between still wakes us.
-            let freed = self.shared.freed.notified();
+        let counts = &self.0;
+        while !counts.may_admit() {
+            // Registered before the second check, so a slot freed in between still wakes us.
+            let freed = counts.shared.freed.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            if self.mine.load(Ordering::Acquire) == 0 || self.shared.held() < self.shared.limit {
+            if counts.may_admit() {
                 break;
             }
             freed.await;
         }
-        self.mine.fetch_add(1, Ordering::AcqRel);
-        self.shared.held.fetch_add(1, Ordering::AcqRel);
-        Slot {
-            shared: self.shared.clone(),
-            mine: self.mine.clone(),
-        }
+        counts.mine.fetch_add(1, Ordering::AcqRel);
+        counts.shared.held.fetch_add(1, Ordering::AcqRel);
+        Slot(counts.clone())
     }
 }
 
 /// One admitted request; freed when dropped.
 #[derive(Debug)]
-pub struct Slot {
-    shared: Arc<Throttle>,
-    mine: Arc<AtomicUsize>,
-}
+pub struct Slot(Arc<Counts>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.mine.fetch_sub(1, Ordering::AcqRel);
-        let before = self.shared.held.fetch_sub(1, Ordering::AcqRel);
+        let counts = &self.0;
+        counts.mine.fetch_sub(1, Ordering::AcqRel);
+        let before = counts.shared.held.fetch_sub(1, Ordering::AcqRel);
         // Readers wait only while the count is at the limit or above, so only a slot freed
         // from there can be the one they wait for.
-        if before >= self.shared.limit {
-            self.shared.freed.notify_waiters();
+        if before >= counts.shared.limit {
+            counts.shared.freed.notify_waiters();
         }
     }
 }
