@@ -7,6 +7,9 @@
 //! index 4, data 16, children 8) and sits behind an `Arc` (16 more), so a leaf is one block of
 //! 104 bytes plus its data, plus one slot (24-byte name, 8-byte pointer) in its parent's
 //! children (`children.rs`). A leaf has no children structure at all, only an empty pointer.
+//! Data is not kept inline, however small: without `unsafe` an inline variant does not fit beside
+//! the 16-byte pointer, and a 24-byte field would move every node into glibc's next size class
+//! (bench/README.md, "Small data inline").
 //!
 //! Nodes are shared copy-on-write: children are `Arc<Node>`, a write reaches its node through
 //! `Arc::make_mut` from the root down (`Tree::update`), so a `SnapshotView` holding the old root
