@@ -165,20 +165,17 @@ impl Latency {
     /// The replies of one socket write, all on the socket at `written`: recorded together
     /// (`Histogram::record_all`), `scratch` reused by the caller for the values.
     pub fn written_all(&self, replies: &[ReplyStamps], written: Instant, scratch: &mut Vec<u64>) {
-        scratch.clear();
-        scratch.extend(
-            replies
-                .iter()
-                .map(|r| us(written.saturating_duration_since(r.applied))),
-        );
-        self.stages[REPLY].record_all(scratch);
-        scratch.clear();
-        scratch.extend(
-            replies
-                .iter()
-                .map(|r| us(written.saturating_duration_since(r.received))),
-        );
-        self.stages[TOTAL].record_all(scratch);
+        let since: [(usize, fn(&ReplyStamps) -> Instant); 2] =
+            [(REPLY, |r| r.applied), (TOTAL, |r| r.received)];
+        for (stage, from) in since {
+            scratch.clear();
+            scratch.extend(
+                replies
+                    .iter()
+                    .map(|r| us(written.saturating_duration_since(from(r)))),
+            );
+            self.stages[stage].record_all(scratch);
+        }
     }
 
     /// The known leader changed to `leader_id` (0: none). Counts the times this member started
