@@ -183,9 +183,9 @@ impl Histogram {
     /// task, at a time): plain loads and stores instead of locked read-modify-writes, which are
     /// what recording costs. The core records six values for every write it applies; this, with
     /// one clock read per reply instead of three, gave 1.047x the sets/s under 8 x 32 sets
-    /// (bench/ab.sh, 6 pairs, 5 Dec 2026). Two
-    /// writers racing here would lose counts, never memory safety; readers may see a count and
-    /// a sum from different instants, as they may with `record`.
+    /// (bench/ab.sh, 6 pairs, 5 Dec 2026). Two writers racing here would lose counts, never
+    /// memory safety; readers may see a count and a sum from different instants, as they may
+    /// with `record`.
     pub fn record_sole_writer(&self, v: u64) {
         let bucket = &self.buckets[bucket_of(v)];
         bucket.store(bucket.load(Ordering::Relaxed) + 1, Ordering::Relaxed);

@@ -74,7 +74,7 @@ pub struct SummaryView {
 
 pub struct Latency {
     /// `queue` to `apply` are written by the core alone (`applied`), `reply` and `total` by
-    /// every connection's writer task (`written`).
+    /// every connection's writer task (`written_all`).
     stages: [Histogram; 7],
     /// Written by the core alone (`read_answered`).
     pub read: Histogram,
