@@ -144,6 +144,16 @@ fn bucket_of(v: u64) -> usize {
     b.min(BUCKETS - 1)
 }
 
+/// `d` in whole microseconds, the value `Histogram::record_us` records.
+pub fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
+}
+
+/// `d` in whole milliseconds, the value `Histogram::record_ms` records.
+pub fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
 /// The smallest value that falls in bucket `b`.
 fn lower_bound(b: usize) -> u64 {
     if b < SUB {
@@ -232,12 +242,12 @@ impl Histogram {
 
     /// Records `d` in microseconds.
     pub fn record_us(&self, d: Duration) {
-        self.record(d.as_micros().min(u64::MAX as u128) as u64);
+        self.record(micros(d));
     }
 
     /// Records `d` in milliseconds.
     pub fn record_ms(&self, d: Duration) {
-        self.record(d.as_millis().min(u64::MAX as u128) as u64);
+        self.record(millis(d));
     }
 
     pub fn count(&self) -> u64 {

@@ -33,6 +33,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub use consensus::timing::Histogram;
+use consensus::timing::{micros, millis};
 
 /// The stages of a write, in order; `total` last.
 pub const STAGES: [&str; 7] = [
@@ -99,14 +100,6 @@ impl std::fmt::Debug for Latency {
     }
 }
 
-fn us(d: Duration) -> u64 {
-    d.as_micros().min(u64::MAX as u128) as u64
-}
-
-fn ms(d: Duration) -> u64 {
-    d.as_millis().min(u64::MAX as u128) as u64
-}
-
 impl Latency {
     /// `member`: an ensemble member, which starts looking for a leader (a standalone server
     /// never elects, as in ZooKeeper, where its `election_time` stays empty).
@@ -145,34 +138,34 @@ impl Latency {
         applied: Instant,
     ) {
         let s = &self.stages;
-        s[QUEUE].record_sole_writer(us(w.queued.saturating_duration_since(w.received)));
-        s[PROPOSE].record_sole_writer(us(w.proposed.saturating_duration_since(w.queued)));
+        s[QUEUE].record_sole_writer(micros(w.queued.saturating_duration_since(w.received)));
+        s[PROPOSE].record_sole_writer(micros(w.proposed.saturating_duration_since(w.queued)));
         if let Some((persisted, committed)) = durable {
             let committed = committed.unwrap_or(persisted);
-            s[PERSIST].record_sole_writer(us(persisted.saturating_duration_since(w.proposed)));
-            s[COMMIT].record_sole_writer(us(committed.saturating_duration_since(persisted)));
-            s[APPLY].record_sole_writer(us(applied.saturating_duration_since(committed)));
+            s[PERSIST].record_sole_writer(micros(persisted.saturating_duration_since(w.proposed)));
+            s[COMMIT].record_sole_writer(micros(committed.saturating_duration_since(persisted)));
+            s[APPLY].record_sole_writer(micros(applied.saturating_duration_since(committed)));
         }
         self.update
-            .record_sole_writer(ms(applied.saturating_duration_since(w.received)));
+            .record_sole_writer(millis(applied.saturating_duration_since(w.received)));
     }
 
     /// A read was answered `took` after its request was read (the core only: `readlatency`).
     pub fn read_answered(&self, took: Duration) {
-        self.read.record_sole_writer(ms(took));
+        self.read.record_sole_writer(millis(took));
     }
 
     /// The replies of one socket write, all on the socket at `written`: recorded together
     /// (`Histogram::record_all`), `scratch` reused by the caller for the values.
     pub fn written_all(&self, replies: &[ReplyStamps], written: Instant, scratch: &mut Vec<u64>) {
-        let since: [(usize, fn(&ReplyStamps) -> Instant); 2] =
-            [(REPLY, |r| r.applied), (TOTAL, |r| r.received)];
+        type From = fn(&ReplyStamps) -> Instant;
+        let since: [(usize, From); 2] = [(REPLY, |r| r.applied), (TOTAL, |r| r.received)];
         for (stage, from) in since {
             scratch.clear();
             scratch.extend(
                 replies
                     .iter()
-                    .map(|r| us(written.saturating_duration_since(from(r)))),
+                    .map(|r| micros(written.saturating_duration_since(from(r)))),
             );
             self.stages[stage].record_all(scratch);
         }

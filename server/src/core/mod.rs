@@ -43,12 +43,11 @@ mod timers;
 mod views;
 
 use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Duration, Instant};
 use tracing::{info, warn};
