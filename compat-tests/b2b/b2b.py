@@ -51,7 +51,7 @@ ADMIN_SUPER = "super:adminpw"   # ZooKeeper is started with this super digest; u
 NAMES = ["a", "b", "c"]
 STATIC_PATHS = ["/"] + [f"/{x}" for x in NAMES] + [f"/{x}/{y}" for x in NAMES[:2] for y in NAMES] + \
     [f"/{x}/{y}/{z}" for x in NAMES[:1] for y in NAMES[:2] for z in NAMES[:2]]
-# Malformed paths (zk-protocol.md §5.3): writes must refuse them (BadArguments), reads simply do not
+# Malformed paths (docs/protocol.md §5.3): writes must refuse them (BadArguments), reads simply do not
 # find them (NoNode). A leading "!" means "send as is, not under the base node". The empty path is
 # left out: ZooKeeper reads it as the root (a known mismatch, see README.md), and the real root is
 # shared by all concurrent sequences, so its contents cannot be compared.

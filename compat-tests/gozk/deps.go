@@ -1,5 +1,5 @@
 // Package gozk only exists to pin github.com/go-zookeeper/zk v1.0.4, whose own tests run.sh executes
-// against paddock (compat-notes §5). It holds no code of its own.
+// against paddock (docs/compat.md §5). It holds no code of its own.
 package gozk
 
 import _ "github.com/go-zookeeper/zk"

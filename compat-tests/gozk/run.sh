@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# go-zookeeper/zk v1.0.4's own test suite against paddock (compat-notes §5).
+# go-zookeeper/zk v1.0.4's own test suite against paddock (docs/compat.md §5).
 #
 #   compat-tests/gozk/run.sh                  build paddock (debug) if needed, run every test
 #   compat-tests/gozk/run.sh -run 'Lock|Multi'  extra `go test` flags are passed on (a filtered run still

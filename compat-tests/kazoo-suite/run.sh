@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kazoo 2.11.0's own test suite (kazoo.tests, 493 tests) against paddock, "Recipe B" of compat-notes §1:
+# kazoo 2.11.0's own test suite (kazoo.tests, 493 tests) against paddock, "Recipe B" of docs/compat.md §1:
 # kazoo's harness launches the server itself, and shim/java (first on PATH) execs paddock with the zoo.cfg
 # the harness wrote, so tests that stop and restart cluster[0] really stop and restart paddock.
 # ZOOKEEPER_CLUSTER_SIZE=3 (KAZOO_CLUSTER_SIZE overrides): every member is a real paddock ensemble member.

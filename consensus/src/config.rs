@@ -127,7 +127,7 @@ impl Config {
             max_inflight_msgs: MAX_INFLIGHT_MSGS,
             check_quorum: true,
             pre_vote: true,
-            // Leases break under pauses and clock jumps (consensus-notes §4).
+            // Leases break under pauses and clock jumps (docs/consensus.md §3).
             read_only_option: raft::ReadOnlyOption::Safe,
             max_committed_size_per_ready: MAX_COMMITTED_SIZE_PER_READY,
             // The handle refuses proposals past this bound with `Busy` before they reach raft;

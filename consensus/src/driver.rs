@@ -7,7 +7,7 @@
 //! Inputs: [`Driver::tick`] (one raft tick), [`Driver::command`] (a peer's message, a proposal, a
 //! read barrier, a membership change, a snapshot report or a snapshot to save) and
 //! [`Driver::snapshot_saved`] (a snapshot file became durable). Output: [`Driver::ready`] handles
-//! every pending Ready in the order of consensus-notes §4 and hands what it produces to an
+//! every pending Ready in the order of docs/consensus.md §4 and hands what it produces to an
 //! [`Output`]: messages for peers, events for the applier, snapshot files to write.
 //!
 //! The one rule that matters most: committed entries go to the applier only when they are durable
@@ -577,7 +577,7 @@ impl Driver {
         out.event(Event::SnapshotWanted { peer });
     }
 
-    /// One Ready, in the order of consensus-notes §4 (numbered as in the crate docs).
+    /// One Ready, in the order of docs/consensus.md §4 (numbered as in the crate docs).
     fn on_ready(&mut self, out: &mut impl Output) -> Result<(), ConsensusError> {
         let mut rd = self.raw.ready();
         self.readies += 1;

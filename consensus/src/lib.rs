@@ -53,7 +53,7 @@
 //! - **Proposals and read barriers can vanish.** raft-rs drops a proposal that reaches a node no
 //!   longer leading, or a leader transferring leadership, without telling anyone; and it drops a
 //!   `read_index` that reaches a leader which has not yet committed an entry in its term, or a
-//!   follower that knows no leader, or a leader that dies on the way (ensemble-readiness §1.5).
+//!   follower that knows no leader, or a leader that dies on the way (docs/consensus.md §5).
 //!   So the applier must fail what it still waits for on `RoleChanged` (emitted when leadership,
 //!   the known leader or only the term changes: a re-elected leader may have lost what the old
 //!   term held), and bound every wait with a timeout, retrying a read with a fresh ctx.

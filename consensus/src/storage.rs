@@ -1025,7 +1025,7 @@ impl raft::Storage for LogStore {
             ));
         }
         // raft-rs refuses (with only a log line) a snapshot whose membership lacks the receiver,
-        // so a node added after the newest snapshot would never catch up (consensus-notes §2).
+        // so a node added after the newest snapshot would never catch up (docs/consensus.md §2).
         // Ask for a fresh one (the driver tells the applier) and wait for it.
         let cs = meta.get_conf_state();
         let members = [

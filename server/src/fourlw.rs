@@ -1,4 +1,4 @@
-//! Four-letter-word replies (`zk-protocol.md` §10), formatted byte for byte as ZooKeeper 3.9
+//! Four-letter-word replies (`docs/protocol.md` §10), formatted byte for byte as ZooKeeper 3.9
 //! prints them, because tools parse them: go-zookeeper's health check matches the `srvr`
 //! version line with a regex, kazoo's `server_version()` reads `zookeeper.version=` from `envi`,
 //! and monitoring scripts split `mntr` on tabs.

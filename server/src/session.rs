@@ -1,7 +1,7 @@
 //! Session liveness: when each session expires if nothing more is heard from it.
 //!
 //! ZooKeeper groups deadlines into buckets of `tickTime` width, so a session expires between
-//! `timeout` and `timeout + tickTime` after its last frame (`zk-protocol.md` §11.1). The
+//! `timeout` and `timeout + tickTime` after its last frame (`docs/protocol.md` §11.1). The
 //! tracker does the same rounding. It only decides *when*; the expiry itself is a
 //! `CloseSession` log entry that the core proposes, so every replica deletes the same
 //! ephemerals at the same zxid.

@@ -1,5 +1,5 @@
 //! Config parsing against the zoo.cfg files real client harnesses generate
-//! (`compat-notes.md` §1 and §5), ZooKeeper's defaults, bad values, myid and the CLI.
+//! (`docs/compat.md` §1 and §5), ZooKeeper's defaults, bad values, myid and the CLI.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -155,7 +155,7 @@ fn go_zookeeper_three_server_config_needs_and_reads_myid() {
 
 #[test]
 fn client_port_comes_from_my_server_line_when_client_port_is_absent() {
-    // The quorum-of-one used for kazoo's 479-pass run (compat-notes §1).
+    // The quorum-of-one used for kazoo's 479-pass run (docs/compat.md §1).
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("myid"), "1").unwrap();
     let text = format!(

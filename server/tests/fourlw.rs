@@ -1,6 +1,6 @@
 //! Exact four-letter-word replies for a fixed `ServerView`, checked against ZooKeeper 3.9's
-//! formats (`zk-protocol.md` §10.2) and the two client parsers that depend on them:
-//! go-zookeeper's `srvr` regex and kazoo's `envi` version parsing (`compat-notes.md` §1, §5).
+//! formats (`docs/protocol.md` §10.2) and the two client parsers that depend on them:
+//! go-zookeeper's `srvr` regex and kazoo's `envi` version parsing (`docs/compat.md` §1, §5).
 
 use std::net::SocketAddr;
 use std::path::Path;

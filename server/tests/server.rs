@@ -70,7 +70,7 @@ async fn create_get_set_delete_report_zookeeper_stats() {
     );
     zk.delete("/a/b", Some(0)).await.unwrap();
     let (_, parent) = zk.get_data("/a").await.unwrap();
-    // One create and one delete: the wire cversion counts both (zk-protocol.md §4.2).
+    // One create and one delete: the wire cversion counts both (docs/protocol.md §4.2).
     assert_eq!(parent.cversion, 2);
     assert_eq!(parent.num_children, 0);
     zk.delete("/a", Some(1)).await.unwrap();
