@@ -31,8 +31,9 @@ if [[ "$(id -u)" != 0 ]]; then
 fi
 
 # librocksdb-dev: the rocksdb crate links Debian's library (see .cargo/config.toml);
-# libclang-dev: bindgen for librocksdb-sys; pkg-config and a C++ toolchain for the -sys build scripts.
-PACKAGES=(librocksdb-dev libclang-dev pkg-config build-essential)
+# libclang-dev: bindgen for librocksdb-sys; pkg-config and a C++ toolchain for the -sys build scripts;
+# cmake for aws-lc-sys (rustls's crypto, quorum TLS).
+PACKAGES=(librocksdb-dev libclang-dev pkg-config build-essential cmake)
 if [[ "$WANT_VENV" == 1 ]]; then
     PACKAGES+=(python3 python3-venv)
 fi

@@ -9,46 +9,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::net::{append, bind, localhost, record_both, runtime, wait_until, Seen, WAIT};
 use consensus::net::{LocalInfo, NetConfig, PeerInfo, PeerNet};
 use consensus::{start_with_transport, CommittedEntry, Config, Event, Handle, Snapshot};
 
-/// Generous: the 2-core test machine is shared with other builds.
-const WAIT: Duration = Duration::from_secs(40);
 const CLUSTER: u64 = 7;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Binds, retrying while a previous incarnation's listener is still closing.
-fn bind(rt: &tokio::runtime::Runtime, cfg: NetConfig) -> PeerNet {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match rt.block_on(PeerNet::bind(cfg.clone())) {
-            Ok(n) => return n,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "bind {}: {e}", cfg.listen);
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-}
-
-fn localhost() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
 
 #[derive(Default)]
 struct Applied {
@@ -789,77 +756,6 @@ fn probe_reports_the_peers_identity_and_log_position() {
     a.shutdown();
     wait_until("the listener to close", || rt.block_on(b.probe(1)).is_err());
     b.shutdown();
-}
-
-/// What a transport told its owner, in order.
-#[derive(Debug, Clone, PartialEq)]
-enum Seen {
-    Step(consensus::Message),
-    Unreachable(u64),
-    SnapshotReport(u64, bool),
-    PeerLost(u64),
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Seen>>);
-
-impl consensus::Inbound for Recorder {
-    fn step(&self, msg: consensus::Message) {
-        self.0.lock().unwrap().push(Seen::Step(msg));
-    }
-    fn unreachable(&self, peer: u64) {
-        self.0.lock().unwrap().push(Seen::Unreachable(peer));
-    }
-    fn snapshot_report(&self, peer: u64, ok: bool) {
-        self.0.lock().unwrap().push(Seen::SnapshotReport(peer, ok));
-    }
-    fn peer_lost(&self, peer: u64) {
-        self.0.lock().unwrap().push(Seen::PeerLost(peer));
-    }
-}
-
-impl Recorder {
-    fn seen(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().clone()
-    }
-    fn steps(&self) -> Vec<consensus::Message> {
-        self.seen()
-            .into_iter()
-            .filter_map(|s| match s {
-                Seen::Step(m) => Some(m),
-                _ => None,
-            })
-            .collect()
-    }
-    fn count(&self, want: &Seen) -> usize {
-        self.seen().iter().filter(|s| *s == want).count()
-    }
-}
-
-fn append(from: u64, to: u64, index: u64) -> consensus::Message {
-    let mut m = consensus::Message::default();
-    m.set_msg_type(consensus::MessageType::MsgAppend);
-    m.from = from;
-    m.to = to;
-    m.term = 3;
-    m.index = index;
-    m
-}
-
-fn connected(n: &PeerNet, peer: u64) -> bool {
-    n.stats()
-        .iter()
-        .any(|s| s.id == peer && s.connected && s.inbound_links == 1)
-}
-
-/// Attaches a recorder to each of nodes 1 (`a`) and 2 (`b`) and waits until the Raft links are up
-/// both ways.
-fn record_both(a: &PeerNet, b: &PeerNet) -> (Arc<Recorder>, Arc<Recorder>) {
-    let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
-    a.attach(ra.clone());
-    b.attach(rb.clone());
-    wait_until("links both ways", || connected(a, 2) && connected(b, 1));
-    (ra, rb)
 }
 
 #[test]

@@ -11,8 +11,12 @@ use raft::eraftpb::{Message, MessageType};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::frame::{FrameReader, FramedStream};
-use super::handshake::{self, Expect, Hello, HANDSHAKE_MAX, REPLY_ACCEPT, REPLY_REFUSE};
+use super::handshake::{
+    self, Expect, Hello, HANDSHAKE_MAX, HANDSHAKE_TIMEOUT, REPLY_ACCEPT, REPLY_REFUSE,
+};
+use super::link::{self, Link};
 use super::peer::{TAG_MSG, TAG_SNAP_CHUNK, TAG_SNAP_END, TAG_SNAP_START};
+use super::security;
 use super::{bump, stopped, Counters, LinkKind, Shared};
 
 /// Reserved up front for an incoming snapshot at most; the rest grows as chunks arrive.
@@ -58,9 +62,41 @@ async fn handshake_and_read(
     addr: std::net::SocketAddr,
 ) -> io::Result<()> {
     let my_id = shared.cfg.my_id;
+    let sec = &shared.cfg.security;
     let _ = tcp.set_nodelay(true);
-    let (mut reader, mut writer) = FramedStream::new(tcp, HANDSHAKE_MAX, 0).into_split();
-    let first = match handshake::read(&mut reader).await {
+    // TLS or plaintext, told apart by the first byte (a ClientHello opens with 0x16, a plaintext
+    // frame with its length's high byte, 0): ZooKeeper's `portUnification` does the same.
+    let first = link::first_byte(&tcp, HANDSHAKE_TIMEOUT)
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("before the handshake: {e}")))?;
+    let link = if first == link::TLS_HANDSHAKE_BYTE {
+        let Some(tls) = &sec.tls else {
+            return Err(refuse_silently(
+                shared,
+                addr,
+                "a TLS link, and this member has no TLS configured (sslQuorum, ssl.quorum.*)",
+            ));
+        };
+        match link::accept_tls(tls.server_config(), tcp, HANDSHAKE_TIMEOUT).await {
+            Ok(l) => {
+                bump(&shared.accepted_tls, 1);
+                l
+            }
+            Err(e) => return Err(refuse_silently(shared, addr, &e.to_string())),
+        }
+    } else if sec.accept_plain {
+        bump(&shared.accepted_plain, 1);
+        Link::plain(tcp)
+    } else {
+        return Err(refuse_silently(
+            shared,
+            addr,
+            "a plaintext link, and this member accepts only TLS (sslQuorum=true without portUnification)",
+        ));
+    };
+    let tls_link = link.is_tls();
+    let (mut reader, mut writer) = FramedStream::new(link, HANDSHAKE_MAX, 0).into_split();
+    let mut first = match handshake::read(&mut reader).await {
         Ok(b) => b,
         Err(e) => {
             if e.kind() == io::ErrorKind::InvalidData {
@@ -72,6 +108,28 @@ async fn handshake_and_read(
             ));
         }
     };
+    let mut logged_in = false;
+    if security::is_auth_frame(&first) {
+        match security::check_login(&mut reader, &mut writer, sec.auth.as_ref(), &first).await {
+            Ok(ok) => logged_in = ok,
+            Err(e) => {
+                if e.kind() == io::ErrorKind::ConnectionRefused {
+                    bump(&shared.login_failures, 1);
+                    return Err(refuse_silently(shared, addr, &e.to_string()));
+                }
+                return Err(e);
+            }
+        }
+        first = handshake::read(&mut reader).await?;
+    }
+    if !logged_in && sec.auth.as_ref().is_some_and(|a| a.require_on_accept()) {
+        let _ = writer.close().await;
+        return Err(refuse_silently(
+            shared,
+            addr,
+            "a link that did not log in, and this member requires it (quorum.auth.serverRequireSasl=true)",
+        ));
+    }
     let mine = |kind: u8, to: u64| Hello {
         kind,
         ..Hello::new(
@@ -111,6 +169,18 @@ async fn handshake_and_read(
         return Ok(());
     }
     let peer = theirs.from;
+    // A TLS peer is one of the trust store's; the member it claims to be must be the one its
+    // certificate names (ZooKeeper checks only the chain, so any member could claim another's id).
+    if tls_link && sec.tls.as_ref().is_some_and(|t| t.bind_identity()) {
+        if let Some(book) = shared.address(peer) {
+            if let Err(why) = certificate_names(reader.link(), &book) {
+                let reason =
+                    format!("node {peer}'s certificate is not valid for its address {book}: {why}");
+                refuse(shared, &mut writer, &Hello::zeroed(), addr, &reason).await;
+                return Ok(());
+            }
+        }
+    }
     let kind = LinkKind::from_u8(theirs.kind).unwrap_or(LinkKind::Probe);
     if shared.is_stopped() {
         return Ok(()); // shutting down: accept nothing new
@@ -156,6 +226,27 @@ async fn handshake_and_read(
             read_link(shared, peer, kind, stream).await
         }
     }
+}
+
+/// Refuses a link that has not authenticated: logged and counted, and closed without a byte, so
+/// a stranger learns nothing.
+fn refuse_silently(shared: &Shared, addr: std::net::SocketAddr, why: &str) -> io::Error {
+    let msg = format!(
+        "node {} refused a connection from {addr}: {why}",
+        shared.cfg.my_id
+    );
+    shared.note_refusal(&msg);
+    io::Error::new(io::ErrorKind::ConnectionRefused, msg)
+}
+
+/// Whether the TLS peer's certificate is valid for the host of `addr` (`host:port`).
+fn certificate_names(link: &Link, addr: &str) -> Result<(), String> {
+    let cert = link
+        .peer_certificate()
+        .ok_or("it presented no certificate")?;
+    let name = link::server_name(addr).map_err(|e| e.to_string())?;
+    let parsed = rustls::server::ParsedCertificate::try_from(&cert).map_err(|e| e.to_string())?;
+    rustls::client::verify_server_name(&parsed, &name).map_err(|e| e.to_string())
 }
 
 async fn refuse(

@@ -4,14 +4,16 @@
 use std::io;
 
 use bytes::{Bytes, BytesMut};
+use std::sync::Arc;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+
+use super::link::{Link, LinkReader, LinkWriter};
 
 /// Buffer sizes for the socket halves; bigger frames bypass the buffers.
 const BUF: usize = 64 * 1024;
 
-/// A TCP connection carrying length-prefixed frames, past the handshake.
+/// A peer connection (plain TCP or TLS: [`Link`]) carrying length-prefixed frames.
 pub struct FramedStream {
     reader: FrameReader,
     writer: FrameWriter,
@@ -27,15 +29,14 @@ impl std::fmt::Debug for FramedStream {
 }
 
 impl FramedStream {
-    pub(crate) fn new(stream: TcpStream, max_frame: usize, peer: u64) -> FramedStream {
-        let (r, w) = stream.into_split();
+    pub(crate) fn new(link: Arc<Link>, max_frame: usize, peer: u64) -> FramedStream {
         FramedStream {
             reader: FrameReader {
-                inner: BufReader::with_capacity(BUF, r),
+                inner: BufReader::with_capacity(BUF, LinkReader(link.clone())),
                 max_frame,
             },
             writer: FrameWriter {
-                inner: BufWriter::with_capacity(BUF, w),
+                inner: BufWriter::with_capacity(BUF, LinkWriter(link)),
                 max_frame,
             },
             peer,
@@ -81,7 +82,7 @@ impl FramedStream {
 
 /// The receiving half of a [`FramedStream`].
 pub struct FrameReader {
-    inner: BufReader<OwnedReadHalf>,
+    inner: BufReader<LinkReader>,
     max_frame: usize,
 }
 
@@ -121,6 +122,11 @@ impl FrameReader {
         Ok(Some(buf.freeze()))
     }
 
+    /// The link this reads from (for its TLS session's facts).
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.inner.get_ref().0
+    }
+
     /// Reads whatever bytes arrive (0 = EOF), ignoring framing. Cancel-safe.
     pub(crate) async fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read(buf).await
@@ -129,7 +135,7 @@ impl FrameReader {
 
 /// The sending half of a [`FramedStream`].
 pub struct FrameWriter {
-    inner: BufWriter<OwnedWriteHalf>,
+    inner: BufWriter<LinkWriter>,
     max_frame: usize,
 }
 
@@ -164,11 +170,11 @@ impl FrameWriter {
         self.inner.flush().await
     }
 
-    /// Flushes, then hands over the socket's write half, for a caller that writes whole frames
-    /// itself (the raft link: `peer.rs`).
-    pub(crate) async fn into_half(mut self) -> io::Result<OwnedWriteHalf> {
+    /// Flushes, then hands over the link, for a caller that writes whole frames itself (the raft
+    /// link: `peer.rs`).
+    pub(crate) async fn into_link(mut self) -> io::Result<Arc<Link>> {
         self.inner.flush().await?;
-        Ok(self.inner.into_inner())
+        Ok(self.inner.into_inner().0)
     }
 
     /// Flushes, then closes the sending direction (the peer reads EOF after the last frame).

@@ -55,6 +55,21 @@ impl Hello {
         }
     }
 
+    /// A hello that says nothing: what a closed node's refusal carries in place of its own
+    /// (`security.rs`), so the refused learn no cluster id, fingerprint or log position.
+    pub(crate) fn zeroed() -> Hello {
+        Hello {
+            magic: [0; 4],
+            version: 0,
+            kind: 0,
+            from: 0,
+            to: 0,
+            cluster_id: 0,
+            fingerprint: 0,
+            info: LocalInfo::default(),
+        }
+    }
+
     pub(crate) fn encode(&self) -> [u8; HELLO_LEN] {
         let mut b = [0u8; HELLO_LEN];
         b[0..4].copy_from_slice(&self.magic);

@@ -19,6 +19,15 @@
 //! frames after the handshake, 4 KiB for handshake frames. A frame over the cap closes the
 //! connection (logged at warn).
 //!
+//! Before any frame, a link may be protected ([`PeerSecurity`], `security.rs`): a TLS session
+//! (the acceptor tells TLS from plaintext by the first byte, 0x16 for a ClientHello, so one port
+//! can take both during a rolling upgrade), then a login (frames opening with "PDKA": the
+//! mechanism, the acceptor's challenge, the connector's response, the verdict with the acceptor's
+//! proof). A member that requires either closes a link that did not pass it without writing a
+//! byte. Over TLS the acceptor also checks, once the hello names the connector, that its
+//! certificate is valid for that member's host in the address book, as the connector's TLS checked
+//! the acceptor's against the host it dialled: a member's id is bound to its certificate.
+//!
 //! The handshake, both directions checked before either side acts on the link:
 //!
 //! ```text
@@ -37,7 +46,9 @@
 //!
 //! The acceptor refuses a hello with another magic, version, cluster id or fingerprint, a sender
 //! that is not in its address book, or an expected id that is not its own; the connector refuses a
-//! reply from another node than the one it dialled, or one that differs in the same fields.
+//! reply from another node than the one it dialled, or one that differs in the same fields. A
+//! refusal carries the acceptor's hello, except when the link failed the identity check: then a
+//! zeroed one.
 //! Either refusal is logged at warn, counted ([`NetStats::refused`]) and closes the connection;
 //! nothing from a refused peer reaches [`Inbound::step`]. The connector's error names the
 //! difference with both values. A Probe is the exception for the cluster id and the address book:
@@ -91,14 +102,21 @@
 //! process died); it does not wait, so a restart on the same port retries `bind` briefly.
 //! Dropping the last `PeerNet` clone does not stop the tasks: call `shutdown`.
 //!
-//! Not covered: authentication or encryption of peers (the handshake identifies, it does not
-//! authenticate: run the peer port on a trusted network), and TCP keepalive on inbound links (a
-//! peer whose host vanishes without a reset leaves a silent inbound link until it reconnects).
+//! A TLS link's session sits behind a mutex in its [`link::Link`], so the raft thread's direct
+//! writes encrypt in place and what the socket did not take waits, encrypted, inside the session
+//! for the writer task (`link.rs`).
+//!
+//! Without TLS or a required login (`PeerSecurity::open`) the handshake identifies, it does not
+//! authenticate: anyone who reaches the port can act as a member. Not covered: TCP keepalive on
+//! inbound links (a peer whose host vanishes without a reset leaves a silent inbound link until it
+//! reconnects).
 
 mod accept;
 mod frame;
 mod handshake;
+mod link;
 mod peer;
+mod security;
 
 use std::collections::HashMap;
 use std::io;
@@ -110,6 +128,7 @@ use tokio::sync::{mpsc, watch};
 
 pub use frame::{FrameReader, FrameWriter, FramedStream};
 pub use peer::TcpTransport;
+pub use security::{AuthClient, AuthServer, LinkAuth, PeerSecurity, PeerTls};
 
 use crate::Handle;
 
@@ -143,6 +162,8 @@ pub struct NetConfig {
     pub snapshot_chunk: usize,
     /// Largest snapshot accepted from a peer.
     pub max_snapshot: u64,
+    /// TLS and login on peer links (`security.rs`); the default is plaintext and open.
+    pub security: PeerSecurity,
 }
 
 impl NetConfig {
@@ -157,6 +178,7 @@ impl NetConfig {
             max_frame: DEFAULT_MAX_FRAME,
             snapshot_chunk: DEFAULT_SNAPSHOT_CHUNK,
             max_snapshot: DEFAULT_MAX_SNAPSHOT,
+            security: PeerSecurity::open(),
         }
     }
 
@@ -176,6 +198,9 @@ impl NetConfig {
                 "snapshot_chunk {} must be positive and below max_frame {}",
                 self.snapshot_chunk, self.max_frame
             ));
+        }
+        if let Err(e) = self.security.validate() {
+            return bad(e);
         }
         Ok(())
     }
@@ -306,6 +331,12 @@ pub struct NetStats {
     pub dropped_unknown_peer: u64,
     /// The most recent refusal, naming what differed.
     pub last_refusal: Option<String>,
+    /// Links accepted over TLS, and in plaintext (which should stay 0 once a rolling upgrade to
+    /// TLS is done: the signal that `portUnification` can go).
+    pub accepted_tls: u64,
+    pub accepted_plain: u64,
+    /// Links whose login failed (also counted in `refused`).
+    pub login_failures: u64,
 }
 
 #[derive(Default)]
@@ -357,6 +388,9 @@ struct Shared {
     bad_frames: AtomicU64,
     dropped_unknown: AtomicU64,
     last_refusal: Mutex<Option<String>>,
+    accepted_tls: AtomicU64,
+    accepted_plain: AtomicU64,
+    login_failures: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -454,6 +488,9 @@ impl PeerNet {
             bad_frames: AtomicU64::new(0),
             dropped_unknown: AtomicU64::new(0),
             last_refusal: Mutex::new(None),
+            accepted_tls: AtomicU64::new(0),
+            accepted_plain: AtomicU64::new(0),
+            login_failures: AtomicU64::new(0),
         });
         tracing::info!(node = shared.cfg.my_id, addr = %local_addr, "peer transport listening");
         tokio::spawn(accept::accept_loop(shared.clone(), listener));
@@ -554,6 +591,9 @@ impl PeerNet {
             bad_frames: s.bad_frames.load(Ordering::Relaxed),
             dropped_unknown_peer: s.dropped_unknown.load(Ordering::Relaxed),
             last_refusal: lock(&s.last_refusal).clone(),
+            accepted_tls: s.accepted_tls.load(Ordering::Relaxed),
+            accepted_plain: s.accepted_plain.load(Ordering::Relaxed),
+            login_failures: s.login_failures.load(Ordering::Relaxed),
         }
     }
 

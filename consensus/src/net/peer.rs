@@ -8,12 +8,15 @@ use std::time::Duration;
 
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::frame::FramedStream;
-use super::handshake::{self, Expect, Hello, HANDSHAKE_MAX, REPLY_ACCEPT, REPLY_REFUSE};
+use super::handshake::{
+    self, Expect, Hello, HANDSHAKE_MAX, HANDSHAKE_TIMEOUT, REPLY_ACCEPT, REPLY_REFUSE,
+};
+use super::link::{self, Link};
+use super::security::{self, Login};
 use super::{bump, lock, stopped, Counters, LinkKind, Peer, PeerInfo, Shared, QUEUE_LEN};
 use crate::Transport;
 
@@ -92,12 +95,14 @@ pub(crate) struct Outbox {
 
 #[derive(Default)]
 struct OutboxState {
-    /// The link's write half, while the link is established.
-    half: Option<Arc<OwnedWriteHalf>>,
+    /// The link, while it is established.
+    link: Option<Arc<Link>>,
     /// The writer task writes (or is about to write): the raft thread queues instead.
     writer_busy: bool,
     /// Frames the raft thread wrote only in part (the socket buffer was full), from the first
-    /// byte not written; the writer task writes them before anything queued.
+    /// byte not written; the writer task writes them before anything queued. (A TLS link keeps
+    /// that rest inside its session, already encrypted: `rest` stays empty and the writer task's
+    /// flush writes it.)
     rest: Vec<u8>,
     /// The frames `rest` ends (counted as sent once written).
     rest_frames: u64,
@@ -107,8 +112,8 @@ impl Outbox {
     /// On the raft thread: writes `msgs` to the link if it is up and idle, else queues them.
     fn send(&self, shared: &Shared, p: &Peer, msgs: Vec<Message>) {
         let mut st = lock(&self.state);
-        let half = match (&st.half, st.writer_busy) {
-            (Some(h), false) => h.clone(),
+        let link = match (&st.link, st.writer_busy) {
+            (Some(l), false) => l.clone(),
             _ => {
                 for m in msgs {
                     queue(shared, p, m);
@@ -130,24 +135,16 @@ impl Outbox {
         if buf.is_empty() {
             return;
         }
-        let mut written = 0;
-        while written < buf.len() {
-            match half.try_write(&buf[written..]) {
-                Ok(0) => break,
-                Ok(n) => written += n,
-                // Full (or not yet known writable), or failed: the writer task finishes it, and
-                // meets the failure itself if there is one.
-                Err(_) => break,
-            }
-        }
-        if written == buf.len() {
+        let len = buf.len();
+        // Full (or not yet known writable), or failed: the writer task finishes it, and meets the
+        // failure itself if there is one.
+        let done = link.try_send(&mut buf).unwrap_or(false);
+        bump(&p.counters.bytes_sent, (len - buf.len()) as u64);
+        if done {
             bump(&p.counters.msgs_sent, frames);
             bump(&p.counters.msgs_sent_direct, frames);
-            bump(&p.counters.bytes_sent, buf.len() as u64);
             return;
         }
-        buf.drain(..written);
-        bump(&p.counters.bytes_sent, written as u64);
         st.rest = buf;
         st.rest_frames = frames;
         st.writer_busy = true;
@@ -330,7 +327,7 @@ async fn writer(
         // The raft thread queues again; what it left unwritten is lost with the link.
         {
             let mut st = lock(&outbox.state);
-            st.half = None;
+            st.link = None;
             st.writer_busy = false;
             if !st.rest.is_empty() {
                 bump(&c.msgs_dropped, st.rest_frames);
@@ -377,14 +374,14 @@ async fn run_link(
     stop: &mut watch::Receiver<bool>,
 ) -> LinkEnd {
     let (mut reader, writer) = stream.into_split();
-    let half = match writer.into_half().await {
-        Ok(h) => Arc::new(h),
+    let link = match writer.into_link().await {
+        Ok(l) => l,
         Err(e) => return LinkEnd::WriteFailed(e),
     };
     {
         // Busy until what was queued while the link was down is written.
         let mut st = lock(&outbox.state);
-        st.half = Some(half.clone());
+        st.link = Some(link.clone());
         st.writer_busy = true;
     }
     // The acceptor never writes on a Raft link after the handshake: any read result means the
@@ -420,7 +417,10 @@ async fn run_link(
                 frames += 1;
             }
         }
-        if out.is_empty() {
+        if out.is_empty() && link.try_send(&mut out).unwrap_or(false) {
+            // Nothing to write, and nothing left inside a TLS session either (the raft thread's
+            // rest, whose frames are now all out).
+            bump(&c.msgs_sent, frames);
             {
                 // Nothing left for us: the raft thread writes from here, unless something came
                 // in since the lock above.
@@ -451,7 +451,8 @@ async fn run_link(
         }
         // A peer that stops reading (frozen, or its host gone without a reset) fills the socket
         // buffers: give up on the link rather than wait for TCP's retransmission timeout.
-        match tokio::time::timeout(WRITE_TIMEOUT, write_all(&half, &out)).await {
+        let len = out.len();
+        match tokio::time::timeout(WRITE_TIMEOUT, link.flush(&mut out)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return LinkEnd::WriteFailed(e),
             Err(_) => {
@@ -462,23 +463,8 @@ async fn run_link(
             }
         }
         bump(&c.msgs_sent, frames);
-        bump(&c.bytes_sent, out.len() as u64);
+        bump(&c.bytes_sent, len as u64);
     }
-}
-
-/// Writes all of `buf` to a socket half shared with the raft thread (which writes only while this
-/// task is not busy).
-async fn write_all(half: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        half.writable().await?;
-        match half.try_write(buf) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// Drops whatever is queued for an unreachable peer (raft resends), failing snapshots at once.
@@ -642,8 +628,40 @@ pub(crate) async fn connect(
     }
     let tcp = tcp.ok_or(last)?;
     tcp.set_nodelay(true)?;
-    let stream = FramedStream::new(tcp, HANDSHAKE_MAX, peer);
+    let sec = &shared.cfg.security;
+    let link = match &sec.tls {
+        Some(tls) if sec.tls_connect => {
+            let name = link::server_name(&addr)?;
+            link::connect_tls(tls.client_config(), name, tcp, HANDSHAKE_TIMEOUT)
+                .await
+                .map_err(|e| {
+                    let msg = format!("node {my_id} to node {peer} at {addr}: {e}");
+                    if e.kind() == io::ErrorKind::ConnectionRefused {
+                        shared.note_refusal(&msg);
+                    }
+                    io::Error::new(e.kind(), msg)
+                })?
+        }
+        _ => Link::plain(tcp),
+    };
+    let stream = FramedStream::new(link, HANDSHAKE_MAX, peer);
     let (mut reader, mut writer) = stream.into_split();
+    if let Some(auth) = sec.auth.as_ref().filter(|a| a.login_on_connect()) {
+        let client = auth.client().map_err(handshake::refused)?;
+        // A member that logs in insists on it (ZooKeeper's learnerRequireSasl): an acceptor that
+        // runs no login is refused, not trusted.
+        match security::login(&mut reader, &mut writer, client, true).await {
+            Ok(Login::Done) | Ok(Login::Skipped) => {}
+            Err(e) => {
+                let msg = format!("node {my_id} to node {peer}: {e}");
+                if e.kind() == io::ErrorKind::ConnectionRefused {
+                    tracing::warn!("{msg}");
+                    shared.note_refusal(&msg);
+                }
+                return Err(io::Error::new(e.kind(), msg));
+            }
+        }
+    }
     let hello = Hello::new(
         kind,
         my_id,

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod net;
+pub mod pki;
 
 use std::time::{Duration, Instant};
 
