@@ -33,6 +33,29 @@ use crate::jaas::JaasConfig;
 pub const REALM: &str = "zk-sasl-md5";
 /// The digest-uri a client must send: `<protocol>/<server name>`.
 pub const DIGEST_URI: &str = "zookeeper/zk-sasl-md5";
+
+/// Which DIGEST-MD5 service an exchange belongs to: its realm and the digest-uri the client
+/// sends. ZooKeeper's client port and its quorum (`QuorumAuth`: protocol `zookeeper-quorum`,
+/// server name `zk-quorum-sasl-md5`) are different services, so a response for one is refused by
+/// the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DigestService {
+    pub realm: &'static str,
+    pub digest_uri: &'static str,
+}
+
+impl DigestService {
+    /// Clients on the client port.
+    pub const CLIENT: DigestService = DigestService {
+        realm: REALM,
+        digest_uri: DIGEST_URI,
+    };
+    /// Members logging in to each other on the peer port (quorum SASL).
+    pub const QUORUM: DigestService = DigestService {
+        realm: "zk-quorum-sasl-md5",
+        digest_uri: "zookeeper-quorum/zk-quorum-sasl-md5",
+    };
+}
 /// The default JAAS section (`zookeeper.sasl.serverconfig` overrides it).
 pub const DEFAULT_SECTION: &str = "Server";
 /// The login module whose `user_*` options are DIGEST-MD5 credentials.
@@ -150,7 +173,7 @@ impl SaslSettings {
 impl SaslConfig {
     /// `SaslServerCallbackHandler`: the password of a known user; `super` may take it from
     /// `superPassword` instead.
-    fn password(&self, user: &str) -> Option<&str> {
+    pub(crate) fn password(&self, user: &str) -> Option<&str> {
         let known = self.users.get(user)?;
         match (&self.super_password, user) {
             (Some(p), "super") => Some(p),
@@ -213,13 +236,20 @@ enum State {
 pub struct DigestMd5Server {
     state: State,
     nonce: Vec<u8>,
+    service: DigestService,
 }
 
 impl DigestMd5Server {
+    /// A server for the client port.
     pub fn new(nonce: Vec<u8>) -> DigestMd5Server {
+        DigestMd5Server::for_service(nonce, DigestService::CLIENT)
+    }
+
+    pub fn for_service(nonce: Vec<u8>, service: DigestService) -> DigestMd5Server {
         DigestMd5Server {
             state: State::Start,
             nonce,
+            service,
         }
     }
 
@@ -237,8 +267,17 @@ impl DigestMd5Server {
         matches!(self.state, State::Complete)
     }
 
-    /// `SaslServer.evaluateResponse`.
+    /// `SaslServer.evaluateResponse`, with the client port's users (`SaslConfig`).
     pub fn evaluate(&mut self, token: &[u8], cfg: &SaslConfig) -> Result<Step, SaslError> {
+        self.evaluate_with(token, &|user| cfg.password(user).map(str::to_string))
+    }
+
+    /// `evaluate` with the users' passwords from `password`.
+    pub fn evaluate_with(
+        &mut self,
+        token: &[u8],
+        password: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Step, SaslError> {
         if self.is_complete() {
             return Err(SaslError::AlreadyComplete);
         }
@@ -254,7 +293,7 @@ impl DigestMd5Server {
                 Ok(Step::Challenge(self.challenge()))
             }
             State::Challenged => {
-                let result = self.validate(token, cfg);
+                let result = self.validate(token, password);
                 self.state = if result.is_ok() {
                     State::Complete
                 } else {
@@ -271,7 +310,7 @@ impl DigestMd5Server {
     fn challenge(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(96);
         out.extend_from_slice(b"realm=\"");
-        write_quoted(&mut out, REALM.as_bytes());
+        write_quoted(&mut out, self.service.realm.as_bytes());
         out.extend_from_slice(b"\",nonce=\"");
         write_quoted(&mut out, &self.nonce);
         out.extend_from_slice(b"\",charset=utf-8,algorithm=md5-sess");
@@ -279,7 +318,11 @@ impl DigestMd5Server {
     }
 
     /// `DigestMD5Server.validateClientResponse`, check for check in the same order.
-    fn validate(&self, token: &[u8], cfg: &SaslConfig) -> Result<Step, SaslError> {
+    fn validate(
+        &self,
+        token: &[u8],
+        password: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Step, SaslError> {
         let d = Directives::parse(token)?;
         // The challenge said charset=utf-8, so values are read as UTF-8.
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -301,7 +344,7 @@ impl DigestMd5Server {
             return violation("Missing username.".into());
         };
         let realm = d.realm.as_deref().map(text).unwrap_or_default();
-        if realm != REALM {
+        if realm != self.service.realm {
             return violation(format!("Nonexistent realm: {realm}"));
         }
         let Some(nonce) = &d.nonce else {
@@ -329,12 +372,13 @@ impl DigestMd5Server {
             _ => return violation(format!("Invalid QOP: {qop}")),
         }
         let uri = d.digest_uri.as_deref().map(text);
+        let expected_uri = self.service.digest_uri;
         if !uri
             .as_deref()
-            .is_some_and(|u| u.eq_ignore_ascii_case(DIGEST_URI))
+            .is_some_and(|u| u.eq_ignore_ascii_case(expected_uri))
         {
             return violation(format!(
-                "Mismatched URI: {}; expecting: {DIGEST_URI}",
+                "Mismatched URI: {}; expecting: {expected_uri}",
                 uri.as_deref().unwrap_or("null")
             ));
         }
@@ -343,7 +387,7 @@ impl DigestMd5Server {
         let Some(response) = &d.response else {
             return violation("Missing response.".into());
         };
-        let Some(password) = cfg.password(&username) else {
+        let Some(password) = password(&username) else {
             return Err(SaslError::UnknownUser {
                 user: username,
                 realm,
@@ -353,7 +397,7 @@ impl DigestMd5Server {
             digest_uri: &uri,
             username: &username,
             realm: &realm,
-            password,
+            password: &password,
             nonce,
             cnonce,
             authzid: d.authzid.as_deref(),
@@ -367,6 +411,112 @@ impl DigestMd5Server {
             token,
             authorization_id: username,
         })
+    }
+}
+
+/// The client side of DIGEST-MD5 (RFC 2831 §2.1.2, qop `auth`): answers a server's challenge for
+/// one user and checks the server's `rspauth`, which proves the server knew the password too.
+/// paddock runs it only between its own members (quorum SASL); the client cnonce is the caller's,
+/// so this type reads no randomness.
+pub struct DigestMd5Client {
+    service: DigestService,
+    username: String,
+    password: String,
+    cnonce: Vec<u8>,
+    /// The rspauth the server must send, once the response is made.
+    expected: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for DigestMd5Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DigestMd5Client")
+            .field("service", &self.service)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DigestMd5Client {
+    pub fn new(
+        service: DigestService,
+        username: &str,
+        password: &str,
+        cnonce: Vec<u8>,
+    ) -> DigestMd5Client {
+        DigestMd5Client {
+            service,
+            username: username.to_string(),
+            password: password.to_string(),
+            cnonce,
+            expected: None,
+        }
+    }
+
+    /// The digest-response to `challenge`. The realm must be this service's: a client that
+    /// answered another realm's challenge would prove its password to a different service.
+    pub fn respond(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
+        if self.expected.is_some() {
+            return Err(SaslError::IllegalState);
+        }
+        let d = Directives::parse(challenge)?;
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let realm = d.realm.as_deref().map(text).unwrap_or_default();
+        if realm != self.service.realm {
+            return Err(SaslError::Violation(format!(
+                "the server's realm {realm:?} is not {:?}",
+                self.service.realm
+            )));
+        }
+        let Some(nonce) = d.nonce else {
+            return Err(SaslError::Violation("Missing nonce.".into()));
+        };
+        if let Some(qop) = &d.qop {
+            if !text(qop).split(',').any(|q| q.trim() == "auth") {
+                return Err(SaslError::Violation(format!(
+                    "the server offers no qop auth: {}",
+                    text(qop)
+                )));
+            }
+        }
+        let inputs = DigestInputs {
+            digest_uri: self.service.digest_uri,
+            username: &self.username,
+            realm: self.service.realm,
+            password: &self.password,
+            nonce: &nonce,
+            cnonce: &self.cnonce,
+            authzid: None,
+        };
+        let response = response_value(b"AUTHENTICATE", &inputs);
+        let mut rspauth = b"rspauth=".to_vec();
+        rspauth.extend(response_value(b"", &inputs));
+        self.expected = Some(rspauth);
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"charset=utf-8,username=\"");
+        write_quoted(&mut out, self.username.as_bytes());
+        out.extend_from_slice(b"\",realm=\"");
+        write_quoted(&mut out, self.service.realm.as_bytes());
+        out.extend_from_slice(b"\",nonce=\"");
+        write_quoted(&mut out, &nonce);
+        out.extend_from_slice(b"\",nc=00000001,cnonce=\"");
+        write_quoted(&mut out, &self.cnonce);
+        out.extend_from_slice(b"\",digest-uri=\"");
+        write_quoted(&mut out, self.service.digest_uri.as_bytes());
+        out.extend_from_slice(b"\",maxbuf=65536,response=");
+        out.extend_from_slice(&response);
+        out.extend_from_slice(b",qop=auth");
+        Ok(out)
+    }
+
+    /// Checks the server's final token against the rspauth its password implies.
+    pub fn verify(&self, token: &[u8]) -> Result<(), SaslError> {
+        match &self.expected {
+            Some(want) if want.as_slice() == token => Ok(()),
+            Some(_) => Err(SaslError::Violation(
+                "the server's rspauth does not match: it does not know the password".into(),
+            )),
+            None => Err(SaslError::IllegalState),
+        }
     }
 }
 
@@ -788,5 +938,80 @@ mod tests {
         assert_eq!(authorization_id, "bob");
         let rspauth = response_value(b"", &x);
         assert_eq!(token, [b"rspauth=".as_slice(), &rspauth].concat());
+    }
+
+    fn quorum_users(user: &str) -> Option<String> {
+        (user == "learner").then(|| "pw".to_string())
+    }
+
+    /// A member logging in to another: the client's response passes the quorum server's checks,
+    /// and the server's rspauth passes the client's.
+    #[test]
+    fn a_quorum_client_and_server_log_in_and_prove_the_password_both_ways() {
+        let mut server = DigestMd5Server::for_service(b"N2".to_vec(), DigestService::QUORUM);
+        let Step::Challenge(challenge) = server.evaluate_with(b"", &quorum_users).unwrap() else {
+            panic!("no challenge")
+        };
+        assert_eq!(
+            challenge,
+            b"realm=\"zk-quorum-sasl-md5\",nonce=\"N2\",charset=utf-8,algorithm=md5-sess".to_vec()
+        );
+        let mut client =
+            DigestMd5Client::new(DigestService::QUORUM, "learner", "pw", b"cn2".to_vec());
+        let response = client.respond(&challenge).unwrap();
+        let Step::Complete {
+            token,
+            authorization_id,
+        } = server.evaluate_with(&response, &quorum_users).unwrap()
+        else {
+            panic!("not complete")
+        };
+        assert_eq!(authorization_id, "learner");
+        client.verify(&token).unwrap();
+        // A server that did not know the password could not have made that token.
+        assert!(client
+            .verify(b"rspauth=00000000000000000000000000000000")
+            .is_err());
+    }
+
+    #[test]
+    fn a_wrong_quorum_password_is_refused() {
+        let mut server = DigestMd5Server::for_service(b"N3".to_vec(), DigestService::QUORUM);
+        let Step::Challenge(challenge) = server.evaluate_with(b"", &quorum_users).unwrap() else {
+            panic!("no challenge")
+        };
+        let mut client =
+            DigestMd5Client::new(DigestService::QUORUM, "learner", "guess", b"cn".to_vec());
+        let response = client.respond(&challenge).unwrap();
+        assert_eq!(
+            server.evaluate_with(&response, &quorum_users),
+            Err(SaslError::WrongPassword)
+        );
+    }
+
+    /// The client port's and the quorum's logins are separate services: neither side answers or
+    /// accepts the other's.
+    #[test]
+    fn a_client_port_login_does_not_pass_for_a_quorum_one() {
+        let mut client =
+            DigestMd5Client::new(DigestService::QUORUM, "learner", "pw", b"cn".to_vec());
+        let err = client
+            .respond(b"realm=\"zk-sasl-md5\",nonce=\"N\",charset=utf-8,algorithm=md5-sess")
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("is not \"zk-quorum-sasl-md5\""),
+            "{err}"
+        );
+        let mut quorum = DigestMd5Server::for_service(b"N".to_vec(), DigestService::QUORUM);
+        quorum.evaluate_with(b"", &quorum_users).unwrap();
+        let mut port_client =
+            DigestMd5Client::new(DigestService::CLIENT, "learner", "pw", b"cn".to_vec());
+        let response = port_client
+            .respond(b"realm=\"zk-sasl-md5\",nonce=\"N\",charset=utf-8,algorithm=md5-sess")
+            .unwrap();
+        assert!(matches!(
+            quorum.evaluate_with(&response, &quorum_users),
+            Err(SaslError::Violation(_))
+        ));
     }
 }
