@@ -62,13 +62,21 @@
 //! - No session resumption and no TLS 1.3 tickets on either side; ALPN is not set.
 //! - Reloads poll the files every second instead of using inotify, so symlink swaps are seen.
 
+mod configs;
 mod error;
+mod jdk_key;
+mod pem;
 mod settings;
+mod store;
 mod suites;
 
+pub use configs::{
+    cert_valid_for_host, quorum_client_config, quorum_server_config, server_config, Material,
+};
 pub use error::TlsError;
 pub use settings::{
     ClientAuth, Flavour, Secret, StoreSpec, StoreType, TlsSettings,
     DEFAULT_HANDSHAKE_DETECTION_TIMEOUT_MS,
 };
+pub use store::{load_key_store, load_trust_store};
 pub use suites::{java_suite_name, TlsVersion, DEFAULT_PROTOCOL};
