@@ -66,6 +66,7 @@ mod configs;
 mod error;
 mod jdk_key;
 mod pem;
+mod reload;
 mod settings;
 mod store;
 mod suites;
@@ -74,6 +75,7 @@ pub use configs::{
     cert_valid_for_host, quorum_client_config, quorum_server_config, server_config, Material,
 };
 pub use error::TlsError;
+pub use reload::{LiveTls, TlsConfigs};
 pub use settings::{
     ClientAuth, Flavour, Secret, StoreSpec, StoreType, TlsSettings,
     DEFAULT_HANDSHAKE_DETECTION_TIMEOUT_MS,
