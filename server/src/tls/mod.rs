@@ -52,6 +52,8 @@
 //! - PEM keys may also be PKCS#1 or SEC1 (ZooKeeper reads PKCS#8 only); an encrypted PEM key
 //!   must be PKCS#8 with PBES2 (`openssl pkcs8 -topk8`), as for the JDK; OpenSSL's legacy
 //!   `Proc-Type: 4,ENCRYPTED` keys are refused with the conversion command.
+//! - EC keys written by the JDK (keytool) lack the public key that ring requires; it is taken
+//!   from the certificate, and ring then checks that the two belong together.
 //! - Host names: certificates are matched by subject alternative names only (no CN fallback)
 //!   and without reverse DNS, whatever `allowReverseDnsLookup` says. ZooKeeper 3.9 runs in FIPS
 //!   mode by default, which turns off its hostname checks on the quorum altogether; paddock's

@@ -16,6 +16,9 @@
 //! paddock is stricter in two ways: a key store must hold exactly one private key (the JDK's
 //! key manager would pick one per handshake), and a key that does not belong to the first
 //! certificate is an error here, not a handshake failure later.
+//!
+//! EC keys the JDK wrote (keytool's PKCS12) are completed with the certificate's public key,
+//! which ring needs and the JDK leaves out (see `jdk_key`).
 
 use p12_keystore::{KeyStore, KeyStoreEntry};
 use pkcs5::der::asn1::{AnyRef, OctetStringRef};
