@@ -20,7 +20,9 @@
 //! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
-//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
+//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`;
+//! - `tls` turns the `ssl.quorum.*` and `ssl.*` keys into rustls configurations (PEM and
+//!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
 //! invariants.
@@ -45,3 +47,4 @@ pub mod startup;
 pub mod stats;
 pub mod status_cmd;
 pub mod throttle;
+pub mod tls;
