@@ -2,11 +2,12 @@
 //! queued, then the write's reply; raft's role changes, ReadIndex answers and installed
 //! snapshots; and the trigger that takes a snapshot every `snapshot_every_entries`.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::time::{Duration, Instant};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use consensus::{CommittedEntry, Event};
 use wire::{ReplyHeader, Request, Response};
@@ -17,11 +18,18 @@ use super::Core;
 use crate::outbound::Outbound;
 
 impl Core {
-    pub(super) fn consensus_event(&mut self, ev: Event) {
+    /// `Break` when this member cannot go on: a committed entry it cannot decode, or a snapshot
+    /// from the leader it cannot restore. Every replica applies the same bytes, so one that
+    /// cannot must stop rather than diverge; it stops cleanly (the core ends, `paddock serve`
+    /// exits 1, see `startup.rs`), never by a panic, and says what to do.
+    pub(super) fn consensus_event(&mut self, ev: Event) -> ControlFlow<()> {
         match ev {
             Event::Committed(entries) => {
                 for ce in entries {
-                    self.apply(ce);
+                    if let Err(e) = self.apply(ce) {
+                        error!("{e}");
+                        return ControlFlow::Break(());
+                    }
                 }
                 self.drain_ready_syncs();
                 self.finish_revalidations();
@@ -36,7 +44,7 @@ impl Core {
                 self.latency.leader_changed(leader_id);
                 if self.ensemble.is_some() {
                     self.ensemble_role_changed(is_leader, leader_id, term);
-                    return;
+                    return ControlFlow::Continue(());
                 }
                 self.leader_id = leader_id;
                 self.term = term;
@@ -58,7 +66,7 @@ impl Core {
             }
             Event::ReadIndexReady { ctx, index } => {
                 if self.revalidation_ready(ctx, index) {
-                    return;
+                    return ControlFlow::Continue(());
                 }
                 let mut waiting = None;
                 for (id, conn) in self.conns.iter_mut() {
@@ -92,10 +100,15 @@ impl Core {
                     self.reset_after_install();
                     self.membership_from_tree();
                 }
-                Err(e) => panic!(
-                    "snapshot at index {} from the leader does not restore: {e}",
-                    snap.index
-                ),
+                Err(e) => {
+                    error!(
+                        index = snap.index,
+                        "the snapshot from the leader does not restore: {e}; this member stops. \
+                         Its data cannot be trusted: move its data directory aside and start it \
+                         empty to rejoin (docs/security.md)"
+                    );
+                    return ControlFlow::Break(());
+                }
             },
             Event::MembershipChanged {
                 index,
@@ -117,6 +130,7 @@ impl Core {
                 self.take_snapshot();
             }
         }
+        ControlFlow::Continue(())
     }
 
     pub(super) fn release_applied_waiters(&mut self) {
@@ -131,26 +145,31 @@ impl Core {
         }
     }
 
-    fn apply(&mut self, ce: CommittedEntry) {
+    fn apply(&mut self, ce: CommittedEntry) -> Result<(), String> {
         if ce.index <= self.applied_index && self.applied_index != 0 {
             // Already in the state (replayed below a restored snapshot).
-            return;
+            return Ok(());
         }
+        if ce.data.is_empty() {
+            self.applied_index = ce.index;
+            self.applied_term = ce.term;
+            return Ok(()); // the leader's no-op entry
+        }
+        let entry = Entry::decode(&ce.data).map_err(|e| {
+            format!(
+                "committed log entry {} (term {}) does not decode: {e}; this member stops before \
+                 applying it. Another member's log holds the same entry: check the members' \
+                 versions, and see docs/security.md for how a member that cannot apply rejoins",
+                ce.index, ce.term
+            )
+        })?;
         self.applied_index = ce.index;
         self.applied_term = ce.term;
-        if ce.data.is_empty() {
-            return; // the leader's no-op entry
-        }
-        let entry = match Entry::decode(&ce.data) {
-            Ok(e) => e,
-            // Every replica decodes the same bytes: one that cannot must stop, not diverge.
-            Err(e) => panic!("log entry {} does not decode: {e}", ce.index),
-        };
         let zxid = ce.index as i64;
         if let Txn::Write(Request::Reconfig(req)) = &entry.txn {
             self.apply_reconfig(zxid, &entry, req);
             self.latency.count_applied();
-            return;
+            return Ok(());
         }
         let applied = self.tree.apply(zxid, &entry);
         self.latency.count_applied();
@@ -239,6 +258,7 @@ impl Core {
                 self.membership_from_tree();
             }
         }
+        Ok(())
     }
 
     /// Queues the watch events `changes` fire. ZooKeeper 3.9 delivers an event only to watchers

@@ -224,7 +224,9 @@ impl Core {
             tokio::select! {
                 biased;
                 Some(ev) = events.recv() => {
-                    self.consensus_event(ev);
+                    if self.consensus_event(ev).is_break() {
+                        break;
+                    }
                     self.release_applied_waiters();
                 }
                 msg = rx.recv() => match msg {
