@@ -72,11 +72,18 @@ pub fn cluster_id_of(cfg: &Config) -> u64 {
 /// A fingerprint of the settings that change what apply computes (`TreeConfig`): members whose
 /// fingerprints differ would build different trees from one log, so the peer handshake refuses
 /// them to each other.
+///
+/// The super digest is not among them, though `TreeConfig` carries it: it decides only whether
+/// an `addauth` on this member's connection gains `super`, and the ids an entry carries are fixed
+/// by the proposer, so no member applies differently for it. It was in the text until Dec 2026,
+/// which made the fingerprint, answered to any prober, an offline oracle for the super password
+/// (one SHA-1 and one FNV per guess). The text keeps `super_digest=None` so that members without a
+/// super digest still agree with older members during a rolling upgrade.
 pub fn fingerprint_of(cfg: &Config) -> u64 {
     let t = cfg.tree_config();
     let text = format!(
-        "extended_types={}\nenforce_quota={}\nskip_acl={}\nsuper_digest={:?}\nlet_any_sasl_user_do_x={:?}\n",
-        t.extended_types, t.enforce_quota, t.skip_acl, t.super_digest, t.let_any_sasl_user_do_x
+        "extended_types={}\nenforce_quota={}\nskip_acl={}\nsuper_digest=None\nlet_any_sasl_user_do_x={:?}\n",
+        t.extended_types, t.enforce_quota, t.skip_acl, t.let_any_sasl_user_do_x
     );
     fnv1a(text.as_bytes())
 }
