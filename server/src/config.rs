@@ -347,6 +347,12 @@ pub struct Config {
     /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
     /// configured, and then SASL tokens are refused (see `sasl.rs`).
     pub sasl: Option<SaslConfig>,
+    /// How peer links are protected: `sslQuorum`, `portUnification`, `sslQuorumReloadCertFiles`,
+    /// `ssl.quorum.*` and `quorum.auth.*` (`quorum_security.rs` turns it into the transport's).
+    pub quorum_security: QuorumSecurityConfig,
+    /// `java.security.auth.login.config`: the JAAS file, read for the client port's SASL users
+    /// (`sasl`) and for quorum SASL.
+    pub jaas_file: Option<PathBuf>,
     /// The AdminServer (`admin.enableServer`, `admin.serverAddress`, `admin.serverPort`,
     /// `admin.commandURL`): ZooKeeper's JSON commands over HTTP (see `http::admin`).
     pub admin: AdminConfig,
@@ -388,6 +394,52 @@ pub struct MetricsConfig {
     pub host: IpAddr,
     /// `metricsProvider.httpPort`, default 7000; 0 picks a free port (tests).
     pub port: u16,
+}
+
+/// The quorum's protection as configured, before any file is read.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct QuorumSecurityConfig {
+    /// `sslQuorum`: connect to peers over TLS, and accept only TLS unless `port_unification`.
+    pub ssl_quorum: bool,
+    /// `portUnification`: accept plaintext and TLS links on the peer port (a rolling upgrade).
+    pub port_unification: bool,
+    /// `sslQuorumReloadCertFiles`: new links use the stores' files as they change.
+    pub reload_cert_files: bool,
+    /// The `ssl.quorum.*` keys, by the part after the prefix (`keyStore.location`, ...).
+    pub ssl_keys: std::collections::BTreeMap<String, String>,
+    /// `quorum.auth.*`.
+    pub sasl: crate::quorum_auth::QuorumSaslSettings,
+}
+
+impl QuorumSecurityConfig {
+    /// Whether TLS material is needed: to connect with TLS, or to accept it on a unified port.
+    pub fn wants_tls(&self) -> bool {
+        self.ssl_quorum || self.port_unification
+    }
+}
+
+/// Store passwords stay out of logs and `conf` dumps.
+impl fmt::Debug for QuorumSecurityConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<String> = self
+            .ssl_keys
+            .iter()
+            .map(|(k, v)| {
+                if k.to_ascii_lowercase().contains("password") && !k.ends_with("passwordPath") {
+                    format!("{k}=******")
+                } else {
+                    format!("{k}={v}")
+                }
+            })
+            .collect();
+        f.debug_struct("QuorumSecurityConfig")
+            .field("ssl_quorum", &self.ssl_quorum)
+            .field("port_unification", &self.port_unification)
+            .field("reload_cert_files", &self.reload_cert_files)
+            .field("ssl_keys", &keys)
+            .field("sasl", &self.sasl)
+            .finish()
+    }
 }
 
 /// A saved snapshot is read into its restore this many bytes at a time.
@@ -447,6 +499,8 @@ impl Config {
             raft_heartbeat_ticks: None,
             linearizable_reads: false,
             sasl: None,
+            quorum_security: QuorumSecurityConfig::default(),
+            jaas_file: None,
             admin: AdminConfig {
                 enabled: true,
                 address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -888,7 +942,6 @@ const IGNORED_KEYS: &[&str] = &[
     "connectToLearnerMasterLimit",
     "localSessionsEnabled",
     "localSessionsUpgradingEnabled",
-    "secureClientPort",
     "secureClientPortAddress",
     "serverCnxnFactory",
     "clientPortListenBacklog",
@@ -896,15 +949,10 @@ const IGNORED_KEYS: &[&str] = &[
     "syncEnabled",
     "autopurge.snapRetainCount",
     "autopurge.purgeInterval",
-    "sslQuorum",
-    "portUnification",
-    "sslQuorumReloadCertFiles",
     "multiAddress.enabled",
-    // Jetty tuning and TLS of the AdminServer: paddock's responder has neither.
+    // Jetty tuning of the AdminServer: paddock's responder has none (its TLS keys refuse the
+    // start when they ask for TLS: see Builder::apply).
     "admin.idleTimeout",
-    "admin.portUnification",
-    "admin.forceHttps",
-    "admin.needClientAuth",
     "admin.snapshot.intervalInMS",
     "admin.restore.intervalInMS",
     "metricsProvider.exportJvmInfo",
@@ -915,12 +963,15 @@ const IGNORED_KEYS: &[&str] = &[
 ];
 
 const IGNORED_PREFIXES: &[&str] = &[
+    // Client-port TLS settings: they configure a secure client port, which paddock does not
+    // have; asking for one (secureClientPort, client.portUnification) refuses the start.
     "ssl.",
-    "authProvider.",
     // Further PrometheusMetricsProvider tuning (numWorkerThreads, maxQueueSize,
     // workerShutdownTimeoutMs, ssl.*): no equivalent here.
     "metricsProvider.",
-    "quorum.",
+    // QuorumCnxManager tuning (quorum.cnxn.threads.size, quorum.cnxn.timeout): paddock's peer
+    // transport has its own.
+    "quorum.cnxn.",
     "jvm.pause.",
     "multiAddress.",
     "group.",
@@ -1173,6 +1224,100 @@ impl Builder {
             }
             "metricsProvider.httpHost" => self.metrics_host = Some(parse_ip(v).map_err(invalid)?),
             "metricsProvider.httpPort" => self.metrics_port = Some(parse_port(v).map_err(invalid)?),
+            "sslQuorum" => self.cfg.quorum_security.ssl_quorum = parse_bool(v).map_err(invalid)?,
+            "portUnification" => {
+                self.cfg.quorum_security.port_unification = parse_bool(v).map_err(invalid)?
+            }
+            "sslQuorumReloadCertFiles" => {
+                self.cfg.quorum_security.reload_cert_files = parse_bool(v).map_err(invalid)?
+            }
+            k if k.starts_with("ssl.quorum.") => {
+                let suffix = &k["ssl.quorum.".len()..];
+                self.cfg
+                    .quorum_security
+                    .ssl_keys
+                    .insert(suffix.to_string(), v.to_string());
+            }
+            "quorum.auth.enableSasl" => {
+                self.cfg.quorum_security.sasl.enable = parse_bool(v).map_err(invalid)?
+            }
+            "quorum.auth.learnerRequireSasl" => {
+                self.cfg.quorum_security.sasl.learner_require = parse_bool(v).map_err(invalid)?
+            }
+            "quorum.auth.serverRequireSasl" => {
+                self.cfg.quorum_security.sasl.server_require = parse_bool(v).map_err(invalid)?
+            }
+            "quorum.auth.learner.saslLoginContext" => {
+                self.cfg.quorum_security.sasl.learner_context = v.to_string()
+            }
+            "quorum.auth.server.saslLoginContext" => {
+                self.cfg.quorum_security.sasl.server_context = v.to_string()
+            }
+            "quorum.auth.kerberos.servicePrincipal" => {
+                self.cfg.quorum_security.sasl.kerberos_service_principal = Some(v.to_string())
+            }
+            k if k.starts_with("quorum.auth.") => {
+                return Err(invalid(
+                    "not a quorum.auth key paddock knows; refusing to start rather than run the \
+                     quorum less protected than asked (see DESIGN.md, Security)"
+                        .into(),
+                ));
+            }
+            k if is_auth_provider_key(k) => {
+                check_auth_provider(v).map_err(invalid)?;
+            }
+            // Asks for TLS on the client port, which paddock does not have yet: a start would
+            // serve in plaintext what the operator meant to protect.
+            "secureClientPort" => {
+                return Err(invalid(
+                    "paddock has no TLS on the client port yet, so it refuses to start rather than \
+                     serve clients in plaintext; remove secureClientPort (and client.portUnification) \
+                     and keep clients on clientPort, or put a TLS proxy in front of it"
+                        .into(),
+                ));
+            }
+            "client.portUnification" => {
+                if parse_bool(v).map_err(invalid)? {
+                    return Err(invalid(
+                        "paddock has no TLS on the client port yet; set it to false or remove it"
+                            .into(),
+                    ));
+                }
+            }
+            "ssl.authProvider" => {
+                return Err(invalid(
+                    "x509 authentication needs TLS on the client port, which paddock does not have \
+                     yet; remove the key (and x509 ACLs will not match)"
+                        .into(),
+                ));
+            }
+            "admin.portUnification" | "admin.forceHttps" | "admin.needClientAuth" => {
+                if parse_bool(v).map_err(invalid)? {
+                    return Err(invalid(
+                        "the AdminServer has no HTTPS in paddock; bind it to loopback \
+                         (admin.serverAddress=127.0.0.1) or turn it off (admin.enableServer=false)"
+                            .into(),
+                    ));
+                }
+            }
+            "DigestAuthenticationProvider.digestAlg" => {
+                let alg = v.to_ascii_uppercase().replace('-', "");
+                if alg != "SHA1" {
+                    return Err(invalid(format!(
+                        "{v:?}: paddock computes digest ids with SHA1 only; another algorithm would \
+                         make every digest ACL fail to match (remove the key, or keep SHA1)"
+                    )));
+                }
+            }
+            "DigestAuthenticationProvider.enabled" => {
+                if !parse_bool(v).map_err(invalid)? {
+                    return Err(invalid(
+                        "paddock cannot turn the digest scheme off; remove the key (digest \
+                         authentication stays on, as ZooKeeper's default)"
+                            .into(),
+                    ));
+                }
+            }
             "dynamicConfigFile" => {
                 return Err(invalid(
                     "a separate dynamic config file is not supported; put the server.N lines in this file".into(),
@@ -1253,10 +1398,49 @@ impl Builder {
         }
         // Read last, so a bad JAAS file is reported after the zoo.cfg's own mistakes.
         c.sasl = self.sasl.load().map_err(ConfigError::Invalid)?;
+        c.jaas_file = self.sasl.jaas_file.clone();
+        // Checked now so a mistake stops `paddock serve` before anything else; loaded again (with
+        // the stores) when the peer transport starts.
+        crate::quorum_auth::QuorumSasl::load(
+            &c.quorum_security.sasl,
+            self.sasl.jaas_file.as_deref(),
+        )
+        .map_err(ConfigError::Invalid)?;
+        crate::quorum_security::check(&c.quorum_security).map_err(ConfigError::Invalid)?;
         c.enforce_auth_schemes = self.enforce_auth.schemes()?;
         self.cfg.validate()?;
         Ok(self.cfg)
     }
+}
+
+/// `authProvider.<anything>` (ZooKeeper's ProviderRegistry reads every such property).
+fn is_auth_provider_key(k: &str) -> bool {
+    k.strip_prefix("authProvider.")
+        .is_some_and(|rest| !rest.is_empty())
+}
+
+/// The authentication providers paddock has built in; any other class refuses the start, as
+/// ZooKeeper's does when it cannot load one.
+fn check_auth_provider(class: &str) -> Result<(), String> {
+    const KNOWN: &[&str] = &[
+        "org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
+        "org.apache.zookeeper.server.auth.IPAuthenticationProvider",
+        "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+    ];
+    if KNOWN.contains(&class) {
+        return Ok(());
+    }
+    if class == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" {
+        return Err(
+            "x509 authentication needs TLS on the client port, which paddock does not have yet; \
+             remove the key"
+                .into(),
+        );
+    }
+    Err(format!(
+        "{class:?} is not an authentication provider paddock has (it has digest, ip and sasl); \
+         remove the key"
+    ))
 }
 
 fn parse_num<T: std::str::FromStr>(v: &str) -> Result<T, String> {

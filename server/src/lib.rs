@@ -40,6 +40,8 @@ pub mod jaas;
 pub mod latency;
 pub mod msg;
 pub mod outbound;
+pub mod quorum_auth;
+pub mod quorum_security;
 pub mod reconfig;
 pub mod sasl;
 pub mod session;

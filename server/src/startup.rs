@@ -65,12 +65,18 @@ impl Server {
         let initialized = store.as_ref().is_some_and(log_is_initialized);
         let decision = identity::decide(&cfg, stored, initialized);
         let my_id = cfg.my_id.unwrap_or(1);
+        // Loaded once: a rebind below (another cluster id) keeps the same stores and watcher.
+        let security = if is_ensemble {
+            crate::quorum_security::build(&cfg).map_err(anyhow::Error::msg)?
+        } else {
+            consensus::net::PeerSecurity::open()
+        };
         let mut net = if is_ensemble {
             let cluster_id = match &decision {
                 Decision::Resume(id) => id.cluster_id,
                 _ => identity::cluster_id_of(&cfg),
             };
-            Some(bind_peer_port(&cfg, cluster_id, initialized).await?)
+            Some(bind_peer_port(&cfg, cluster_id, initialized, &security).await?)
         } else {
             None
         };
@@ -92,7 +98,7 @@ impl Server {
                         "taking the ensemble's cluster id"
                     );
                     bound.shutdown();
-                    net = Some(bind_peer_port(&cfg, cluster_id, initialized).await?);
+                    net = Some(bind_peer_port(&cfg, cluster_id, initialized, &security).await?);
                     identity.cluster_id = cluster_id;
                 }
                 (bootstrap, identity, true)
@@ -378,6 +384,7 @@ async fn bind_peer_port(
     cfg: &Config,
     cluster_id: u64,
     initialized: bool,
+    security: &consensus::net::PeerSecurity,
 ) -> anyhow::Result<consensus::PeerNet> {
     let (host, port) = cfg
         .peer_listen_host()
@@ -390,6 +397,7 @@ async fn bind_peer_port(
     let mut ncfg = consensus::NetConfig::new(cfg.my_id.unwrap_or(1), cluster_id, listen);
     ncfg.fingerprint = identity::fingerprint_of(cfg);
     ncfg.peers = cfg.peer_addresses();
+    ncfg.security = security.clone();
     // A member restarted at once may find its old links still closing: retry a little.
     let mut tries = 0;
     let net = loop {

@@ -52,13 +52,33 @@ peerType=participant
     )
 }
 
+/// kazoo's harness asks for a TLS client port, which paddock lacks: the start is refused, naming
+/// the key (compat-tests/kazoo-suite/shim/java serves the file without it).
 #[test]
-fn kazoo_cluster_config_parses_with_myid_and_ignores_tls_and_admin_keys() {
+fn kazoo_cluster_config_is_refused_for_its_tls_client_port() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     std::fs::write(data.join("myid"), "2").unwrap();
     let path = write_cfg(dir.path(), &kazoo_cfg(&data));
+    let err = Config::from_zoo_cfg(&path).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}:5: secureClientPort: paddock has no TLS on the client port yet",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn kazoo_cluster_config_without_its_tls_port_parses_with_myid_and_ignores_client_tls_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("myid"), "2").unwrap();
+    let text = kazoo_cfg(&data).replace("secureClientPort=20004\n", "");
+    let path = write_cfg(dir.path(), &text);
 
     let c = Config::from_zoo_cfg(&path).unwrap();
     assert_eq!(c.tick_time_ms, 2000);
@@ -764,4 +784,97 @@ fn conf_in_quorum_mode_prints_the_quorum_keys_before_the_membership() {
             ),
         ]
     );
+}
+
+/// A key that asks for protection paddock cannot give refuses the start, naming the key and what
+/// to do instead (the issue's fail-closed rule); harmless neighbours still parse.
+#[test]
+fn security_keys_paddock_cannot_honour_refuse_the_start() {
+    let base = "dataDir=/tmp/x\nclientPort=2181\n";
+    let cases: &[(&str, &str)] = &[
+        ("secureClientPort=2281", "secureClientPort: paddock has no TLS on the client port yet"),
+        ("client.portUnification=true", "client.portUnification: paddock has no TLS on the client port yet"),
+        ("ssl.authProvider=x509", "ssl.authProvider: x509 authentication needs TLS on the client port"),
+        (
+            "authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+            "authProvider.1: x509 authentication needs TLS on the client port",
+        ),
+        (
+            "authProvider.x=com.example.Unknown",
+            "authProvider.x: \"com.example.Unknown\" is not an authentication provider paddock has",
+        ),
+        (
+            "DigestAuthenticationProvider.digestAlg=SHA3-256",
+            "DigestAuthenticationProvider.digestAlg: \"SHA3-256\": paddock computes digest ids with SHA1 only",
+        ),
+        (
+            "zookeeper.DigestAuthenticationProvider.enabled=false",
+            "zookeeper.DigestAuthenticationProvider.enabled: paddock cannot turn the digest scheme off",
+        ),
+        ("admin.forceHttps=true", "admin.forceHttps: the AdminServer has no HTTPS in paddock"),
+        ("admin.needClientAuth=true", "admin.needClientAuth: the AdminServer has no HTTPS"),
+        ("quorum.auth.enableSasI=true", "quorum.auth.enableSasI: not a quorum.auth key paddock knows"),
+        (
+            "quorum.auth.learnerRequireSasl=true",
+            "quorum.auth.learnerRequireSasl and quorum.auth.serverRequireSasl need quorum.auth.enableSasl=true",
+        ),
+        ("sslQuorum=true", "sslQuorum=true needs ssl.quorum.keyStore.location"),
+        ("ssl.quorum.crl=true", "ssl.quorum.crl"),
+        ("ssl.quorum.ocsp=true", "ssl.quorum.ocsp"),
+        ("ssl.quorum.context.supplier.class=x.Y", "ssl.quorum.context.supplier.class"),
+        (
+            "sslQuorum=true\nssl.quorum.keyStore.location=/k.pem\nssl.quorum.trustStore.location=/t.pem\nssl.quorum.clientAuth=want",
+            "ssl.quorum.clientAuth=want: paddock requires every member to present its certificate",
+        ),
+        (
+            "quorum.auth.enableSasl=true",
+            "quorum.auth.enableSasl=true needs a JAAS file",
+        ),
+    ];
+    for (line, want) in cases {
+        let err = parse(&format!("{base}{line}\n"))
+            .expect_err(line)
+            .to_string();
+        assert!(err.contains(want), "{line}: {err:?} lacks {want:?}");
+    }
+    for ok in [
+        "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        "authProvider.sasl=org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
+        "DigestAuthenticationProvider.digestAlg=SHA1",
+        "DigestAuthenticationProvider.enabled=true",
+        "admin.forceHttps=false",
+        "client.portUnification=false",
+        "secureClientPortAddress=0.0.0.0",
+        "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "ssl.quorum.handshakeDetectionTimeoutMillis=5000",
+        "quorum.cnxn.threads.size=20",
+        "ssl.keyStore.location=/k.jks",
+    ] {
+        parse(&format!("{base}{ok}\n")).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
+/// The quorum keys land in the config as written; the store files are not read at this point
+/// (that happens when the peer transport starts), and passwords do not reach Debug output.
+#[test]
+fn quorum_tls_keys_are_read_from_zoo_cfg_and_system_properties() {
+    let c = parse(
+        "dataDir=/tmp/x\nclientPort=2181\nsslQuorum=true\nportUnification=true\n\
+         sslQuorumReloadCertFiles=true\nssl.quorum.keyStore.location=/etc/zk/m1.pem\n\
+         ssl.quorum.keyStore.password=hunter2\nzookeeper.ssl.quorum.trustStore.location=/etc/zk/ca.pem\n",
+    )
+    .unwrap();
+    let q = &c.quorum_security;
+    assert!(q.ssl_quorum && q.port_unification && q.reload_cert_files);
+    assert_eq!(
+        q.ssl_keys.get("keyStore.location").map(String::as_str),
+        Some("/etc/zk/m1.pem")
+    );
+    assert_eq!(
+        q.ssl_keys.get("trustStore.location").map(String::as_str),
+        Some("/etc/zk/ca.pem")
+    );
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("hunter2"), "{debug}");
+    assert!(debug.contains("keyStore.password=******"), "{debug}");
 }

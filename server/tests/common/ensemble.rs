@@ -23,8 +23,15 @@ pub struct Member {
 }
 
 impl Member {
+    /// Its client address: the configured one, loopback when it listens on every interface.
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.cfg.client_port))
+        let ip = self.cfg.client_port_address;
+        let ip = if ip.is_unspecified() {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            ip
+        };
+        SocketAddr::new(ip, self.cfg.client_port)
     }
 }
 
