@@ -13,7 +13,7 @@ use wire::jute::{Record, Writer};
 use wire::ops::who_am_i::ClientInfo;
 use wire::{perms, Acl, ErrorCode, Id};
 
-use crate::tree::TreeConfig;
+use crate::config::TreeConfig;
 
 /// §7.2: may a holder of `auth` do `needed` to a node carrying `acl`?
 ///

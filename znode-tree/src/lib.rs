@@ -30,13 +30,15 @@
 //!   root) and a server encodes the state off its request path; the first write below a node
 //!   after a view copies the nodes on its path, each O(256 + its children / 256).
 //!
-//! Layout: `entry` (log records), `tree` (state, primitives, reads, the bulk `Builder`),
-//! `node` (a znode and its sizes), `children` (a node's children, chunked), `name` (a child's
-//! name), `write` (write ops and quotas), `multi`, `acl`, `quota`, `path`, `session`,
-//! `snapshot` (snapshot, restore, digest), `watch`, `read` (reads that register watches).
+//! Layout: `entry` (log records), `config` (`TreeConfig`), `tree` (state, primitives, reads,
+//! the bulk `Builder`), `node` (a znode and its sizes), `children` (a node's children,
+//! chunked), `name` (a child's name), `write` (write ops and quotas), `multi`, `acl`, `quota`,
+//! `path`, `session`, `snapshot` (snapshot, restore, digest), `watch`, `read` (reads that
+//! register watches).
 
 pub mod acl;
 mod children;
+mod config;
 mod entry;
 mod error;
 mod multi;
@@ -51,10 +53,11 @@ mod tree;
 mod watch;
 mod write;
 
+pub use config::TreeConfig;
 pub use entry::{Entry, Txn};
 pub use error::TreeError;
 pub use read::read_with_watch;
 pub use session::Session;
 pub use snapshot::{Restore, SnapshotView};
-pub use tree::{Applied, Change, ReadCtx, Tree, TreeConfig};
+pub use tree::{Applied, Change, ReadCtx, Tree};
 pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};

@@ -24,10 +24,11 @@ use wire::jute::{Reader, Record, Writer};
 use wire::{Acl, DecodeError};
 
 use crate::acl::AclTable;
+use crate::config::TreeConfig;
 use crate::error::TreeError;
 use crate::node::{depth_first, Node, StoredStat};
 use crate::session::Session;
-use crate::tree::{Builder, Fnv, Tree, TreeConfig};
+use crate::tree::{Builder, Fnv, Tree};
 
 const MAGIC: &[u8; 4] = b"PDKT";
 /// What `encode` writes; `restore` reads this and 1.

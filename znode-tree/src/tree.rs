@@ -25,27 +25,13 @@ use wire::{perms, Acl, ErrorCode, Id, MultiResult, Request, Response};
 
 use crate::acl::{self, AclTable};
 use crate::children::SortedChildren;
+use crate::config::TreeConfig;
 use crate::entry::{Entry, Txn};
 use crate::name::Name;
 use crate::node::{Kind, Node, StoredStat};
 use crate::path;
 use crate::quota;
 use crate::session::Session;
-
-/// Settings that change what apply accepts. Every replica must run with the same values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TreeConfig {
-    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
-    pub extended_types: bool,
-    /// `zookeeper.enforceQuota`: hard quota limits give QuotaExceeded.
-    pub enforce_quota: bool,
-    /// `super:base64sha1`; used by the server with `acl::authenticate`.
-    pub super_digest: Option<String>,
-    /// `zookeeper.skipACL=yes`: every ACL check passes.
-    pub skip_acl: bool,
-    /// `zookeeper.letAnySaslUserDoX`: every SASL-authenticated user matches `sasl:<this>`.
-    pub let_any_sasl_user_do_x: Option<String>,
-}
 
 /// Who is reading: the session and the connection's authenticated ids.
 #[derive(Debug, Clone, Copy)]
