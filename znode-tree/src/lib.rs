@@ -30,34 +30,43 @@
 //!   root) and a server encodes the state off its request path; the first write below a node
 //!   after a view copies the nodes on its path, each O(256 + its children / 256).
 //!
-//! Layout: `entry` (log records), `config` (`TreeConfig`), `tree` (state, primitives, reads,
-//! the bulk `Builder`), `node` (a znode and its sizes), `children` (a node's children,
-//! chunked), `name` (a child's name), `write` (write ops and quotas), `multi`, `acl`, `quota`,
-//! `path`, `session`, `snapshot` (snapshot, restore, digest), `watch`, `read` (reads that
-//! register watches).
+//! Layout:
+//! - `tree` (the state, lookups, the primitives that change nodes, undo), `config`
+//!   (`TreeConfig`), `entry` (log records), `session` (a session as replicated);
+//! - `ops/` (what apply does, one file per op, each opening with ZooKeeper's order of checks:
+//!   `create`, `delete`, `set_data`, `set_acl`, `check`, `multi`, `session`, and `quota`, the
+//!   quota checks and usage counts the writes share; `mod.rs` dispatches);
+//! - `reads` (the reads and their ACL checks; `read_with_watch`), `watch` (the registry);
+//! - `node` (a znode and its sizes), `children` (a node's children, chunked), `name` (a child's
+//!   name), `path`, `acl` (checks, fix-up, the interned table), `quota` (quota nodes and
+//!   `StatsTrack`);
+//! - `snapshot` (snapshot and restore), `bulk` (a whole tree from a depth-first listing),
+//!   `digest` (the state's hash).
 
 pub mod acl;
+mod bulk;
 mod children;
 mod config;
+mod digest;
 mod entry;
 mod error;
-mod multi;
 mod name;
 mod node;
+mod ops;
 pub mod path;
 mod quota;
-mod read;
+mod reads;
 mod session;
 mod snapshot;
 mod tree;
 mod watch;
-mod write;
 
 pub use config::TreeConfig;
 pub use entry::{Entry, Txn};
 pub use error::TreeError;
-pub use read::read_with_watch;
+pub use ops::Applied;
+pub use reads::{read_with_watch, ReadCtx};
 pub use session::Session;
 pub use snapshot::{Restore, SnapshotView};
-pub use tree::{Applied, Change, ReadCtx, Tree};
+pub use tree::{Change, Tree};
 pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};

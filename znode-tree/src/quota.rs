@@ -101,6 +101,17 @@ pub fn is_quota_dir(path: &str) -> bool {
     crate::path::is_at_or_below(path, QUOTA_ROOT)
 }
 
+/// `/zookeeper/quota/a/zookeeper_limits` → `Some("/a")`: the path a limit node puts a quota on
+/// (ZooKeeper adds it to its `pTrie`); `None` for any other node.
+pub fn root_of_limit_node(p: &str) -> Option<&str> {
+    let (parent, name) = crate::path::split(p)?;
+    if name == LIMIT_NODE && is_quota_dir(parent) {
+        Some(trim_quota_path(parent))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
