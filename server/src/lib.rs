@@ -20,12 +20,14 @@
 //! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
-//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
+//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`;
+//! - `clock` is the one reading of the wall clock (`now_ms`), for the core and `forward`.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
 //! invariants.
 
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod core;
