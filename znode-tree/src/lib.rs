@@ -16,8 +16,10 @@
 //!   nothing else; a multi is all-or-nothing;
 //! - ZooKeeper outcomes are `wire::ErrorCode` values; `TreeError` is only for bad bytes
 //!   (entries, snapshots); nothing panics on client input;
-//! - semantics follow Apache ZooKeeper 3.9 as summarised in `zk-protocol.md` §4-§9, §11, §12;
-//!   child lists are returned sorted (ZooKeeper's order is undefined);
+//! - semantics follow Apache ZooKeeper 3.9's server (`PrepRequestProcessor`, `DataTree`,
+//!   `FinalRequestProcessor`; each file names the methods it follows); where paddock answers
+//!   differently on purpose, DESIGN.md says why (child lists, for one, are returned sorted:
+//!   ZooKeeper's order is undefined);
 //! - the watch registry is per server and not replicated;
 //! - nodes form a tree from the root, each owning its children by name (a name is stored
 //!   once, full paths are built only to be hashed, indexed or encoded); a lookup walks the

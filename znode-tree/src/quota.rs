@@ -1,5 +1,6 @@
-//! Quotas (`zk-protocol.md` §9.3): `/zookeeper/quota<P>/zookeeper_limits` and
-//! `/zookeeper/quota<P>/zookeeper_stats`, with data in ZooKeeper's `StatsTrack` text form.
+//! Quotas, laid out as ZooKeeper's `Quotas` names them: `/zookeeper/quota<P>/zookeeper_limits`
+//! and `/zookeeper/quota<P>/zookeeper_stats`, with data in ZooKeeper's `StatsTrack` text form.
+//! The checks and counts the writes make with them are in `ops/quota.rs`.
 
 use std::collections::BTreeMap;
 
