@@ -14,27 +14,8 @@ use crate::raft_loop::{self, Request};
 use crate::snapshot_file::ScannedSnapshot;
 use crate::status::{PeerProgress, Shared, Status};
 use crate::storage::LogStore;
-use crate::transport::{NoPeers, Transport};
+use crate::transport::{EventSink, NoPeers, Transport};
 use crate::{Config, ConsensusError, Event};
-
-/// Where the raft thread puts its events. It must not block for long: the raft thread waits
-/// for it, and with it heartbeats and elections. `false` means the receiver is gone; the event
-/// is dropped.
-pub trait EventSink: Send {
-    fn deliver(&mut self, event: Event) -> bool;
-}
-
-impl EventSink for Sender<Event> {
-    fn deliver(&mut self, event: Event) -> bool {
-        self.send(event).is_ok()
-    }
-}
-
-impl<F: FnMut(Event) -> bool + Send> EventSink for F {
-    fn deliver(&mut self, event: Event) -> bool {
-        self(event)
-    }
-}
 
 /// What `start` returns: the handle, the applier's event stream, and the snapshot to load first
 /// (`None` = start from the empty state).

@@ -92,9 +92,7 @@ mod transport;
 
 pub use config::Config;
 pub use error::ConsensusError;
-pub use handle::{
-    start, start_opened, start_with_sink, start_with_transport, EventSink, Handle, Started,
-};
+pub use handle::{start, start_opened, start_with_sink, start_with_transport, Handle, Started};
 pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
@@ -102,7 +100,7 @@ pub use raft::eraftpb::{
 };
 pub use snapshot_file::ScannedSnapshot;
 pub use status::{PeerProgress, Status};
-pub use transport::{NoPeers, Transport};
+pub use transport::{EventSink, NoPeers, Transport};
 
 /// A snapshot of the applier's state machine, exactly as of `index`.
 #[derive(Debug, Clone, PartialEq, Eq)]

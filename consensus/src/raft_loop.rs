@@ -12,10 +12,9 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use raft::eraftpb::Message;
 
 use crate::driver::{Command, Driver, Output, SnapshotJob, SnapshotSaved};
-use crate::handle::EventSink;
 use crate::snapshot_file;
 use crate::status::{Detail, Shared};
-use crate::transport::Transport;
+use crate::transport::{EventSink, Transport};
 use crate::{ConsensusError, Event};
 
 /// Commands taken from the channel before handling a Ready: enough to amortise an fsync over a

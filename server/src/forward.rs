@@ -146,7 +146,7 @@ async fn serve_follower(
                     Ok(e) => e,
                     Err(e) => break Some(format!("undecodable entry: {e}")),
                 };
-                entry.time_ms = crate::core::now_ms();
+                entry.time_ms = crate::clock::now_ms();
                 if let Err(e) = raft.propose(entry.encode()) {
                     break Some(format!("cannot propose: {e}"));
                 }

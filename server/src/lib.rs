@@ -22,12 +22,16 @@
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
 //! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`;
 //! - `tls` turns the `ssl.quorum.*` and `ssl.*` keys into rustls configurations (PEM and
-//!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change.
+//!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change;
+//!   `quorum_security` makes the peer transport's protection of them and of `quorum_auth`
+//!   (quorum SASL);
+//! - `clock` is the one reading of the wall clock (`now_ms`), for the core and `forward`.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
 //! invariants.
 
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod core;

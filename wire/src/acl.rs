@@ -1,4 +1,5 @@
-//! `Id`, `ACL`, permission bits and the well-known ACLs (`zk-protocol.md` §7.1).
+//! `Id`, `ACL` (ZooKeeper's `zookeeper.jute`), permission bits and the well-known ACLs
+//! (`ZooDefs.Perms`, `ZooDefs.Ids`).
 
 use crate::record;
 

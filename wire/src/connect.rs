@@ -1,5 +1,6 @@
 //! The handshake: `ConnectRequest` and `ConnectResponse`, each with an optional trailing
-//! `readOnly` byte (`zk-protocol.md` §2.1). go-zookeeper omits it; Java, kazoo and C send it.
+//! `readOnly` byte (ZooKeeper's `ProtocolManager.deserializeConnectRequest` reads it only if
+//! the frame has it). go-zookeeper omits it; Java, kazoo and C send it.
 //! The server mirrors the client's choice, so both records remember whether it was present.
 
 use crate::error::DecodeError;

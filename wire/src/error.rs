@@ -108,8 +108,10 @@ pub enum DecodeError {
 
 impl DecodeError {
     /// The code ZooKeeper answers an undecodable request with: an opcode it does not accept
-    /// from clients is `Unimplemented` (and the connection is then closed, §3.3); any other
-    /// malformed body, including a multi with foreign sub-ops, is `MarshallingError` (§8.1).
+    /// from clients is `Unimplemented` (and the connection is then closed:
+    /// `UnimplementedRequestProcessor`); any other malformed body, including a multi with
+    /// foreign sub-ops (`MultiOperationRecord.deserialize`'s "Invalid type of op"), is
+    /// `MarshallingError`.
     pub fn reply_code(&self) -> ErrorCode {
         match self {
             DecodeError::UnknownOpcode(_) => ErrorCode::Unimplemented,

@@ -1,5 +1,6 @@
 //! Four-letter words: on a fresh connection the first 4 bytes, read as a length, may be an
-//! ASCII command such as `ruok` (`zk-protocol.md` §1.1, §10). Every known word decodes to a
+//! ASCII command such as `ruok` (ZooKeeper's `NIOServerCnxn.checkFourLetterWord` and
+//! `FourLetterCommands`). Every known word decodes to a
 //! length over 1 MiB, so it can never be mistaken for a real ConnectRequest frame.
 
 /// The four-letter commands ZooKeeper 3.9 knows.

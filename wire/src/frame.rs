@@ -1,4 +1,6 @@
-//! Framing: a 4-byte big-endian length, then that many bytes (`zk-protocol.md` §1.1).
+//! Framing: a 4-byte big-endian length, then that many bytes (ZooKeeper's
+//! `NIOServerCnxn.readLength`, which closes the connection on a negative length or one over
+//! `jute.maxbuffer`).
 //!
 //! `check` looks at a read buffer and says one of three things without allocating:
 //! a whole frame is there (and how long it is), more bytes are needed, or the length

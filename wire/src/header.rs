@@ -1,4 +1,5 @@
-//! `RequestHeader`, `ReplyHeader` and `WatcherEvent` (`zk-protocol.md` §3.1, §6.1).
+//! `RequestHeader`, `ReplyHeader` and `WatcherEvent`, as ZooKeeper's `zookeeper.jute` defines
+//! them.
 
 use crate::record;
 

@@ -1,5 +1,6 @@
 //! Jute, ZooKeeper's record encoding: big-endian primitives, length-prefixed buffers and
-//! strings, counted vectors, and records as their fields back to back (`zk-protocol.md` §1.2).
+//! strings, counted vectors, and records as their fields back to back (ZooKeeper's
+//! `BinaryInputArchive` and `BinaryOutputArchive`).
 //!
 //! `Reader` never panics and never allocates more than the bytes it was given: every length
 //! is checked against what is left before anything is reserved, so a hostile frame that

@@ -21,6 +21,10 @@
 //! `stat`, `acl`, `error` (ErrorCode), `opcode`, and `ops/` with one file per opcode family.
 //! `request` and `response` tie opcodes to their records.
 
+// Purity, checked: clippy.toml lists the clock, randomness and thread calls this crate must
+// not make; denied here so that one in the library fails `cargo clippy`.
+#![deny(clippy::disallowed_methods, clippy::disallowed_types)]
+
 pub mod acl;
 pub mod connect;
 pub mod error;

@@ -1,4 +1,5 @@
-//! Opcodes (`ZooDefs.OpCode`) and special xids (`zk-protocol.md` §3.2, §3.3).
+//! Opcodes (ZooKeeper's `ZooDefs.OpCode`) and special xids (`ClientCnxn`'s `NOTIFICATION_XID`,
+//! `PING_XID`, `AUTHPACKET_XID`, `SET_WATCHES_XID`).
 
 /// Every opcode of the 3.9 client protocol, with ZooKeeper's numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,7 +105,7 @@ impl OpCode {
     }
 }
 
-/// Special xids (`zk-protocol.md` §3.2).
+/// Special xids (ZooKeeper's `ClientCnxn` constants of the same names).
 pub mod xid {
     /// A watch notification, server to client.
     pub const NOTIFICATION: i32 = -1;

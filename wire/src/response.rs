@@ -44,7 +44,8 @@ pub enum Response {
     WhoAmI(WhoAmIResponse),
 }
 
-/// One result inside a multi or multiRead reply (`zk-protocol.md` §8.2).
+/// One result inside a multi or multiRead reply (ZooKeeper's `OpResult`, written by
+/// `MultiResponse.serialize`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MultiResult {
     /// create (1): MultiHeader.type 1.

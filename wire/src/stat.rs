@@ -1,4 +1,5 @@
-//! `Stat`, the 68-byte node metadata every read and write reply carries (`zk-protocol.md` §4.1).
+//! `Stat`, the 68-byte node metadata every read and write reply carries (ZooKeeper's
+//! `zookeeper.jute`; the server fills it in `DataNode.copyStat`).
 
 use crate::record;
 

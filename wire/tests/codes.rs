@@ -1,5 +1,5 @@
-//! ZooKeeper's numbers, pinned against the fact sheet (`zk-protocol.md` §3.2, §3.3, §5.1) and
-//! `KeeperException.Code` / `ZooDefs.OpCode` of 3.9: a renumbered variant breaks clients
+//! ZooKeeper's numbers, pinned against `KeeperException.Code`, `ZooDefs.OpCode` and
+//! `ClientCnxn`'s special xids of 3.9: a renumbered variant breaks clients
 //! silently, so every number is spelled out here once more.
 
 use std::collections::HashSet;

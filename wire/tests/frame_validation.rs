@@ -499,7 +499,7 @@ fn every_four_letter_word_is_detected_from_its_bytes() {
     assert_eq!(
         i32::from_be_bytes(*b"ruok"),
         0x7275_6f6b,
-        "zk-protocol.md §10.1 gives ruok = 0x72756f6b"
+        "ZooKeeper's FourLetterCommands.ruokCmd is \"ruok\" read as a big-endian int, 0x72756f6b"
     );
 }
 

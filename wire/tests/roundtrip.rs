@@ -775,7 +775,8 @@ fn min_wire_len_matches_fixed_sizes() {
     assert_eq!(<ClientInfo as Record>::MIN_WIRE_LEN, 8);
 }
 
-/// Round trips cannot see a type number that is wrong on both sides; zk-protocol.md §8.2 can.
+/// Round trips cannot see a type number that is wrong on both sides; ZooKeeper's `OpResult`
+/// subclasses (the type each one passes to its constructor) can.
 #[test]
 fn multi_result_header_types_follow_zookeeper() {
     let cases = [

@@ -1,6 +1,8 @@
-//! ACL checks, authentication ids and ACL fix-up (`zk-protocol.md` §7), plus the interned ACL
-//! table nodes point into (ZooKeeper's `ReferenceCountedACLCache`): half a million znodes
-//! usually share a handful of ACL lists, so each node stores a `u32`.
+//! ACL checks (ZooKeeper's `ZooKeeperServer.checkACL`), authentication ids (its
+//! `DigestAuthenticationProvider`, `IPAuthenticationProvider` and `SASLAuthenticationProvider`)
+//! and ACL fix-up (`PrepRequestProcessor.fixupACL`), plus the interned ACL table nodes point
+//! into (ZooKeeper's `ReferenceCountedACLCache`): half a million znodes usually share a handful
+//! of ACL lists, so each node stores a `u32`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -13,9 +15,10 @@ use wire::jute::{Record, Writer};
 use wire::ops::who_am_i::ClientInfo;
 use wire::{perms, Acl, ErrorCode, Id};
 
-use crate::tree::TreeConfig;
+use crate::config::TreeConfig;
 
-/// §7.2: may a holder of `auth` do `needed` to a node carrying `acl`?
+/// May a holder of `auth` do `needed` to a node carrying `acl`? (`ZooKeeperServer.checkACL`: an
+/// empty list or a `super` id passes; otherwise an entry granting `needed` must match an id.)
 ///
 /// `sasl` ids match as ZooKeeper's `SASLAuthenticationProvider.matches`: the same name, or the
 /// authenticated name `super` (which matches every sasl entry), or any name at all for the entry
@@ -94,10 +97,10 @@ fn is_authenticated_scheme(scheme: &str) -> bool {
     matches!(scheme, "digest" | "sasl" | "x509")
 }
 
-/// §7.4 fix-up on create and setACL: dedupe (first occurrence wins), reject empty lists,
-/// expand `auth`, validate every other id against its scheme. A list that needs none of that
-/// (the usual one: `world:anyone`, or valid ids without `auth` or repeats) is returned as given,
-/// so that a create copies no id strings for it.
+/// `PrepRequestProcessor.fixupACL`, on create and setACL: dedupe (first occurrence wins),
+/// reject empty lists, expand `auth`, validate every other id against its scheme. A list that
+/// needs none of that (the usual one: `world:anyone`, or valid ids without `auth` or repeats)
+/// is returned as given, so that a create copies no id strings for it.
 pub fn fixup_acl<'a>(acl: &'a [Acl], auth: &[Id]) -> Result<Cow<'a, [Acl]>, ErrorCode> {
     let as_given = !acl.is_empty()
         && acl

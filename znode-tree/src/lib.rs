@@ -16,8 +16,10 @@
 //!   nothing else; a multi is all-or-nothing;
 //! - ZooKeeper outcomes are `wire::ErrorCode` values; `TreeError` is only for bad bytes
 //!   (entries, snapshots); nothing panics on client input;
-//! - semantics follow Apache ZooKeeper 3.9 as summarised in `zk-protocol.md` §4-§9, §11, §12;
-//!   child lists are returned sorted (ZooKeeper's order is undefined);
+//! - semantics follow Apache ZooKeeper 3.9's server (`PrepRequestProcessor`, `DataTree`,
+//!   `FinalRequestProcessor`; each file names the methods it follows); where paddock answers
+//!   differently on purpose, DESIGN.md says why (child lists, for one, are returned sorted:
+//!   ZooKeeper's order is undefined);
 //! - the watch registry is per server and not replicated;
 //! - nodes form a tree from the root, each owning its children by name (a name is stored
 //!   once, full paths are built only to be hashed, indexed or encoded); a lookup walks the
@@ -30,31 +32,47 @@
 //!   root) and a server encodes the state off its request path; the first write below a node
 //!   after a view copies the nodes on its path, each O(256 + its children / 256).
 //!
-//! Layout: `entry` (log records), `tree` (state, primitives, reads, the bulk `Builder`),
-//! `node` (a znode and its sizes), `children` (a node's children, chunked), `name` (a child's
-//! name), `write` (write ops and quotas), `multi`, `acl`, `quota`, `path`, `session`,
-//! `snapshot` (snapshot, restore, digest), `watch`, `read` (reads that register watches).
+//! Layout:
+//! - `tree` (the state, lookups, the primitives that change nodes, undo), `config`
+//!   (`TreeConfig`), `entry` (log records), `session` (a session as replicated);
+//! - `ops/` (what apply does, one file per op, each opening with ZooKeeper's order of checks:
+//!   `create`, `delete`, `set_data`, `set_acl`, `check`, `multi`, `session`, and `quota`, the
+//!   quota checks and usage counts the writes share; `mod.rs` dispatches);
+//! - `reads` (the reads and their ACL checks; `read_with_watch`), `watch` (the registry);
+//! - `node` (a znode and its sizes), `children` (a node's children, chunked), `name` (a child's
+//!   name), `path`, `acl` (checks, fix-up, the interned table), `quota` (quota nodes and
+//!   `StatsTrack`);
+//! - `snapshot` (snapshot and restore), `bulk` (a whole tree from a depth-first listing),
+//!   `digest` (the state's hash).
+
+// Purity, checked: clippy.toml lists the clock, randomness and thread calls this crate must
+// not make; denied here so that one in the library fails `cargo clippy`.
+#![deny(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod acl;
+mod bulk;
 mod children;
+mod config;
+mod digest;
 mod entry;
 mod error;
-mod multi;
 mod name;
 mod node;
+mod ops;
 pub mod path;
 mod quota;
-mod read;
+mod reads;
 mod session;
 mod snapshot;
 mod tree;
 mod watch;
-mod write;
 
+pub use config::TreeConfig;
 pub use entry::{Entry, Txn};
 pub use error::TreeError;
-pub use read::read_with_watch;
+pub use ops::Applied;
+pub use reads::{read_with_watch, ReadCtx};
 pub use session::Session;
 pub use snapshot::{Restore, SnapshotView};
-pub use tree::{Applied, Change, ReadCtx, Tree, TreeConfig};
+pub use tree::{Change, Tree};
 pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};

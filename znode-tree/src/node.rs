@@ -55,7 +55,8 @@ pub fn ttl_owner(ttl: i64) -> i64 {
     TTL_MARK | (ttl & MAX_TTL)
 }
 
-/// The stored stat; `cversion` is the count of child creates (§4.2), not the wire value.
+/// The stored stat; `cversion` is the count of child creates, not the wire value (ZooKeeper's
+/// `DataNode.copyStat` sends `cversion * 2 - numChildren`).
 /// Packed to 4-byte alignment: 60 bytes instead of 64, so the ACL index beside it in `Node`
 /// fills what would be padding. Fields are read and written by value (no references).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,4 +1,4 @@
-//! Path rules (`zk-protocol.md` §5.3) and the parent/child split the tree uses.
+//! Path rules (ZooKeeper's `PathUtils.validatePath`) and the parent/child split the tree uses.
 
 /// `PathUtils.validatePath`: absolute, no empty, `.` or `..` component, no trailing `/`
 /// (except the root itself), no NUL and none of the characters ZooKeeper reserves.

@@ -1,5 +1,6 @@
-//! Quotas (`zk-protocol.md` §9.3): `/zookeeper/quota<P>/zookeeper_limits` and
-//! `/zookeeper/quota<P>/zookeeper_stats`, with data in ZooKeeper's `StatsTrack` text form.
+//! Quotas, laid out as ZooKeeper's `Quotas` names them: `/zookeeper/quota<P>/zookeeper_limits`
+//! and `/zookeeper/quota<P>/zookeeper_stats`, with data in ZooKeeper's `StatsTrack` text form.
+//! The checks and counts the writes make with them are in `ops/quota.rs`.
 
 use std::collections::BTreeMap;
 
@@ -99,6 +100,17 @@ pub fn stat_path(prefix: &str) -> String {
 /// True for a quota directory path (`/zookeeper/quota` or below it).
 pub fn is_quota_dir(path: &str) -> bool {
     crate::path::is_at_or_below(path, QUOTA_ROOT)
+}
+
+/// `/zookeeper/quota/a/zookeeper_limits` → `Some("/a")`: the path a limit node puts a quota on
+/// (ZooKeeper adds it to its `pTrie`); `None` for any other node.
+pub fn root_of_limit_node(p: &str) -> Option<&str> {
+    let (parent, name) = crate::path::split(p)?;
+    if name == LIMIT_NODE && is_quota_dir(parent) {
+        Some(trim_quota_path(parent))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! Snapshot, restore and digest. Snapshots are one canonical encoding of the state: sessions
-//! by id, ACL lists numbered by first use in node order, nodes depth first with siblings in
-//! byte order of name. Internal numbering (ACL table slots) never leaks into it, so two
-//! replicas with the same history, or a tree and its restored copy, encode to the same bytes.
-//! The digest is kept incrementally (see `tree::node_hash`); restore rebuilds it from scratch,
-//! which is what the determinism tests compare against.
+//! Snapshot and restore. Snapshots are one canonical encoding of the state: sessions by id,
+//! ACL lists numbered by first use in node order, nodes depth first with siblings in byte
+//! order of name. Internal numbering (ACL table slots) never leaks into it, so two replicas
+//! with the same history, or a tree and its restored copy, encode to the same bytes. The
+//! digest is kept incrementally (`digest.rs`); restore rebuilds it from scratch, which is what
+//! the determinism tests compare against.
 //!
 //! Layout, version 2: `"PDKT" u8 version=2, i64 last_zxid, i32 n, n × (i64 id, i32 timeout,
 //! 16 bytes), i32 n, n × vector<ACL>, i32 n, n × (ustring path, buffer data, i32 acl, i64
@@ -11,7 +11,7 @@
 //! the CRC32 of everything before it as a big-endian u32. Nodes come depth first, the root
 //! first, each node's children right after it in byte order of name, so `/a`, `/a/b`, `/a-x`
 //! (sorted full paths would give `/a`, `/a-x`, `/a/b`); ACL lists are numbered in that order.
-//! Restore builds each child map in one pass from that order (`tree::Builder`).
+//! Restore builds each child map in one pass from that order (`bulk::Builder`).
 //!
 //! Version 1 is the same records with nodes (and the ACL numbering) in sorted full-path order,
 //! as the flat map keyed by full path wrote them. Restore still reads it: it checks that order,
@@ -24,10 +24,12 @@ use wire::jute::{Reader, Record, Writer};
 use wire::{Acl, DecodeError};
 
 use crate::acl::AclTable;
+use crate::bulk::Builder;
+use crate::config::TreeConfig;
 use crate::error::TreeError;
 use crate::node::{depth_first, Node, StoredStat};
 use crate::session::Session;
-use crate::tree::{Builder, Fnv, Tree, TreeConfig};
+use crate::tree::Tree;
 
 const MAGIC: &[u8; 4] = b"PDKT";
 /// What `encode` writes; `restore` reads this and 1.
@@ -149,21 +151,6 @@ impl Tree {
         self.snapshot_view().encode()
     }
 
-    /// A deterministic 64-bit hash of the whole state: the running sum of per-node hashes
-    /// (kept by apply, like ZooKeeper's `NodeHashMap` digest) mixed with the sessions and
-    /// `last_zxid`. O(sessions), so the `hash` four-letter word and divergence checks are cheap.
-    pub fn digest(&self) -> u64 {
-        let mut h = Fnv::new();
-        h.put(&self.node_digest.to_be_bytes());
-        h.put(&self.last_zxid.to_be_bytes());
-        for s in self.sessions.values() {
-            h.put(&s.id.to_be_bytes());
-            h.put(&s.timeout_ms.to_be_bytes());
-            h.put(&s.password);
-        }
-        h.0
-    }
-
     /// Rebuilds a tree from `snapshot` bytes after verifying the checksum. (`Restore` takes
     /// the same bytes in pieces.)
     pub fn restore(bytes: &[u8], config: TreeConfig) -> Result<Tree, TreeError> {
@@ -272,7 +259,7 @@ impl Restore {
             let take = (bytes.len() - at).min(had.max(4096));
             self.carry.extend_from_slice(&bytes[at..at + take]);
             let carry = std::mem::take(&mut self.carry);
-            let used = self.decode(&carry).map_err(Bad::into_error)?;
+            let used = self.decode(&carry).map_err(RestoreError::into_error)?;
             if used == 0 {
                 self.carry = carry;
                 at += take;
@@ -282,13 +269,15 @@ impl Restore {
                 at += used.saturating_sub(had);
             }
         }
-        let used = self.decode(&bytes[at..]).map_err(Bad::into_error)?;
+        let used = self
+            .decode(&bytes[at..])
+            .map_err(RestoreError::into_error)?;
         self.carry.extend_from_slice(&bytes[at + used..]);
         Ok(())
     }
 
     /// Decodes whole records from the start of `buf` while they last; the bytes used.
-    fn decode(&mut self, buf: &[u8]) -> Result<usize, Bad> {
+    fn decode(&mut self, buf: &[u8]) -> Result<usize, RestoreError> {
         let mut used = 0;
         loop {
             let mut r = Reader::new(&buf[used..]);
@@ -305,14 +294,16 @@ impl Restore {
                         self.phase = Phase::Nodes { left: left - 1 };
                         if self.version == 1 {
                             if self.unsorted.last().is_some_and(|(q, _)| q.as_str() >= p) {
-                                return Err(Bad::Inconsistent(format!("node {p:?} out of order")));
+                                return Err(RestoreError::Inconsistent(format!(
+                                    "node {p:?} out of order"
+                                )));
                             }
                             self.unsorted.push((p.to_owned(), node));
                             Ok(())
                         } else {
-                            self.builder
-                                .push(&mut self.tree, p, node)
-                                .map_err(Bad::Inconsistent)
+                            self.tree
+                                .bulk_push(&mut self.builder, p, node)
+                                .map_err(RestoreError::Inconsistent)
                         }
                     })
                 }
@@ -324,7 +315,7 @@ impl Restore {
                     self.decoded += n;
                 }
                 // The piece ends inside this record: wait for the next one.
-                Err(Bad::Decode(DecodeError::Truncated { .. })) => break,
+                Err(RestoreError::Decode(DecodeError::Truncated { .. })) => break,
                 Err(e) => return Err(e),
             }
         }
@@ -336,13 +327,13 @@ impl Restore {
     }
 
     /// Magic and version, `last_zxid`, sessions, ACL lists and the node count: one record here.
-    fn decode_head(&mut self, r: &mut Reader<'_>) -> Result<(), Bad> {
+    fn decode_head(&mut self, r: &mut Reader<'_>) -> Result<(), RestoreError> {
         let rest = r.rest();
         let start = rest.len();
         if rest.len() > MAGIC.len() {
             let version = rest[MAGIC.len()];
             if &rest[..MAGIC.len()] != MAGIC || !(version == 1 || version == VERSION) {
-                return Err(Bad::Format);
+                return Err(RestoreError::Format);
             }
             self.version = version;
         }
@@ -375,7 +366,7 @@ impl Restore {
         let nodes = match r.read_i32("nodes")? {
             -1 => 0,
             n if n < 0 => {
-                return Err(Bad::Decode(DecodeError::BadLength {
+                return Err(RestoreError::Decode(DecodeError::BadLength {
                     what: "nodes",
                     len: n,
                     at,
@@ -442,10 +433,11 @@ impl Restore {
             let mut nodes = self.unsorted;
             nodes.sort_by(|(a, _), (b, _)| a.split('/').cmp(b.split('/')));
             for (p, node) in nodes {
-                b.push(&mut t, &p, node).map_err(TreeError::Inconsistent)?;
+                t.bulk_push(&mut b, &p, node)
+                    .map_err(TreeError::Inconsistent)?;
             }
         }
-        b.finish(&mut t).map_err(TreeError::Inconsistent)?;
+        t.bulk_finish(b).map_err(TreeError::Inconsistent)?;
         Ok(t)
     }
 }
@@ -457,7 +449,7 @@ fn read_node<'a>(
     r: &mut Reader<'a>,
     t: &mut Tree,
     lists: &mut [(Vec<Acl>, Option<u32>)],
-) -> Result<(&'a str, Node), Bad> {
+) -> Result<(&'a str, Node), RestoreError> {
     let p = r.read_str("node.path")?;
     let data = r.read_buffer("node.data")?;
     // The ACL number and the stat: ten fixed-size fields, read as one block (one bounds check
@@ -476,7 +468,7 @@ fn read_node<'a>(
     let slot = usize::try_from(ai)
         .ok()
         .and_then(|ai| lists.get_mut(ai))
-        .ok_or_else(|| Bad::Inconsistent(format!("node {p:?} has bad ACL {ai}")))?;
+        .ok_or_else(|| RestoreError::Inconsistent(format!("node {p:?} has bad ACL {ai}")))?;
     let acl = match slot.1 {
         Some(idx) => {
             t.acls.add_ref(idx);
@@ -502,24 +494,25 @@ fn read_node<'a>(
     Ok((p, Node::new(stat, data.map(Vec::into_boxed_slice), acl)))
 }
 
-enum Bad {
+/// Why a restore refused its bytes, before it becomes the crate's `TreeError`.
+enum RestoreError {
     Decode(DecodeError),
     Inconsistent(String),
     Format,
 }
 
-impl Bad {
+impl RestoreError {
     fn into_error(self) -> TreeError {
         match self {
-            Bad::Decode(d) => TreeError::BadSnapshot(d),
-            Bad::Inconsistent(s) => TreeError::Inconsistent(s),
-            Bad::Format => TreeError::SnapshotFormat,
+            RestoreError::Decode(d) => TreeError::BadSnapshot(d),
+            RestoreError::Inconsistent(s) => TreeError::Inconsistent(s),
+            RestoreError::Format => TreeError::SnapshotFormat,
         }
     }
 }
 
-impl From<DecodeError> for Bad {
-    fn from(e: DecodeError) -> Bad {
-        Bad::Decode(e)
+impl From<DecodeError> for RestoreError {
+    fn from(e: DecodeError) -> RestoreError {
+        RestoreError::Decode(e)
     }
 }

@@ -1,58 +1,32 @@
-//! The tree: nodes from the root down, each owning its children by name (`node.rs`), interned
-//! ACLs, sessions and the indexes apply keeps up to date (ephemerals by session, containers/TTL
-//! nodes, quota roots). Every mutation goes through a handful of primitives (`insert_node`,
-//! `remove_node`, `update`, and `Builder` for a whole tree at once) so that a multi can be
-//! rolled back exactly from its undo log, and so that the indexes can never drift from the
-//! nodes. A path is found by walking its components from the root: no allocation, one map
-//! lookup per component. A write walks the same way through `Arc::make_mut`, copying the nodes
-//! on its path that a `SnapshotView` still shares (and only those). A create or delete changes
-//! its parent's stat and links or unlinks the child in that one walk (`insert_child`,
-//! `remove_child`): a restart's replay of 98.5k creates spent most of its time walking the same
-//! path six times per create before.
+//! The tree's state and the primitives that change it: nodes from the root down, each owning
+//! its children by name (`node.rs`), interned ACLs, sessions and the indexes apply keeps up to
+//! date (ephemerals by session, containers/TTL nodes, quota roots). Every mutation goes through
+//! a handful of primitives (`insert_node`, `remove_node`, `update`, and `bulk_push` for a whole
+//! tree at once) so that a multi can be rolled back exactly from its undo log, and so that the
+//! indexes and the digest can never drift from the nodes. A path is found by walking its
+//! components from the root: no allocation, one map lookup per component. A write walks the
+//! same way through `Arc::make_mut`, copying the nodes on its path that a `SnapshotView` still
+//! shares (and only those). A create or delete changes its parent's stat and links or unlinks
+//! the child in that one walk (`insert_child`, `remove_child`): a restart's replay of 98.5k
+//! creates spent most of its time walking the same path six times per create before.
+//!
+//! What uses them: the ops in `ops/` (one file per op, with ZooKeeper's order of checks),
+//! the reads in `reads.rs`, the snapshot restore in `snapshot.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use wire::ops::children::{
-    GetAllChildrenNumberResponse, GetChildren2Response, GetChildrenResponse,
-};
-use wire::ops::data::GetDataResponse;
-use wire::ops::ephemerals::GetEphemeralsResponse;
-use wire::ops::exists::ExistsResponse;
-use wire::ops::get_acl::GetAclResponse;
-use wire::ops::sync::SyncResponse;
-use wire::{perms, Acl, ErrorCode, Id, MultiResult, Request, Response};
+use wire::{Acl, ErrorCode, Id};
 
 use crate::acl::{self, AclTable};
-use crate::children::SortedChildren;
-use crate::entry::{Entry, Txn};
+use crate::bulk::Builder;
+use crate::config::TreeConfig;
+use crate::digest::{node_hash, node_hash_at, path_hash, state_digest};
 use crate::name::Name;
 use crate::node::{Kind, Node, StoredStat};
 use crate::path;
 use crate::quota;
 use crate::session::Session;
-
-/// Settings that change what apply accepts. Every replica must run with the same values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TreeConfig {
-    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
-    pub extended_types: bool,
-    /// `zookeeper.enforceQuota`: hard quota limits give QuotaExceeded.
-    pub enforce_quota: bool,
-    /// `super:base64sha1`; used by the server with `acl::authenticate`.
-    pub super_digest: Option<String>,
-    /// `zookeeper.skipACL=yes`: every ACL check passes.
-    pub skip_acl: bool,
-    /// `zookeeper.letAnySaslUserDoX`: every SASL-authenticated user matches `sasl:<this>`.
-    pub let_any_sasl_user_do_x: Option<String>,
-}
-
-/// Who is reading: the session and the connection's authenticated ids.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadCtx<'a> {
-    pub session_id: i64,
-    pub auth: &'a [Id],
-}
 
 /// A state change, in the order it happened; the watch registry turns these into events.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,13 +50,6 @@ pub enum Change {
     },
 }
 
-/// What applying one log entry produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
-    pub reply: Result<Response, ErrorCode>,
-    pub changes: Vec<Change>,
-}
-
 /// An inverse step recorded while a multi runs.
 #[derive(Debug, Clone)]
 pub(crate) enum Undo {
@@ -96,16 +63,14 @@ pub(crate) enum Undo {
     },
 }
 
-/// The per-entry facts every write op needs.
-pub(crate) struct Cx<'a> {
+/// The per-entry facts every write op needs: the zxid the entry is applied at, the proposer's
+/// clock reading, the session and the connection's authenticated ids.
+pub(crate) struct WriteCtx<'a> {
     pub zxid: i64,
     pub time: i64,
     pub session: i64,
     pub auth: &'a [Id],
 }
-
-pub(crate) const SPECIAL_PATHS: [&str; 4] =
-    ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
 
 /// The replicated state machine. See the crate documentation for the contract. `Clone` shares
 /// the nodes copy-on-write (O(1) for them) and copies the indexes and tables outright.
@@ -149,15 +114,15 @@ impl Tree {
             ("/zookeeper/config", config_node),
             ("/zookeeper/quota", blank(open)),
         ] {
-            b.push(&mut t, p, n)
+            t.bulk_push(&mut b, p, n)
                 .expect("the fresh tree is listed depth first");
         }
-        b.finish(&mut t).expect("the fresh tree has a root");
+        t.bulk_finish(b).expect("the fresh tree has a root");
         t
     }
 
     /// No znodes at all, not even the root (its place holds a blank node that counts for
-    /// nothing): only for `Builder` to fill.
+    /// nothing): only for `bulk_push` to fill.
     pub(crate) fn empty(config: TreeConfig) -> Tree {
         Tree {
             config,
@@ -179,150 +144,17 @@ impl Tree {
         &self.config
     }
 
-    /// Applies one committed entry at `zxid`. Failed writes still count: `last_zxid` advances
-    /// (ZooKeeper's error transaction).
-    pub fn apply(&mut self, zxid: i64, entry: &Entry) -> Applied {
-        let cx = Cx {
-            zxid,
-            time: entry.time_ms,
-            session: entry.session_id,
-            auth: &entry.auth,
-        };
-        let mut changes = Vec::new();
-        let reply = match &entry.txn {
-            Txn::CreateSession {
-                timeout_ms,
-                password,
-            } => {
-                let s = Session {
-                    id: entry.session_id,
-                    timeout_ms: *timeout_ms,
-                    password: *password,
-                };
-                self.sessions.insert(entry.session_id, s);
-                Ok(Response::Empty)
-            }
-            Txn::CloseSession => self.close_session(&cx, &mut changes),
-            Txn::DeleteExpired { path } => self
-                .delete_expired(&cx, path, &mut changes)
-                .map(|_| Response::Empty),
-            Txn::Write(req) => self.write(&cx, req, &mut changes),
-            Txn::SetConfig { members } => {
-                self.set_config(&cx, members, &mut changes);
-                Ok(Response::Empty)
-            }
-        };
-        self.last_zxid = zxid;
-        Applied { reply, changes }
-    }
-
     /// zxid of the last applied entry; 0 for a fresh tree.
     pub fn last_zxid(&self) -> i64 {
         self.last_zxid
     }
 
-    /// Answers a read. Only the read ops are routed here; anything else is Unimplemented.
-    pub fn read(&self, ctx: &ReadCtx, req: &Request) -> Result<Response, ErrorCode> {
-        match req {
-            Request::Exists(r) => {
-                if r.path.contains('\0') {
-                    return Err(ErrorCode::BadArguments);
-                }
-                let n = self.node(read_path(&r.path)).ok_or(ErrorCode::NoNode)?;
-                self.require(n, perms::READ, ctx.auth)?;
-                Ok(Response::Exists(ExistsResponse {
-                    stat: n.wire_stat(),
-                }))
-            }
-            Request::GetData(r) => {
-                let n = self.readable(read_path(&r.path), ctx)?;
-                Ok(Response::GetData(GetDataResponse {
-                    data: n.data_vec(),
-                    stat: n.wire_stat(),
-                }))
-            }
-            Request::GetChildren(r) => {
-                self.readable(read_path(&r.path), ctx)?;
-                Ok(Response::GetChildren(GetChildrenResponse {
-                    children: self.child_names(read_path(&r.path)),
-                }))
-            }
-            Request::GetChildren2(r) => {
-                let n = self.readable(read_path(&r.path), ctx)?;
-                Ok(Response::GetChildren2(GetChildren2Response {
-                    children: self.child_names(read_path(&r.path)),
-                    stat: n.wire_stat(),
-                }))
-            }
-            Request::GetAllChildrenNumber(r) => {
-                self.readable(read_path(&r.path), ctx)?;
-                let total = self.descendants(read_path(&r.path)).count() as i32;
-                Ok(Response::GetAllChildrenNumber(
-                    GetAllChildrenNumberResponse {
-                        total_number: total,
-                    },
-                ))
-            }
-            Request::GetAcl(r) => {
-                let n = self.node(read_path(&r.path)).ok_or(ErrorCode::NoNode)?;
-                self.require(n, acl::READ_OR_ADMIN, ctx.auth)?;
-                let list = self.acls.get(n.acl);
-                let shown = if acl::allowed(&self.config, list, perms::ADMIN, ctx.auth) {
-                    list.to_vec()
-                } else {
-                    acl::mask_digests(list)
-                };
-                Ok(Response::GetAcl(GetAclResponse {
-                    acl: shown,
-                    stat: n.wire_stat(),
-                }))
-            }
-            Request::GetEphemerals(r) => {
-                let all = r.prefix_path.is_empty() || r.prefix_path == "/";
-                let ephemerals = self
-                    .ephemerals
-                    .get(&ctx.session_id)
-                    .into_iter()
-                    .flatten()
-                    .filter(|p| all || p.starts_with(r.prefix_path.as_str()))
-                    .map(|p| p.to_string())
-                    .collect();
-                Ok(Response::GetEphemerals(GetEphemeralsResponse {
-                    ephemerals,
-                }))
-            }
-            Request::MultiRead(ops) => Ok(Response::Multi(
-                ops.iter().map(|op| self.read_one(ctx, op)).collect(),
-            )),
-            Request::Sync(r) => Ok(Response::Sync(SyncResponse {
-                path: r.path.clone(),
-            })),
-            _ => Err(ErrorCode::Unimplemented),
-        }
-    }
-
-    fn read_one(&self, ctx: &ReadCtx, op: &Request) -> MultiResult {
-        let res = match op {
-            Request::GetChildren(_) | Request::GetData(_) => self.read(ctx, op),
-            _ => Err(ErrorCode::MarshallingError),
-        };
-        match res {
-            Ok(Response::GetChildren(r)) => MultiResult::GetChildren {
-                children: r.children,
-            },
-            Ok(Response::GetData(r)) => MultiResult::GetData {
-                data: r.data,
-                stat: r.stat,
-            },
-            Ok(_) => MultiResult::error(ErrorCode::MarshallingError),
-            Err(e) => MultiResult::error(e),
-        }
-    }
-
-    fn readable(&self, p: &str, ctx: &ReadCtx) -> Result<&Node, ErrorCode> {
-        let n = self.node(p).ok_or(ErrorCode::NoNode)?;
-        self.require(n, perms::READ, ctx.auth)?;
-        Ok(n)
+    /// A deterministic 64-bit hash of the whole state: the running sum of per-node hashes
+    /// (kept by the primitives, like ZooKeeper's `NodeHashMap` digest) mixed with the sessions
+    /// and `last_zxid` (`digest.rs`). O(sessions), so the `hash` four-letter word and
+    /// divergence checks are cheap.
+    pub fn digest(&self) -> u64 {
+        state_digest(self.node_digest, self.last_zxid, self.sessions.values())
     }
 
     pub(crate) fn require(&self, n: &Node, needed: i32, auth: &[Id]) -> Result<(), ErrorCode> {
@@ -339,36 +171,6 @@ impl Tree {
 
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()
-    }
-
-    /// The session's ephemeral paths, sorted.
-    pub fn ephemerals_of(&self, session: i64) -> Vec<String> {
-        self.ephemerals
-            .get(&session)
-            .into_iter()
-            .flatten()
-            .map(|p| p.to_string())
-            .collect()
-    }
-
-    /// Containers that have had children and have none now, and TTL nodes without children
-    /// whose `now - mtime` exceeds their ttl (ZooKeeper's `ContainerManager`), sorted.
-    pub fn expired_nodes(&self, now_ms: i64) -> Vec<String> {
-        self.expirable
-            .iter()
-            .filter(|p| {
-                let Some(n) = self.node(p) else {
-                    return false;
-                };
-                n.num_children() == 0
-                    && match n.kind() {
-                        Kind::Container => n.stat.cversion > 0,
-                        Kind::Ttl(ttl) => ttl != 0 && now_ms.saturating_sub(n.stat.mtime) > ttl,
-                        _ => false,
-                    }
-            })
-            .map(|p| p.to_string())
-            .collect()
     }
 
     /// ZooKeeper's "Node count": the number of znodes plus one, because ZooKeeper's node map
@@ -462,6 +264,21 @@ impl Tree {
 
     // ---- primitives: the only code that adds, removes or rewrites nodes ----
 
+    /// Hands the next node of a depth-first listing to `b` and adds it to the indexes, the
+    /// counters and the digest, as `insert_node` would: how `Tree::new` and a snapshot's
+    /// restore build a whole tree. The node's ACL reference is the caller's to hand over.
+    pub(crate) fn bulk_push(&mut self, b: &mut Builder, p: &str, node: Node) -> Result<(), String> {
+        let node = b.push(p, node)?;
+        self.index_add(p, node);
+        Ok(())
+    }
+
+    /// Makes the listing `b` was given the tree's nodes.
+    pub(crate) fn bulk_finish(&mut self, b: Builder) -> Result<(), String> {
+        self.root = Arc::new(b.finish()?);
+        Ok(())
+    }
+
     /// Adds a node's share to the indexes, the counters and the digest.
     fn index_add(&mut self, p: &str, node: &Node) {
         match node.kind() {
@@ -473,7 +290,7 @@ impl Tree {
             }
             Kind::Persistent => {}
         }
-        if let Some(root) = quota_root_of_limit_node(p) {
+        if let Some(root) = quota::root_of_limit_node(p) {
             self.quota_roots.insert(root.into());
         }
         self.data_size += (p.len() + node.data_len()) as u64;
@@ -573,7 +390,7 @@ impl Tree {
             }
             Kind::Persistent => {}
         }
-        if let Some(root) = quota_root_of_limit_node(p) {
+        if let Some(root) = quota::root_of_limit_node(p) {
             self.quota_roots.remove(root);
         }
         self.data_size -= (p.len() + node.data_len()) as u64;
@@ -670,198 +487,6 @@ impl Tree {
                 }
             }
         }
-    }
-}
-
-/// Builds a whole tree from nodes listed depth first with siblings in byte order of name (the
-/// order a version-2 snapshot lists them in, and the fresh tree's): each node's children are
-/// gathered in a vector while it is open and become its map in one bulk build when the listing
-/// leaves its subtree, so nothing is inserted one by one. Every node goes through the same
-/// index bookkeeping as `insert_node`. Out-of-order, duplicate and orphan nodes are errors.
-#[derive(Default)]
-pub(crate) struct Builder {
-    /// The open nodes, root first; each one's path is `path[..len]`.
-    open: Vec<Open>,
-    path: String,
-    rooted: bool,
-}
-
-struct Open {
-    len: usize,
-    name: Name,
-    node: Node,
-    children: SortedChildren,
-}
-
-impl Builder {
-    /// Adds the next node in depth-first order; its ACL reference is the caller's to hand over.
-    pub fn push(&mut self, tree: &mut Tree, p: &str, node: Node) -> Result<(), String> {
-        if !self.rooted {
-            if p != "/" {
-                return Err(format!("node {p:?} comes before the root"));
-            }
-            self.rooted = true;
-            tree.index_add(p, &node);
-            self.path.push('/');
-            self.open.push(Open {
-                len: 1,
-                name: Name::new(""),
-                node,
-                children: SortedChildren::default(),
-            });
-            return Ok(());
-        }
-        if p == "/" {
-            return Err(format!("node {p:?} is listed twice"));
-        }
-        let Some((parent, name)) = path::split(p).filter(|(_, name)| !name.is_empty()) else {
-            return Err(format!("node {p:?} has no parent"));
-        };
-        // Close the subtrees the listing has left: every open node that is not `parent` or
-        // above it. The root is above every path that starts with `/`.
-        while self.open.len() > 1 && !path::is_at_or_below(parent, self.open_path()) {
-            self.close();
-        }
-        if self.open_path() != parent {
-            return Err(format!(
-                "node {p:?} has no parent before it in depth-first order"
-            ));
-        }
-        let top = self.open.last().expect("the root stays open");
-        if let Some(last) = top.children.last() {
-            match last.as_bytes().cmp(name.as_bytes()) {
-                std::cmp::Ordering::Less => {}
-                std::cmp::Ordering::Equal => return Err(format!("node {p:?} is listed twice")),
-                std::cmp::Ordering::Greater => {
-                    return Err(format!("node {p:?} is out of depth-first order"))
-                }
-            }
-        }
-        tree.index_add(p, &node);
-        self.path.clear();
-        self.path.push_str(p);
-        self.open.push(Open {
-            len: p.len(),
-            name: Name::new(name),
-            node,
-            children: SortedChildren::default(),
-        });
-        Ok(())
-    }
-
-    /// The finished tree's root goes into `tree`.
-    pub fn finish(mut self, tree: &mut Tree) -> Result<(), String> {
-        if !self.rooted {
-            return Err("no root".into());
-        }
-        while self.open.len() > 1 {
-            self.close();
-        }
-        let mut root = self.open.pop().expect("the root is open");
-        root.node.children = root.children.finish();
-        tree.root = Arc::new(root.node);
-        Ok(())
-    }
-
-    fn open_path(&self) -> &str {
-        &self.path[..self.open.last().map_or(0, |o| o.len)]
-    }
-
-    /// Finishes the innermost open node (not the root) into its parent's list.
-    fn close(&mut self) {
-        let Some(mut done) = self.open.pop() else {
-            return;
-        };
-        done.node.children = done.children.finish();
-        if let Some(parent) = self.open.last_mut() {
-            parent.children.push(done.name, Arc::new(done.node));
-            self.path.truncate(parent.len);
-        }
-    }
-}
-
-/// FNV-1a, 64 bit: small, and stable across platforms and releases (unlike std's hashers).
-pub(crate) struct Fnv(pub u64);
-
-impl Fnv {
-    pub fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    pub fn put(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-}
-
-/// One node's contribution to the digest: path, data, stat and ACL content (never the
-/// internal ACL index; `acl` is the list's `acl::list_hash`, kept by the ACL table). Summed
-/// with wrapping addition, so order does not matter.
-///
-/// The path and the data are hashed with XXH3 (a fixed, published function: every member
-/// computes the same value), the data seeded with the path's hash and its length; the nine stat
-/// fields and the ACL's hash are folded in one at a time by a 64x64->128-bit multiply. Digests
-/// of different functions differ, so the `hash` 4lw of members of different versions do not
-/// compare. History: FNV-1a a byte at a time took about 0.3 us per 100-byte node, a third of
-/// restoring a 1M-znode snapshot; XXH3 over the path, the data, the stat's 60 bytes and each
-/// ACL entry's two strings took about 50 ns; this form about 34 ns, and a change that keeps the
-/// path (a parent's stat, a setData) hashes the path once for before and after (`node_hash_at`).
-pub(crate) fn node_hash(p: &str, n: &Node, acl: u64) -> u64 {
-    node_hash_at(path_hash(p), n, acl)
-}
-
-/// The path's share of `node_hash`.
-pub(crate) fn path_hash(p: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(p.as_bytes(), p.len() as u64)
-}
-
-/// `node_hash` of a node whose path hashed to `path`.
-pub(crate) fn node_hash_at(path: u64, n: &Node, acl: u64) -> u64 {
-    let mut h = match &n.data {
-        None => fold(path ^ 0x9e37_79b9_7f4a_7c15),
-        Some(d) => xxhash_rust::xxh3::xxh3_64_with_seed(d, path ^ d.len() as u64),
-    };
-    let (longs, ints) = n.stat.fields();
-    for v in longs {
-        h = fold(h ^ v as u64);
-    }
-    h = fold(h ^ (u64::from(ints[0] as u32) | u64::from(ints[1] as u32) << 32));
-    h = fold(h ^ u64::from(ints[2] as u32));
-    h = fold(h ^ acl);
-    // Mix so that sums of similar hashes do not cancel in simple ways.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h
-}
-
-/// One step of `node_hash_at`: the high and low halves of a 128-bit product, xored (as in
-/// wyhash's `mum`), with constants so that zero does not map to zero.
-#[inline]
-fn fold(x: u64) -> u64 {
-    let m = u128::from(x ^ 0xa076_1d64_78bd_642f) * u128::from(0xe703_7ed1_a0b4_28db_u64);
-    (m as u64) ^ ((m >> 64) as u64)
-}
-
-/// `/zookeeper/quota/a/zookeeper_limits` → `Some("/a")`.
-fn quota_root_of_limit_node(p: &str) -> Option<&str> {
-    let (parent, name) = path::split(p)?;
-    if name == quota::LIMIT_NODE && quota::is_quota_dir(parent) {
-        Some(quota::trim_quota_path(parent))
-    } else {
-        None
-    }
-}
-
-/// The node a read names. ZooKeeper's node map holds the root under both `""` and `/`, so a
-/// read of the empty path answers with the root (found by the back-to-back suite).
-fn read_path(p: &str) -> &str {
-    if p.is_empty() {
-        "/"
-    } else {
-        p
     }
 }
 

@@ -1,6 +1,6 @@
-//! The watch registry (`zk-protocol.md` §6): per server, not replicated. Two tables, as in
-//! ZooKeeper's `WatchManager`: the data table (getData/exists watches, persistent, recursive)
-//! and the child table (getChildren watches, persistent). Each (path, watcher) entry holds a
+//! The watch registry: per server, not replicated. Two tables, as in ZooKeeper's `DataTree`
+//! (`dataWatches`, `childWatches`, each a `WatchManager`): the data table (getData/exists
+//! watches, persistent, recursive) and the child table (getChildren watches, persistent). Each (path, watcher) entry holds a
 //! bit set of modes. Everything is kept in ordered maps so event order is deterministic:
 //! within one trigger, watchers are served in `WatcherId` order.
 
@@ -250,8 +250,8 @@ impl WatchRegistry {
         out
     }
 
-    /// setWatches / setWatches2 on reconnect (§6.6). Returns the events to send at once
-    /// (zxid -1, not ACL filtered); the rest is registered. For setWatches v1 the caller
+    /// setWatches / setWatches2 on reconnect (`DataTree.setWatches`). Returns the events to send
+    /// at once (zxid -1, not ACL filtered); the rest is registered. For setWatches v1 the caller
     /// passes empty persistent lists.
     pub fn set_watches(
         &mut self,
@@ -292,8 +292,8 @@ impl WatchRegistry {
         out
     }
 
-    /// checkWatches (§6.7): NoWatcher when nothing matches. An unknown type is
-    /// MarshallingError, as ZooKeeper's failed `WatcherType.fromInt` is.
+    /// checkWatches (`DataTree.containsWatcher`): NoWatcher when nothing matches. An unknown type
+    /// is MarshallingError, as ZooKeeper's failed `WatcherType.fromInt` is.
     pub fn check(&self, w: WatcherId, p: &str, watcher_type: i32) -> Result<(), ErrorCode> {
         let found = match watcher_type {
             watcher_type::CHILDREN => self.child.has(w, p, STANDARD),
@@ -312,7 +312,7 @@ impl WatchRegistry {
         }
     }
 
-    /// removeWatches (§6.7): removes what `check` would match.
+    /// removeWatches (`DataTree.removeWatch`): removes what `check` would match.
     pub fn remove(&mut self, w: WatcherId, p: &str, watcher_type: i32) -> Result<(), ErrorCode> {
         let removed = match watcher_type {
             watcher_type::CHILDREN => self.child.clear(w, p, STANDARD),

@@ -1,6 +1,7 @@
 //! Model-based property test: random op sequences applied to the real tree and to a naive
-//! reference written from zk-protocol.md §4-§5 (a flat map, linear scans), comparing every
-//! reply and every Stat field. Also checks snapshot/restore at the end of each run.
+//! reference written from ZooKeeper's `PrepRequestProcessor` checks and `DataTree` changes (a
+//! flat map, linear scans), comparing every reply and every Stat field. Also checks
+//! snapshot/restore at the end of each run.
 
 mod common;
 

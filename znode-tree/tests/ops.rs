@@ -107,7 +107,7 @@ fn create_plain_replies_with_path_only() {
 
 #[test]
 fn cversion_counts_creates_plus_deletes_on_the_wire() {
-    // zk-protocol.md §4.2 examples.
+    // ZooKeeper's wire cversion is `cversion * 2 - numChildren` (`DataNode.copyStat`).
     let mut h = H::new();
     h.create("/p", b"", 0).unwrap(); // zxid 1
     h.create("/p/c", b"", 0).unwrap(); // zxid 2

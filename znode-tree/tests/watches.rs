@@ -1,5 +1,8 @@
-//! Watch registry: registration rules (§6.2), triggers (§6.3), one-shot vs persistent (§6.4),
-//! delivery filter (§6.5), setWatches (§6.6), check/remove (§6.7).
+//! Watch registry, against ZooKeeper's `DataTree` and `WatchManager`: registration rules
+//! (`statNode`, `getData`, `getChildren`, `addWatch`), triggers (`createNode`, `deleteNode`,
+//! `setData`), one-shot vs persistent (`WatcherMode`), the delivery filter (READ on the
+//! node, as `NIOServerCnxn.process` checks it), setWatches (`DataTree.setWatches`), check/remove
+//! (`containsWatcher`, `removeWatch`).
 
 mod common;
 

@@ -45,7 +45,6 @@ mod views;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
@@ -54,6 +53,7 @@ use tracing::{info, warn};
 
 use znode_tree::{Tree, WatchRegistry};
 
+use crate::clock::now_ms;
 use crate::config::Config;
 use crate::msg::{ConnId, CoreMsg};
 use crate::outbound::Outbound;
@@ -130,16 +130,6 @@ pub struct Core {
     started: Instant,
     /// Start-up's waits for the replay to reach an index (`CoreMsg::WaitApplied`).
     applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
-}
-
-/// The wall clock in milliseconds since the epoch: the time stamped into entries, session ids,
-/// and the dates the four-letter words print. The one place the server reads it (the leader's
-/// forward-link task stamps forwarded entries with it too).
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Core {

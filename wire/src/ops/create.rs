@@ -47,7 +47,7 @@ record! {
     }
 }
 
-/// `CreateMode` flag values (`zk-protocol.md` §4.4).
+/// `CreateMode` flag values (ZooKeeper's `CreateMode.fromFlag`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CreateMode {
     Persistent,

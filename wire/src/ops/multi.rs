@@ -1,5 +1,6 @@
 //! multi (14) and multiRead (22): a list of `MultiHeader` + op record, closed by
-//! `MultiHeader{-1, true, -1}` (`zk-protocol.md` §8).
+//! `MultiHeader{-1, true, -1}` (ZooKeeper's `MultiOperationRecord` and `MultiResponse`,
+//! `serialize` and `deserialize`).
 
 use crate::error::DecodeError;
 use crate::jute::{Reader, Record, Writer};

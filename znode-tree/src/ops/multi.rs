@@ -1,16 +1,23 @@
-//! multi (`zk-protocol.md` §8.3): ops run in order against the state earlier ops left, all
-//! under one zxid. The first failure rolls everything back from the undo log, so a failed
-//! multi changes nothing (not even the sequence counters) and emits no changes.
+//! multi: its ops run in order against the state the earlier ones left, all under one zxid, as
+//! ZooKeeper's `PrepRequestProcessor.pRequestHelper`, case `OpCode.multi`, runs them. Before
+//! any runs, each create is read as ZooKeeper 3.9.5 reads it (`as_zookeeper_reads_it`: a bad or
+//! misplaced mode fails the whole multi with MarshallingError). Each op then makes its own
+//! checks, in the order its file gives (create, delete, setData, check; any other op is
+//! MarshallingError). The first failure stops the multi and rolls every earlier op back from
+//! the undo log (ZooKeeper's `rollbackPendingChanges`), so a failed multi changes nothing (not
+//! even the sequence counters) and fires no watch. Its results, as `DataTree.processTxn`, case
+//! `OpCode.multi`, gives them: Ok for each op before the failing one, the error for it and
+//! RuntimeInconsistency for each after it.
 
 use wire::ops::create::CreateRequest;
 use wire::{CreateMode, ErrorCode, MultiResult, Request, Response};
 
-use crate::tree::{Change, Cx, Tree};
+use crate::tree::{Change, Tree, WriteCtx};
 
 impl Tree {
     pub(crate) fn multi(
         &mut self,
-        cx: &Cx,
+        cx: &WriteCtx,
         ops: &[Request],
         changes: &mut Vec<Change>,
     ) -> Result<Response, ErrorCode> {
