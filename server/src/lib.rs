@@ -17,7 +17,8 @@
 //!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
 //!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts;
 //!   `latency` times every write's stages and keeps ZooKeeper's latency summaries;
-//! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
+//! - `data_dir` creates the data directories owner-only; `identity` decides whose data a
+//!   directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
 //! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
@@ -29,6 +30,7 @@ pub mod cli;
 pub mod config;
 pub mod connection;
 pub mod core;
+pub mod data_dir;
 pub mod forward;
 pub mod forward_codec;
 pub mod fourlw;
