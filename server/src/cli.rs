@@ -169,13 +169,15 @@ impl ServeArgs {
     /// The zoo.cfg entries the flags stand for, in the order they apply.
     pub fn overrides(&self) -> Result<Vec<Entry>, ConfigError> {
         let mut out = Vec::new();
-        for kv in &self.set {
+        for (n, kv) in self.set.iter().enumerate() {
+            // Not repeated in the error: without its '=' there is no telling a key from a
+            // password (`-D superPassword:secret`).
             let (key, value) = kv
                 .split_once('=')
                 .ok_or_else(|| ConfigError::InvalidValue {
                     origin: Origin::Flag("-D".into()),
-                    key: kv.clone(),
-                    reason: "expected KEY=VALUE".into(),
+                    key: format!("the -D number {}", n + 1),
+                    reason: "expected KEY=VALUE, found no '=' (the argument is not shown, as it may hold a secret)".into(),
                 })?;
             out.push(flag_entry("-D", key.trim(), value.trim().to_string()));
         }

@@ -831,13 +831,19 @@ fn parse_myid(text: &str, path: &Path) -> Result<u64, ConfigError> {
     })
 }
 
+/// The value is a password hash (guessable offline), so the error says what is wrong with it
+/// and never repeats it; the caller names the key and the line.
 fn validate_super_digest(d: &str) -> Result<(), String> {
-    match d.split_once(':') {
-        Some((user, hash)) if !user.is_empty() && !hash.is_empty() => Ok(()),
-        _ => Err(format!(
-            "superDigest {d:?} must be user:base64-sha1 (as printed by DigestAuthenticationProvider)"
-        )),
-    }
+    let wrong = match d.split_once(':') {
+        None => "has no ':'",
+        Some(("", _)) => "has an empty user name before ':'",
+        Some((_, "")) => "has an empty hash after ':'",
+        Some(_) => return Ok(()),
+    };
+    Err(format!(
+        "the value {wrong}: it must be user:base64-sha1, as DigestAuthenticationProvider prints it \
+         (the value is not shown: it is a secret)"
+    ))
 }
 
 /// Splits Java properties text into entries: `#`/`!` comments, `key=value`, `key: value` or

@@ -327,14 +327,44 @@ fn bad_server_lines_are_rejected() {
     assert!(err.to_string().contains("unknown server role"), "{err}");
 }
 
+/// The digest is a password hash, guessable offline: the error names the line, the key and what
+/// is wrong, never the value.
 #[test]
-fn super_digest_without_user_is_rejected() {
-    let err = parse("dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest=nocolon\n")
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("zoo.cfg:3: DigestAuthenticationProvider.superDigest: "),
-        "{err}"
+fn a_malformed_super_digest_is_rejected_without_repeating_it() {
+    let tail = "it must be user:base64-sha1, as DigestAuthenticationProvider prints it \
+                (the value is not shown: it is a secret)";
+    for (value, wrong) in [
+        ("D/InIHSb7yEEbrWz8b9l71RjZJU=", "has no ':'"),
+        (
+            ":D/InIHSb7yEEbrWz8b9l71RjZJU=",
+            "has an empty user name before ':'",
+        ),
+        ("superuser7:", "has an empty hash after ':'"),
+    ] {
+        let err = parse(&format!(
+            "dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest={value}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "zoo.cfg:3: DigestAuthenticationProvider.superDigest: the value {wrong}: {tail}"
+            )
+        );
+        assert!(!err.contains(value.trim_matches(':')), "{err}");
+    }
+    let cli = Cli::try_parse_from([
+        "paddock",
+        "serve",
+        "--super-digest",
+        "D/InIHSb7yEEbrWz8b9l71RjZJU=",
+    ])
+    .unwrap();
+    let err = cli.into_config().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("command-line --super-digest: DigestAuthenticationProvider.superDigest: the value has no ':': {tail}")
     );
 }
 
@@ -537,10 +567,20 @@ fn bad_flag_value_names_the_flag() {
         "command-line --bind: clientPortAddress: \"example.org\" is not an IP address (host names other than \
          localhost are not resolved)"
     );
-    let cli = Cli::try_parse_from(["paddock", "serve", "-D", "novalue"]).unwrap();
+    // Without '=' the argument may be a password (`superPassword:hunter2`): not repeated.
+    let cli = Cli::try_parse_from([
+        "paddock",
+        "serve",
+        "-D",
+        "tickTime=2000",
+        "-D",
+        "zookeeper.SASLAuthenticationProvider.superPassword:hunter2",
+    ])
+    .unwrap();
     assert_eq!(
         cli.into_config().unwrap_err().to_string(),
-        "command-line -D: novalue: expected KEY=VALUE"
+        "command-line -D: the -D number 2: expected KEY=VALUE, found no '=' (the argument is not \
+         shown, as it may hold a secret)"
     );
 }
 
