@@ -21,6 +21,8 @@
 //!   directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
+//! - `redact` masks secret values (passwords, the super digest) in every view of the
+//!   configuration;
 //! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
@@ -41,6 +43,7 @@ pub mod latency;
 pub mod msg;
 pub mod outbound;
 pub mod reconfig;
+pub mod redact;
 pub mod sasl;
 pub mod session;
 pub mod startup;

@@ -365,3 +365,61 @@ fn config_keys() {
     assert_eq!(embedded.admin.address.to_string(), "127.0.0.1");
     assert_eq!(embedded.admin.port, 8080);
 }
+
+/// ZooKeeper's `initial_configuration` is the zoo.cfg text as read; paddock's is the same text
+/// with each secret value masked, and nothing else changed. The four-letter `conf` and the
+/// `configuration` command print no secret either.
+#[tokio::test]
+async fn initial_configuration_masks_secret_values_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let cfg_path = dir.path().join("zoo.cfg");
+    let text = format!(
+        "# secrets below\n\
+         dataDir={}\n\
+         clientPort=2181\n\
+         DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n\
+         SASLAuthenticationProvider.superPassword = hunter2\n\
+         ssl.keyStore.password=storepass\n\
+         ssl.keyStore.passwordPath=/etc/zk/keystore.pw\n\
+         4lw.commands.whitelist=conf\n",
+        data.display()
+    );
+    std::fs::write(&cfg_path, &text).unwrap();
+    let mut cfg = paddock::config::Config::from_zoo_cfg(&cfg_path).unwrap();
+    cfg.client_port = 0;
+    cfg.client_port_address = "127.0.0.1".parse().unwrap();
+    cfg.admin.address = "127.0.0.1".parse().unwrap();
+    cfg.admin.port = 0;
+    let server = common::start_with(cfg).await;
+    let addr = server.admin_addr().expect("admin server");
+
+    let want = format!(
+        "# secrets below\n\
+         dataDir={}\n\
+         clientPort=2181\n\
+         DigestAuthenticationProvider.superDigest=******\n\
+         SASLAuthenticationProvider.superPassword = ******\n\
+         ssl.keyStore.password=******\n\
+         ssl.keyStore.passwordPath=/etc/zk/keystore.pw\n\
+         4lw.commands.whitelist=conf\n",
+        data.display()
+    );
+    for name in ["initial_configuration", "icfg"] {
+        assert_eq!(
+            json(addr, &format!("/commands/{name}")).await,
+            serde_json::json!({
+                "initial_configuration": want,
+                "command": "initial_configuration",
+                "error": null,
+            })
+        );
+    }
+    let conf = common::four_letter(server.local_addr(), "conf").await;
+    let (_, _, configuration) = path(addr, "/commands/configuration").await;
+    for secret in ["D/InIHSb7yEEbrWz8b9l71RjZJU=", "hunter2", "storepass"] {
+        assert!(!conf.contains(secret), "{conf}");
+        assert!(!configuration.contains(secret), "{configuration}");
+    }
+    server.shutdown().await;
+}

@@ -348,7 +348,8 @@ fn server_view(core: &mut Core) -> ServerView {
         })
         .collect();
 
-    let conf_lines = core.config().as_conf_lines();
+    // Nothing secret is printed today; masked all the same, so that no key added later can be.
+    let conf_lines = crate::redact::pairs(core.config().as_conf_lines());
     let stats = core.stats().clone();
     let response_sizes = core.response_sizes.get();
     let (quorum_size, leader) = if core.is_ensemble() {

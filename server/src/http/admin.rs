@@ -133,11 +133,14 @@ pub fn answer(command: &str, view: Option<&ServerView>, cfg: &Arc<Config>) -> Va
     let no_view = || with_status(Map::new(), command, Some("the server is stopping".into()));
     match command {
         "ruok" | "observer_connection_stat_reset" => with_status(Map::new(), command, None),
+        // ZooKeeper's answer is the zoo.cfg text; paddock's masks secret values in it.
         "initial_configuration" => match &cfg.source {
             Some(path) => match std::fs::read_to_string(path) {
-                Ok(text) => {
-                    with_status(obj(json!({ "initial_configuration": text })), command, None)
-                }
+                Ok(text) => with_status(
+                    obj(json!({ "initial_configuration": crate::redact::properties_text(&text) })),
+                    command,
+                    None,
+                ),
                 Err(e) => with_status(
                     Map::new(),
                     command,
