@@ -187,7 +187,7 @@ impl Server {
         }
         let params = Arc::new(ConnParams {
             max_frame: cfg.jute_max_buffer,
-            stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
+            four_letter_words: cfg.four_letter_words.clone(),
             response_sizes: core.response_sizes(),
             throttle: Throttle::new(cfg.global_outstanding_limit),
             latency: latency.clone(),

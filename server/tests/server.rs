@@ -581,6 +581,50 @@ async fn four_letter_words_answer_on_the_client_port() {
     server.shutdown().await;
 }
 
+/// ZooKeeper's `NopCommand` reply, for every word outside the whitelist; the connection answers
+/// it without asking the core, so `srst` resets nothing and `stmk` sets nothing.
+#[tokio::test]
+async fn a_word_outside_the_whitelist_gets_zookeepers_refusal_and_does_nothing() {
+    use paddock::config::FourLetterWhitelist;
+    use wire::FourLetterWord as W;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.four_letter_words = FourLetterWhitelist::only([W::Srvr, W::Gtmk]);
+    let server = common::start_with(cfg).await;
+    let addr = server.local_addr();
+    let zk = client(addr).await;
+    zk.create("/x", b"", &persistent()).await.unwrap();
+    let received = |srvr: String| -> u64 {
+        let line = srvr.lines().find(|l| l.starts_with("Received: ")).unwrap();
+        line["Received: ".len()..].parse().unwrap()
+    };
+    let before = received(four_letter(addr, "srvr").await);
+    assert!(before > 0);
+    for w in W::ALL.iter().filter(|w| ![W::Srvr, W::Gtmk].contains(w)) {
+        assert_eq!(
+            four_letter(addr, w.as_str()).await,
+            format!(
+                "{} is not executed because it is not in the whitelist.\n",
+                w.as_str()
+            ),
+            "{w:?}"
+        );
+    }
+    let mut stmk = b"stmk".to_vec();
+    stmk.extend_from_slice(&7i64.to_be_bytes());
+    assert_eq!(
+        four_letter_bytes(addr, &stmk).await,
+        "stmk is not executed because it is not in the whitelist.\n"
+    );
+    assert_eq!(four_letter(addr, "gtmk").await, "306");
+    assert!(
+        received(four_letter(addr, "srvr").await) >= before,
+        "srst reset nothing"
+    );
+    drop(zk);
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn stmk_sets_the_mask_that_gtmk_reports() {
     let dir = tempfile::tempdir().unwrap();

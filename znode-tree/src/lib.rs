@@ -57,4 +57,4 @@ pub use read::read_with_watch;
 pub use session::Session;
 pub use snapshot::{Restore, SnapshotView};
 pub use tree::{Applied, Change, ReadCtx, Tree, TreeConfig};
-pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};
+pub use watch::{WatchCounts, WatchKind, WatchRegistry, WatchStats, WatcherId};

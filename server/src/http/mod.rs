@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tracing::debug;
 
-use crate::fourlw::ServerView;
+use crate::fourlw::{Parts, ServerView};
 use crate::msg::{CoreMsg, ViewReset};
 
 /// The longest request head (request line and headers) accepted.
@@ -71,10 +71,20 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Asks the core for a view; `None` when the core has stopped.
-pub async fn view(core: &mpsc::Sender<CoreMsg>, reset: ViewReset) -> Option<ServerView> {
+/// Asks the core for a view holding `parts`; `None` when the core has stopped.
+pub async fn view(
+    core: &mpsc::Sender<CoreMsg>,
+    reset: ViewReset,
+    parts: Parts,
+) -> Option<ServerView> {
     let (tx, rx) = oneshot::channel();
-    core.send(CoreMsg::View { reset, reply: tx }).await.ok()?;
+    core.send(CoreMsg::View {
+        reset,
+        parts,
+        reply: tx,
+    })
+    .await
+    .ok()?;
     rx.await.ok()
 }
 
@@ -266,7 +276,7 @@ async fn metrics_route(req: Request, core: &mpsc::Sender<CoreMsg>) -> Response {
     if req.path != "/metrics" && req.path != "/" {
         return Response::text(404, "not found: metrics are on /metrics\n");
     }
-    match view(core, ViewReset::Nothing).await {
+    match view(core, ViewReset::Nothing, metrics::PARTS).await {
         Some(v) => Response::new(200, metrics::CONTENT_TYPE, metrics::render(&v)),
         None => Response::text(503, "the server is stopping\n"),
     }
@@ -289,10 +299,9 @@ async fn admin_route(
     let json = match admin::resolve(name) {
         None => admin::unknown(name),
         Some(command) => {
-            let v = if admin::needs_view(command) {
-                view(core, admin::reset_of(command)).await
-            } else {
-                None
+            let v = match admin::parts_of(command) {
+                Some(parts) => view(core, admin::reset_of(command), parts).await,
+                None => None,
             };
             let cfg = Arc::new(cfg.clone());
             admin::answer(command, v.as_ref(), &cfg)
