@@ -10,7 +10,8 @@ use crate::config::{Config, ConfigError, Entry, Origin};
 
 const AFTER_HELP: &str = "\
 Defaults: with no --config, paddock uses its embedded defaults: tickTime 2000, dataDir ./data,
-port 2181 on 127.0.0.1 only, and every four-letter word enabled. With --config FILE the file is
+port 2181 on 127.0.0.1 only, and every four-letter word enabled (only srvr, with a warning, when
+--bind puts the port beyond loopback and no --four-letter-words is given). With --config FILE the file is
 read as ZooKeeper reads it: keys it leaves out take ZooKeeper's defaults (tickTime 3000, every
 interface (0.0.0.0) unless clientPortAddress is set, only the `srvr` four-letter word), dataDir
 is required, and myid is read from dataDir. Unknown keys are logged and ignored.
@@ -110,7 +111,8 @@ pub struct ServeArgs {
     pub tick_time: Option<u32>,
 
     /// Four-letter words to answer, comma-separated, or * for all; srvr is always on. Default *
-    /// without --config, srvr only with one. zoo.cfg key: 4lw.commands.whitelist.
+    /// without --config (srvr only when --bind is not a loopback address), srvr only with one.
+    /// zoo.cfg key: 4lw.commands.whitelist.
     #[arg(long, value_name = "LIST")]
     pub four_letter_words: Option<String>,
 

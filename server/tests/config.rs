@@ -526,6 +526,55 @@ fn serve_without_config_uses_embedded_default_with_flags_applied() {
     assert_eq!(c.max_client_cnxns, 7);
 }
 
+/// Without --config every word is answered, on loopback. Bound beyond it with no whitelist
+/// given, only srvr is, as ZooKeeper's default (plus isro in read-only mode); a whitelist given
+/// by flag or -D is taken as given.
+#[test]
+fn serve_beyond_loopback_without_config_answers_only_srvr_unless_told() {
+    let words = |args: &[&str]| {
+        let mut all = vec!["paddock", "serve"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all)
+            .unwrap()
+            .into_config()
+            .unwrap()
+            .four_letter_words
+    };
+    assert_eq!(words(&[]), FourLetterWhitelist::All);
+    assert_eq!(words(&["--bind", "127.0.0.1"]), FourLetterWhitelist::All);
+    assert_eq!(words(&["--bind", "::1"]), FourLetterWhitelist::All);
+    assert_eq!(words(&["--bind", "127.0.0.2"]), FourLetterWhitelist::All);
+    for addr in ["0.0.0.0", "10.1.2.3", "::"] {
+        assert_eq!(
+            words(&["--bind", addr]),
+            FourLetterWhitelist::zookeeper_default(),
+            "{addr}"
+        );
+    }
+    assert_eq!(
+        words(&["-D", "clientPortAddress=0.0.0.0"]),
+        FourLetterWhitelist::zookeeper_default()
+    );
+    assert_eq!(
+        words(&["--bind", "0.0.0.0", "-D", "readonlymode.enabled=true"]).to_string(),
+        "isro,srvr"
+    );
+    assert_eq!(
+        words(&["--bind", "0.0.0.0", "--four-letter-words", "*"]),
+        FourLetterWhitelist::All
+    );
+    assert_eq!(
+        words(&[
+            "--bind",
+            "0.0.0.0",
+            "-D",
+            "zookeeper.4lw.commands.whitelist=mntr"
+        ])
+        .to_string(),
+        "mntr,srvr"
+    );
+}
+
 #[test]
 fn flags_override_the_file_and_dash_d_sets_properties() {
     let dir = tempfile::tempdir().unwrap();

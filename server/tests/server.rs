@@ -625,6 +625,52 @@ async fn a_word_outside_the_whitelist_gets_zookeepers_refusal_and_does_nothing()
     server.shutdown().await;
 }
 
+/// `paddock serve --bind 0.0.0.0` with no config and no whitelist answers srvr alone, and its
+/// log says why (the real binary: the warning is on its stderr).
+#[tokio::test]
+async fn serve_beyond_loopback_without_config_answers_only_srvr_and_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::process::free_port();
+    let mut child = common::process::paddock_command(dir.path(), port, &[])
+        .args(["--bind", "0.0.0.0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut srvr = None;
+    for _ in 0..200 {
+        match common::four_letter_try(addr, "srvr").await {
+            Some(s) if s.starts_with("Zookeeper version: ") => {
+                srvr = Some(s);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let answered = srvr.is_some();
+    let mntr = common::four_letter_try(addr, "mntr").await;
+    let ruok = common::four_letter_try(addr, "ruok").await;
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(answered, "srvr answers: {stderr}");
+    assert_eq!(
+        mntr.as_deref(),
+        Some("mntr is not executed because it is not in the whitelist.\n")
+    );
+    assert_eq!(
+        ruok.as_deref(),
+        Some("ruok is not executed because it is not in the whitelist.\n")
+    );
+    assert!(
+        stderr.contains(
+            "the client port is bound beyond loopback without --config: only the srvr four-letter \
+             word is answered"
+        ),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn stmk_sets_the_mask_that_gtmk_reports() {
     let dir = tempfile::tempdir().unwrap();
