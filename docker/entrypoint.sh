@@ -29,6 +29,10 @@ if [[ ! -f "$cfg" ]]; then
         echo "maxClientCnxns=${ZOO_MAX_CLIENT_CNXNS:-60}"
         echo "standaloneEnabled=${ZOO_STANDALONE_ENABLED:-true}"
         echo "admin.enableServer=${ZOO_ADMINSERVER_ENABLED:-true}"
+        # The AdminServer and the Prometheus endpoint answer anyone who reaches them, without auth
+        # (initial_configuration, dump, connections): container loopback only, unless asked.
+        echo "admin.serverAddress=${ZOO_ADMINSERVER_ADDRESS:-127.0.0.1}"
+        echo "metricsProvider.httpHost=${ZOO_METRICS_HTTP_HOST:-127.0.0.1}"
         # Space-separated server.N=host:peerPort:electionPort;clientPort entries, one per line.
         for server in ${ZOO_SERVERS:-server.1=localhost:2888:3888;2181}; do
             echo "$server"

@@ -14,6 +14,8 @@
 # image with the release binary (docker/build-image.sh). Checks, each counted:
 #   image        the image runs as a non-root user
 #   entrypoint   ZOO_* variables become the expected zoo.cfg and myid; a mounted /conf/zoo.cfg is kept
+#   admin        (paddock) the AdminServer answers on member 1's loopback and refuses a container on
+#                the network (admin.serverAddress=127.0.0.1 by default)
 #   healthy      every member's HEALTHCHECK (ruok) reports healthy
 #   logs         (paddock) `docker logs` has the startup line: member id, port, data dirs, no colour codes
 #   status       `paddock status` from the client container, over the network's DNS names: all serve,
@@ -166,6 +168,8 @@ autopurge.purgeInterval=0
 maxClientCnxns=9
 standaloneEnabled=false
 admin.enableServer=false
+admin.serverAddress=127.0.0.1
+metricsProvider.httpHost=0.0.0.0
 server.1=a:2888:3888;2181
 server.2=b:2888:3888;2181
 4lw.commands.whitelist=*
@@ -174,6 +178,7 @@ reconfigEnabled=false
 myid=2"
 got_cfg="$(docker run --rm -e ZOO_MY_ID=2 -e ZOO_TICK_TIME=1000 -e ZOO_INIT_LIMIT=7 -e ZOO_SYNC_LIMIT=3 \
     -e ZOO_MAX_CLIENT_CNXNS=9 -e ZOO_STANDALONE_ENABLED=false -e ZOO_ADMINSERVER_ENABLED=false \
+    -e ZOO_METRICS_HTTP_HOST=0.0.0.0 \
     -e "ZOO_SERVERS=server.1=a:2888:3888;2181 server.2=b:2888:3888;2181" -e 'ZOO_4LW_COMMANDS_WHITELIST=*' \
     -e "ZOO_CFG_EXTRA=extendedTypesEnabled=true reconfigEnabled=false" \
     "$SERVER_IMAGE" bash -c 'cat /conf/zoo.cfg; echo "myid=$(cat /data/myid)"' 2>/dev/null)"
@@ -268,6 +273,27 @@ if [[ $status_rc -eq 0 && "$leaders" == 1 && "$serving" == "$MEMBERS" && "$first
 else
     bad "status: exit $status_rc, $leaders leader(s), $serving serving, servers '$first_col'"
     cat "$COMPAT_WORK/client.err" >&2 2>/dev/null || true
+fi
+
+# The AdminServer: on the container's loopback only (ZOO_ADMINSERVER_ADDRESS unset). ZooKeeper's
+# image here turns it off (-Dzookeeper.admin.enableServer=false), so there is nothing to compare.
+if [[ "$TARGET" == paddock ]]; then
+    admin_get='exec 3<>/dev/tcp/$0/8080 && printf "GET /commands/ruok HTTP/1.0\r\n\r\n" >&3 && cat <&3'
+    inside="$(docker exec "${CONTAINERS[1]}" timeout 3 bash -c "$admin_get" 127.0.0.1 2>/dev/null || true)"
+    if [[ "$MEMBERS" == 3 ]]; then
+        compose run --rm --entrypoint timeout client 3 bash -c "$admin_get" zoo1 >/dev/null 2>&1 \
+            && outside=answered || outside=refused
+    else
+        docker run --rm --network "$PROJECT-net" --entrypoint timeout "$PADDOCK_IMAGE" 3 bash -c "$admin_get" zoo1 \
+            >/dev/null 2>&1 && outside=answered || outside=refused
+    fi
+    if [[ "$inside" == "HTTP/1.1 200 OK"* && "$outside" == refused ]]; then
+        ok "admin: the AdminServer answers on the member's loopback, not on the network"
+    else
+        bad "admin: inside '${inside%%$'\r'*}', from the network: $outside"
+    fi
+else
+    skip "admin: ZooKeeper's image runs without an AdminServer"
 fi
 
 # zkCli on the host: write through member 1, read on every member.

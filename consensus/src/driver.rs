@@ -188,8 +188,11 @@ impl Driver {
         cfg.validate()?;
         let db_dir = cfg.db_dir();
         let snapshot_dir = cfg.snapshot_dir();
-        std::fs::create_dir_all(&db_dir)?;
-        std::fs::create_dir_all(&snapshot_dir)?;
+        // RocksDB creates its own files in `db_dir` with its own modes (0644 less the umask; the
+        // rocksdb crate offers no way to change that). The directory, created here 0700, is what
+        // keeps other users out of them: they cannot reach a name inside it.
+        crate::private_fs::create_dir_all(&db_dir)?;
+        crate::private_fs::create_dir_all(&snapshot_dir)?;
         snapshot_file::remove_temporaries(&snapshot_dir)?;
 
         let mut store = match opened {

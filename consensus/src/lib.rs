@@ -81,6 +81,7 @@ mod error;
 mod handle;
 mod logger;
 pub mod net;
+pub mod private_fs;
 mod raft_loop;
 pub mod record;
 pub mod segments;

@@ -314,7 +314,7 @@ impl Segments {
         found: &[Found],
         segment_bytes: u64,
     ) -> Result<Segments, ConsensusError> {
-        fs::create_dir_all(dir)?;
+        crate::private_fs::create_dir_all(dir)?;
         let mut closed = BTreeMap::new();
         for f in found {
             let file = File::open(dir.join(segment_name(f.number)))?;
@@ -651,7 +651,7 @@ fn reuse(
 /// Also the file opened for reading.
 fn create(dir: &Path, number: u64, capacity: u64) -> Result<(File, File, bool), ConsensusError> {
     let path = dir.join(segment_name(number));
-    let file = OpenOptions::new()
+    let file = crate::private_fs::open_options()
         .read(true)
         .write(true)
         .create_new(true)

@@ -47,7 +47,7 @@ pub fn write(
     conf_state: &ConfState,
     data: &[u8],
 ) -> Result<PathBuf, ConsensusError> {
-    fs::create_dir_all(dir)?;
+    crate::private_fs::create_dir_all(dir)?;
     let conf = conf_state.write_to_bytes()?;
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);
@@ -103,7 +103,7 @@ struct ChunkWriter {
 impl ChunkWriter {
     fn create(path: &Path) -> Result<ChunkWriter, ConsensusError> {
         Ok(ChunkWriter {
-            file: File::create(path)?,
+            file: crate::private_fs::create_file(path)?,
             unsynced: 0,
             written: 0,
         })

@@ -10,7 +10,8 @@ use crate::config::{Config, ConfigError, Entry, Origin};
 
 const AFTER_HELP: &str = "\
 Defaults: with no --config, paddock uses its embedded defaults: tickTime 2000, dataDir ./data,
-port 2181 on 127.0.0.1 only, and every four-letter word enabled. With --config FILE the file is
+port 2181 on 127.0.0.1 only, and every four-letter word enabled (only srvr, with a warning, when
+--bind puts the port beyond loopback and no --four-letter-words is given). With --config FILE the file is
 read as ZooKeeper reads it: keys it leaves out take ZooKeeper's defaults (tickTime 3000, every
 interface (0.0.0.0) unless clientPortAddress is set, only the `srvr` four-letter word), dataDir
 is required, and myid is read from dataDir. Unknown keys are logged and ignored.
@@ -110,7 +111,8 @@ pub struct ServeArgs {
     pub tick_time: Option<u32>,
 
     /// Four-letter words to answer, comma-separated, or * for all; srvr is always on. Default *
-    /// without --config, srvr only with one. zoo.cfg key: 4lw.commands.whitelist.
+    /// without --config (srvr only when --bind is not a loopback address), srvr only with one.
+    /// zoo.cfg key: 4lw.commands.whitelist.
     #[arg(long, value_name = "LIST")]
     pub four_letter_words: Option<String>,
 
@@ -169,13 +171,15 @@ impl ServeArgs {
     /// The zoo.cfg entries the flags stand for, in the order they apply.
     pub fn overrides(&self) -> Result<Vec<Entry>, ConfigError> {
         let mut out = Vec::new();
-        for kv in &self.set {
+        for (n, kv) in self.set.iter().enumerate() {
+            // Not repeated in the error: without its '=' there is no telling a key from a
+            // password (`-D superPassword:secret`).
             let (key, value) = kv
                 .split_once('=')
                 .ok_or_else(|| ConfigError::InvalidValue {
                     origin: Origin::Flag("-D".into()),
-                    key: kv.clone(),
-                    reason: "expected KEY=VALUE".into(),
+                    key: format!("the -D number {}", n + 1),
+                    reason: "expected KEY=VALUE, found no '=' (the argument is not shown, as it may hold a secret)".into(),
                 })?;
             out.push(flag_entry("-D", key.trim(), value.trim().to_string()));
         }

@@ -449,7 +449,8 @@ impl Config {
     /// What `paddock serve` uses with no config file: zoo_sample.cfg's timing, `./data`, port
     /// 2181 on loopback only (ZooKeeper binds all interfaces, as a zoo.cfg without
     /// clientPortAddress does here too; an embedded default should not expose itself), and every
-    /// four-letter word (ZooKeeper enables only `srvr`).
+    /// four-letter word (ZooKeeper enables only `srvr`; so does `embedded_with` once the address
+    /// is not loopback).
     pub fn embedded_default() -> Config {
         let mut c = Config::zookeeper_base(SAMPLE_TICK_TIME_MS);
         c.data_dir = PathBuf::from("./data");
@@ -570,7 +571,9 @@ impl Config {
         b.finish()
     }
 
-    /// The embedded default with `overrides` applied (the CLI without `--config`).
+    /// The embedded default with `overrides` applied (the CLI without `--config`). Its `*`
+    /// whitelist is for a server on loopback: bound beyond it (`--bind 0.0.0.0`) with no
+    /// whitelist given, only `srvr` is answered, as ZooKeeper's default, with a warning.
     pub fn embedded_with(overrides: Vec<Entry>) -> Result<Config, ConfigError> {
         let mut b = Builder::new(
             Config::embedded_default(),
@@ -579,6 +582,20 @@ impl Config {
         );
         for e in &overrides {
             b.apply(e)?;
+        }
+        let whitelist_given = overrides.iter().any(|e| {
+            e.key.strip_prefix("zookeeper.").unwrap_or(&e.key) == "4lw.commands.whitelist"
+        });
+        let address = b.cfg.client_port_address;
+        if !whitelist_given && !address.is_loopback() {
+            tracing::warn!(
+                %address,
+                "the client port is bound beyond loopback without --config: only the srvr \
+                 four-letter word is answered, since the others (dump, cons, wchc, srst, stmk, ...) \
+                 would answer, and reset counters for, anyone who reaches the port; \
+                 --four-letter-words (or -D 4lw.commands.whitelist) enables more"
+            );
+            b.cfg.four_letter_words = FourLetterWhitelist::zookeeper_default();
         }
         b.finish()
     }
@@ -885,13 +902,19 @@ fn parse_myid(text: &str, path: &Path) -> Result<u64, ConfigError> {
     })
 }
 
+/// The value is a password hash (guessable offline), so the error says what is wrong with it
+/// and never repeats it; the caller names the key and the line.
 fn validate_super_digest(d: &str) -> Result<(), String> {
-    match d.split_once(':') {
-        Some((user, hash)) if !user.is_empty() && !hash.is_empty() => Ok(()),
-        _ => Err(format!(
-            "superDigest {d:?} must be user:base64-sha1 (as printed by DigestAuthenticationProvider)"
-        )),
-    }
+    let wrong = match d.split_once(':') {
+        None => "has no ':'",
+        Some(("", _)) => "has an empty user name before ':'",
+        Some((_, "")) => "has an empty hash after ':'",
+        Some(_) => return Ok(()),
+    };
+    Err(format!(
+        "the value {wrong}: it must be user:base64-sha1, as DigestAuthenticationProvider prints it \
+         (the value is not shown: it is a secret)"
+    ))
 }
 
 /// Splits Java properties text into entries: `#`/`!` comments, `key=value`, `key: value` or

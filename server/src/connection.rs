@@ -19,6 +19,8 @@ use tracing::{debug, Instrument};
 use wire::frame::{self, Check};
 use wire::{FourLetterWord, Writer};
 
+use crate::config::FourLetterWhitelist;
+use crate::fourlw;
 use crate::latency::{Latency, ReplyStamps};
 use crate::msg::{ConnId, CoreMsg};
 use crate::outbound::{self, Outbound, OutboundRx};
@@ -31,8 +33,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct ConnParams {
     pub max_frame: usize,
-    /// Whether `stmk` is whitelisted: only then does its 8-byte argument follow the word.
-    pub stmk_allowed: bool,
+    /// `4lw.commands.whitelist`: a word outside it is answered here, without the core.
+    pub four_letter_words: FourLetterWhitelist,
     /// Where the writers record the size of every reply and notification (for mntr).
     pub response_sizes: Arc<ResponseSizes>,
     /// `globalOutstandingLimit`, shared by every connection.
@@ -76,9 +78,20 @@ async fn run(
         .await
         .map_err(|_| "no handshake in time")??;
     if let Some(word) = FourLetterWord::detect([buf[0], buf[1], buf[2], buf[3]]) {
+        // A word outside the whitelist costs the core task nothing: anyone can send one, before
+        // any handshake or authentication.
+        if !params.four_letter_words.allows(word) {
+            debug!(
+                word = word.as_str(),
+                "four-letter word not in the whitelist"
+            );
+            let _ = wr.write_all(fourlw::refusal(word).as_bytes()).await;
+            let _ = wr.shutdown().await;
+            return Ok(());
+        }
         // `stmk` carries the new mask as a big-endian long; ZooKeeper reads it only when the word
         // is whitelisted, and closes without a reply when it is missing. So does paddock.
-        let mask = if word == FourLetterWord::Stmk && params.stmk_allowed {
+        let mask = if word == FourLetterWord::Stmk {
             timeout(HANDSHAKE_TIMEOUT, read_at_least(&mut rd, &mut buf, 12))
                 .await
                 .map_err(|_| "stmk without its 8-byte mask")?

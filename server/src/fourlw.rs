@@ -173,14 +173,144 @@ pub struct ExpiryBucket {
     pub sessions: Vec<i64>,
 }
 
+/// The parts of a `ServerView` a reply prints. The core task, which serves every client, gathers
+/// only these (`core::views`): a word that prints a count copies no table, and `srvr`, which
+/// every health check sends, copies neither the watches nor the sessions. Every view also holds
+/// `is_serving`, `mode`, `trace_mask` and `leader_id`, which cost nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Parts {
+    /// `srvr`'s counters: `latency`, `packets_*`, `connection_count`, `outstanding_requests`,
+    /// `zxid`, `node_count`, `leader`.
+    pub summary: bool,
+    /// `mntr`'s further counters: `uptime_ms`, `watch_count`, `ephemerals_count`,
+    /// `approximate_data_size`, `*_sessions`, the reply sizes, `auth_failed_count`, `quorum_size`.
+    pub counts: bool,
+    /// paddock's own metrics and the latency summaries: `extra_metrics`, `summaries`.
+    pub extras: bool,
+    /// One `ConnView` per connection.
+    pub connections: bool,
+    pub conf_lines: bool,
+    pub watch_summary: bool,
+    pub watches_by_session: bool,
+    pub watches_by_path: bool,
+    /// `session_buckets` and `ephemerals_by_session`.
+    pub sessions: bool,
+    pub digest_log: bool,
+    /// Read off the core task: `data_dir_size` and `log_dir_size` (a walk of both directories).
+    pub dir_sizes: bool,
+    /// Read off the core task: the descriptor counts (`/proc`).
+    pub fds: bool,
+    /// Read off the core task: `environment`.
+    pub environment: bool,
+}
+
+impl Parts {
+    pub const NONE: Parts = Parts {
+        summary: false,
+        counts: false,
+        extras: false,
+        connections: false,
+        conf_lines: false,
+        watch_summary: false,
+        watches_by_session: false,
+        watches_by_path: false,
+        sessions: false,
+        digest_log: false,
+        dir_sizes: false,
+        fds: false,
+        environment: false,
+    };
+    /// What `mntr` prints (the AdminServer's `monitor` too).
+    pub const MONITOR: Parts = Parts {
+        summary: true,
+        counts: true,
+        extras: true,
+        fds: true,
+        ..Parts::NONE
+    };
+}
+
+/// What `word` prints, when it is whitelisted.
+pub fn parts_of(word: FourLetterWord) -> Parts {
+    use FourLetterWord as W;
+    let none = Parts::NONE;
+    match word {
+        // The answer is fixed, or `is_serving`/`mode`/`trace_mask` alone.
+        W::Ruok | W::Isro | W::Gtmk | W::Stmk | W::Srst | W::Crst => none,
+        W::Envi => Parts {
+            environment: true,
+            ..none
+        },
+        W::Srvr => Parts {
+            summary: true,
+            ..none
+        },
+        W::Stat => Parts {
+            summary: true,
+            connections: true,
+            ..none
+        },
+        W::Cons => Parts {
+            connections: true,
+            ..none
+        },
+        W::Conf => Parts {
+            conf_lines: true,
+            dir_sizes: true,
+            ..none
+        },
+        W::Mntr => Parts::MONITOR,
+        W::Wchs => Parts {
+            watch_summary: true,
+            ..none
+        },
+        W::Wchc => Parts {
+            watches_by_session: true,
+            ..none
+        },
+        W::Wchp => Parts {
+            watches_by_path: true,
+            ..none
+        },
+        W::Dump => Parts {
+            sessions: true,
+            ..none
+        },
+        W::Dirs => Parts {
+            dir_sizes: true,
+            ..none
+        },
+        W::Hash => Parts {
+            digest_log: true,
+            ..none
+        },
+    }
+}
+
+/// The data-watch table's size, as `wchs` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WatchSummary {
+    /// Connections with a data watch.
+    pub connections: u64,
+    /// Paths with a data watch.
+    pub paths: u64,
+    /// (path, connection) pairs.
+    pub total: u64,
+}
+
 /// Everything the four-letter words print. Plain data; lists are printed in the order given.
+/// A view holds the `Parts` its reply prints; the rest is left at its default.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ServerView {
     pub is_serving: bool,
     pub mode: Mode,
+    /// The member raft names as leader (0: none known, or standalone's own 1).
+    pub leader_id: u64,
     pub latency: LatencyStats,
     pub packets_received: u64,
     pub packets_sent: u64,
+    /// Client connections, the asking one included for a four-letter word (ZooKeeper counts it).
+    pub connection_count: u64,
     pub connections: Vec<ConnView>,
     pub outstanding_requests: u64,
     /// Last applied zxid.
@@ -194,6 +324,8 @@ pub struct ServerView {
     pub watches_by_session: Vec<(i64, Vec<String>)>,
     /// The same table by path: what `wchp` prints.
     pub watches_by_path: Vec<(String, Vec<i64>)>,
+    /// The table's size: what `wchs` prints.
+    pub watch_summary: WatchSummary,
     /// Data plus child watch entries (`zk_watch_count`).
     pub watch_count: u64,
     pub session_buckets: Vec<ExpiryBucket>,
@@ -252,14 +384,20 @@ pub struct ObserverView {
     pub established_ms: i64,
 }
 
+/// The reply to a word that is not whitelisted (ZooKeeper's `NopCommand` message, `println`ed).
+/// The connection answers it itself: the core task does nothing for such a word.
+pub fn refusal(word: FourLetterWord) -> String {
+    format!(
+        "{} is not executed because it is not in the whitelist.\n",
+        word.as_str()
+    )
+}
+
 /// The reply to `word`, given the server's state and the whitelist. The caller writes it and
 /// closes the connection.
 pub fn render(word: FourLetterWord, view: &ServerView, whitelist: &FourLetterWhitelist) -> String {
     if !whitelist.allows(word) {
-        return format!(
-            "{} is not executed because it is not in the whitelist.\n",
-            word.as_str()
-        );
+        return refusal(word);
     }
     let mut out = String::new();
     let o = &mut out;
@@ -293,17 +431,11 @@ pub fn render(word: FourLetterWord, view: &ServerView, whitelist: &FourLetterWhi
         W::Conf => conf(o, view),
         W::Mntr => mntr(o, view),
         W::Wchs => {
-            let total: usize = view
-                .watches_by_session
-                .iter()
-                .map(|(_, paths)| paths.len())
-                .sum();
+            let w = &view.watch_summary;
             let _ = writeln!(
                 o,
                 "{} connections watching {} paths\nTotal watches:{}",
-                view.watches_by_session.len(),
-                view.watches_by_path.len(),
-                total
+                w.connections, w.paths, w.total
             );
         }
         W::Wchc => {
@@ -365,7 +497,7 @@ fn srvr_or_stat(o: &mut String, v: &ServerView, with_clients: bool) {
     );
     let _ = writeln!(o, "Received: {}", v.packets_received);
     let _ = writeln!(o, "Sent: {}", v.packets_sent);
-    let _ = writeln!(o, "Connections: {}", v.connections.len());
+    let _ = writeln!(o, "Connections: {}", v.connection_count);
     let _ = writeln!(o, "Outstanding: {}", v.outstanding_requests);
     let _ = writeln!(o, "Zxid: 0x{}", java_hex(v.zxid));
     let _ = writeln!(o, "Mode: {}", v.mode.as_str());
@@ -452,7 +584,7 @@ fn mntr(o: &mut String, v: &ServerView) {
     kv("min_latency", v.latency.min().to_string());
     kv("packets_received", v.packets_received.to_string());
     kv("packets_sent", v.packets_sent.to_string());
-    kv("num_alive_connections", v.connections.len().to_string());
+    kv("num_alive_connections", v.connection_count.to_string());
     kv("outstanding_requests", v.outstanding_requests.to_string());
     kv("uptime", v.uptime_ms.to_string());
     kv("znode_count", v.node_count.to_string());

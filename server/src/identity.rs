@@ -181,7 +181,7 @@ impl Identity {
         use std::io::Write;
         let tmp = raft_dir.join(format!("{FILE_NAME}.tmp"));
         {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = consensus::private_fs::create_file(&tmp)?;
             f.write_all(self.render().as_bytes())?;
             f.sync_all()?;
         }

@@ -95,10 +95,12 @@ enum Tok {
     Eq,
 }
 
+/// A token as an error names it: by kind, never by content, since an option value is a
+/// password (`user_bob="secret"`), and a misplaced one is what a syntax error finds.
 fn describe(t: &Tok) -> String {
     match t {
-        Tok::Word(w) => format!("{w:?}"),
-        Tok::Quoted(q) => format!("the string {q:?}"),
+        Tok::Word(_) => "a word".into(),
+        Tok::Quoted(_) => "a quoted string".into(),
         Tok::Open => "'{'".into(),
         Tok::Close => "'}'".into(),
         Tok::Semi => "';'".into(),
@@ -199,10 +201,13 @@ fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, JaasError> {
                 }
                 out.push((Tok::Word(w), line));
             }
-            c => {
+            // The character is not shown: it may be part of an unquoted password.
+            _ => {
                 return Err(JaasError {
                     line,
-                    reason: format!("unexpected character {c:?}"),
+                    reason: "a character outside quotes that is not a letter, a digit or one of \
+                             . _ $ - * { } ; = (quote option values)"
+                        .into(),
                 })
             }
         }
@@ -287,19 +292,21 @@ impl Parser {
             "requisite" => ControlFlag::Requisite,
             "sufficient" => ControlFlag::Sufficient,
             "optional" => ControlFlag::Optional,
-            other => {
+            _ => {
                 return Err(JaasError {
                     line: flag_line,
-                    reason: format!(
-                    "{other:?} is not a control flag (required, requisite, sufficient or optional)"
-                ),
+                    reason: "the word after the login module class is not a control flag \
+                             (required, requisite, sufficient or optional)"
+                        .into(),
                 })
             }
         };
         let mut options = BTreeMap::new();
         while !self.peek_is(&Tok::Semi) {
             let key = self.word("an option name or ';' ending the module")?;
-            self.expect(Tok::Eq, &format!("'=' after option {key}"))?;
+            // The word is not named: without its '=' it may be the second half of a password
+            // that held a space and no quotes.
+            self.expect(Tok::Eq, "'=' after the option name")?;
             let (value, _) = self.name(&format!("a value for option {key}"))?;
             options.insert(key, value);
         }
@@ -369,6 +376,25 @@ mod tests {
     }
 
     #[test]
+    fn no_mistake_repeats_a_password() {
+        // Each file holds the password s3cr3t where a syntax error finds it.
+        let cases = [
+            "Server {\n m required user_bob=\"s3cr3t\" \"s3cr3t\";\n};",
+            "Server {\n m required user_bob=s3cr3t s3cr3t;\n};",
+            "Server {\n m required user_bob s3cr3t;\n};",
+            "Server {\n m required user_bob=s3cr3t@;\n};",
+            "Server {\n m s3cr3t user_bob=\"x\";\n};",
+            "Server {\n m required user_bob=\"x\" }\n s3cr3t;",
+            "\"s3cr3t\" s3cr3t",
+        ];
+        for text in cases {
+            let err = JaasConfig::parse(text).expect_err(text).to_string();
+            assert!(err.starts_with("line "), "{err}");
+            assert!(!err.contains("s3cr3t"), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn mistakes_name_their_line() {
         let cases = [
             (
@@ -379,7 +405,7 @@ mod tests {
             (
                 "Server {\n m mandatory;\n};",
                 2,
-                "\"mandatory\" is not a control flag (required, requisite, sufficient or optional)",
+                "the word after the login module class is not a control flag (required, requisite, sufficient or optional)",
             ),
             (
                 "Server {\n m required;\n}",
@@ -405,7 +431,7 @@ mod tests {
             (
                 "Server {\n m required a@b=1;\n};",
                 2,
-                "unexpected character '@'",
+                "a character outside quotes that is not a letter, a digit or one of . _ $ - * { } ; = (quote option values)",
             ),
             ("/* open", 1, "unterminated /* comment"),
         ];

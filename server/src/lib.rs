@@ -17,9 +17,12 @@
 //!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
 //!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts;
 //!   `latency` times every write's stages and keeps ZooKeeper's latency summaries;
-//! - `identity` decides whose data a directory holds; `forward` and `forward_codec` carry a
+//! - `data_dir` creates the data directories owner-only; `identity` decides whose data a
+//!   directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
+//! - `redact` masks secret values (passwords, the super digest) in every view of the
+//!   configuration;
 //! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`;
 //! - `tls` turns the `ssl.quorum.*` and `ssl.*` keys into rustls configurations (PEM and
 //!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change;
@@ -35,6 +38,7 @@ pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod core;
+pub mod data_dir;
 pub mod forward;
 pub mod forward_codec;
 pub mod fourlw;
@@ -47,6 +51,7 @@ pub mod outbound;
 pub mod quorum_auth;
 pub mod quorum_security;
 pub mod reconfig;
+pub mod redact;
 pub mod sasl;
 pub mod session;
 pub mod startup;

@@ -46,10 +46,11 @@ pub enum CoreMsg {
         remote: SocketAddr,
         reply: oneshot::Sender<String>,
     },
-    /// The HTTP endpoints (AdminServer, Prometheus): the full `ServerView`, file-system facts
-    /// included, after applying `reset`.
+    /// The HTTP endpoints (AdminServer, Prometheus): a `ServerView` holding `parts`, file-system
+    /// facts included, after applying `reset`.
     View {
         reset: ViewReset,
+        parts: crate::fourlw::Parts,
         reply: oneshot::Sender<crate::fourlw::ServerView>,
     },
     /// Answered once the applied index reaches `index` (start-up replay).

@@ -627,9 +627,11 @@ impl Directives {
                 expect_sep = false;
                 i = skip_lws(i + 1);
             } else if expect_sep {
+                // The JDK quotes the value here; it may be the response digest, which is a
+                // password guessing oracle in a log, so only the directive is named.
                 return err(format!(
-                    "Expecting comma or linear whitespace after quoted string: \"{}\"",
-                    String::from_utf8_lossy(&value)
+                    "Expecting comma or linear whitespace after the quoted value of directive: {}",
+                    String::from_utf8_lossy(&key)
                 ));
             } else {
                 value.push(b);
@@ -667,9 +669,9 @@ impl Directives {
             _ => return Ok(()),
         };
         if slot.is_some() {
+            // The JDK adds the value; not here, as it may be the response digest (see `parse`).
             return Err(SaslError::Malformed(format!(
-                "peer sent more than one {key} directive: {}",
-                String::from_utf8_lossy(&value)
+                "peer sent more than one {key} directive"
             )));
         }
         *slot = Some(value);
@@ -878,7 +880,24 @@ mod tests {
         );
         assert_eq!(
             run(client_response("bob", "pw", "N1", ",realm=x")),
-            SaslError::Malformed("peer sent more than one realm directive: x".into())
+            SaslError::Malformed("peer sent more than one realm directive".into())
+        );
+        // A repeated or badly quoted response digest is not repeated into the log line.
+        let err = run(client_response(
+            "bob",
+            "pw",
+            "N1",
+            ",response=\"0123abcd\"x",
+        ))
+        .to_string();
+        assert_eq!(
+            err,
+            "DIGEST-MD5: Expecting comma or linear whitespace after the quoted value of directive: response"
+        );
+        let err = run(client_response("bob", "pw", "N1", ",response=0123abcd")).to_string();
+        assert_eq!(
+            err,
+            "DIGEST-MD5: peer sent more than one response directive"
         );
         assert_eq!(
             run(b"username=bob,realm=\"zk-sasl-md5\",nonce=N1,cnonce=c,digest-uri=\"zookeeper/other\",response=0".to_vec()),

@@ -146,7 +146,7 @@ pub mod checkpoint {
             text.push_str(&format!("{:x} {}\n", *session as u64, left.as_millis()));
         }
         let tmp = dir.join(format!("{FILE}.tmp"));
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = consensus::private_fs::create_file(&tmp)?;
         f.write_all(text.as_bytes())?;
         drop(f);
         std::fs::rename(tmp, dir.join(FILE))

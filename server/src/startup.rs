@@ -54,10 +54,8 @@ impl Server {
             );
         }
         let cfg = Arc::new(cfg);
-        std::fs::create_dir_all(&cfg.data_dir)
-            .with_context(|| format!("creating dataDir {}", cfg.data_dir.display()))?;
+        crate::data_dir::prepare(&cfg)?;
         let dir = cfg.raft_dir();
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
 
         // Whose data is this? (identity.rs: refuse a foreign or standalone dir in an ensemble.)
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
@@ -195,7 +193,7 @@ impl Server {
         }
         let params = Arc::new(ConnParams {
             max_frame: cfg.jute_max_buffer,
-            stmk_allowed: cfg.four_letter_words.allows(wire::FourLetterWord::Stmk),
+            four_letter_words: cfg.four_letter_words.clone(),
             response_sizes: core.response_sizes(),
             throttle: Throttle::new(cfg.global_outstanding_limit),
             latency: latency.clone(),

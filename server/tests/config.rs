@@ -347,14 +347,44 @@ fn bad_server_lines_are_rejected() {
     assert!(err.to_string().contains("unknown server role"), "{err}");
 }
 
+/// The digest is a password hash, guessable offline: the error names the line, the key and what
+/// is wrong, never the value.
 #[test]
-fn super_digest_without_user_is_rejected() {
-    let err = parse("dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest=nocolon\n")
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("zoo.cfg:3: DigestAuthenticationProvider.superDigest: "),
-        "{err}"
+fn a_malformed_super_digest_is_rejected_without_repeating_it() {
+    let tail = "it must be user:base64-sha1, as DigestAuthenticationProvider prints it \
+                (the value is not shown: it is a secret)";
+    for (value, wrong) in [
+        ("D/InIHSb7yEEbrWz8b9l71RjZJU=", "has no ':'"),
+        (
+            ":D/InIHSb7yEEbrWz8b9l71RjZJU=",
+            "has an empty user name before ':'",
+        ),
+        ("superuser7:", "has an empty hash after ':'"),
+    ] {
+        let err = parse(&format!(
+            "dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest={value}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "zoo.cfg:3: DigestAuthenticationProvider.superDigest: the value {wrong}: {tail}"
+            )
+        );
+        assert!(!err.contains(value.trim_matches(':')), "{err}");
+    }
+    let cli = Cli::try_parse_from([
+        "paddock",
+        "serve",
+        "--super-digest",
+        "D/InIHSb7yEEbrWz8b9l71RjZJU=",
+    ])
+    .unwrap();
+    let err = cli.into_config().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("command-line --super-digest: DigestAuthenticationProvider.superDigest: the value has no ':': {tail}")
     );
 }
 
@@ -516,6 +546,55 @@ fn serve_without_config_uses_embedded_default_with_flags_applied() {
     assert_eq!(c.max_client_cnxns, 7);
 }
 
+/// Without --config every word is answered, on loopback. Bound beyond it with no whitelist
+/// given, only srvr is, as ZooKeeper's default (plus isro in read-only mode); a whitelist given
+/// by flag or -D is taken as given.
+#[test]
+fn serve_beyond_loopback_without_config_answers_only_srvr_unless_told() {
+    let words = |args: &[&str]| {
+        let mut all = vec!["paddock", "serve"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all)
+            .unwrap()
+            .into_config()
+            .unwrap()
+            .four_letter_words
+    };
+    assert_eq!(words(&[]), FourLetterWhitelist::All);
+    assert_eq!(words(&["--bind", "127.0.0.1"]), FourLetterWhitelist::All);
+    assert_eq!(words(&["--bind", "::1"]), FourLetterWhitelist::All);
+    assert_eq!(words(&["--bind", "127.0.0.2"]), FourLetterWhitelist::All);
+    for addr in ["0.0.0.0", "10.1.2.3", "::"] {
+        assert_eq!(
+            words(&["--bind", addr]),
+            FourLetterWhitelist::zookeeper_default(),
+            "{addr}"
+        );
+    }
+    assert_eq!(
+        words(&["-D", "clientPortAddress=0.0.0.0"]),
+        FourLetterWhitelist::zookeeper_default()
+    );
+    assert_eq!(
+        words(&["--bind", "0.0.0.0", "-D", "readonlymode.enabled=true"]).to_string(),
+        "isro,srvr"
+    );
+    assert_eq!(
+        words(&["--bind", "0.0.0.0", "--four-letter-words", "*"]),
+        FourLetterWhitelist::All
+    );
+    assert_eq!(
+        words(&[
+            "--bind",
+            "0.0.0.0",
+            "-D",
+            "zookeeper.4lw.commands.whitelist=mntr"
+        ])
+        .to_string(),
+        "mntr,srvr"
+    );
+}
+
 #[test]
 fn flags_override_the_file_and_dash_d_sets_properties() {
     let dir = tempfile::tempdir().unwrap();
@@ -557,10 +636,20 @@ fn bad_flag_value_names_the_flag() {
         "command-line --bind: clientPortAddress: \"example.org\" is not an IP address (host names other than \
          localhost are not resolved)"
     );
-    let cli = Cli::try_parse_from(["paddock", "serve", "-D", "novalue"]).unwrap();
+    // Without '=' the argument may be a password (`superPassword:hunter2`): not repeated.
+    let cli = Cli::try_parse_from([
+        "paddock",
+        "serve",
+        "-D",
+        "tickTime=2000",
+        "-D",
+        "zookeeper.SASLAuthenticationProvider.superPassword:hunter2",
+    ])
+    .unwrap();
     assert_eq!(
         cli.into_config().unwrap_err().to_string(),
-        "command-line -D: novalue: expected KEY=VALUE"
+        "command-line -D: the -D number 2: expected KEY=VALUE, found no '=' (the argument is not \
+         shown, as it may hold a secret)"
     );
 }
 

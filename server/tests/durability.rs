@@ -195,3 +195,112 @@ async fn a_damaged_newest_snapshot_falls_back_and_serves_what_was_written() {
     assert_eq!(children.len(), 201, "/n0../n199 and /zookeeper");
     server.shutdown().await;
 }
+
+/// The process umask, from `/proc/self/status` (Linux 4.7 and later).
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
+}
+
+/// Every directory and file under `root` with its permission bits, by path relative to `root`.
+fn modes(root: &std::path::Path) -> BTreeMap<String, (bool, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            out.insert(rel, (meta.is_dir(), meta.permissions().mode() & 0o7777));
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// Session passwords (in the log and in snapshots) and digest hashes are at rest in the data
+/// directory: paddock creates it, and everything in it, for its owner only, whatever the umask.
+/// RocksDB's files are RocksDB's (0644 less the umask); the 0700 directories above keep them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_data_dir_holds_only_owner_only_dirs_and_files() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let mut cfg = common::test_config(&data);
+    cfg.snapshot_every_entries = 20;
+    let server = common::start_with(cfg).await;
+    let snapshots = server.consensus().snapshot_dir().to_path_buf();
+    let zk = common::client(server.local_addr()).await;
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    for i in 0..50 {
+        zk.create(&format!("/n{i}"), b"x", &opts).await.unwrap();
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while consensus::snapshot_file::list(&snapshots)
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot written"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(zk);
+    // Shut-down writes the session checkpoint.
+    server.shutdown().await;
+
+    use std::os::unix::fs::PermissionsExt;
+    let top = std::fs::metadata(&data).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(top, 0o700, "dataDir, created by paddock");
+    let all = modes(&data);
+    let dirs: Vec<(&str, u32)> = all
+        .iter()
+        .filter(|(_, (is_dir, _))| *is_dir)
+        .map(|(p, (_, m))| (p.as_str(), *m))
+        .collect();
+    assert_eq!(
+        dirs,
+        [
+            ("paddock", 0o700),
+            ("paddock/raftdb", 0o700),
+            ("paddock/raftdb/log", 0o700),
+            ("paddock/snapshots", 0o700),
+        ]
+    );
+    let rocksdb_mode = 0o644 & !umask();
+    let mut paddock_files = Vec::new();
+    for (path, (is_dir, mode)) in &all {
+        if *is_dir {
+            continue;
+        }
+        let rocksdb =
+            path.starts_with("paddock/raftdb/") && !path.starts_with("paddock/raftdb/log/");
+        if rocksdb {
+            assert_eq!(*mode, rocksdb_mode, "{path}: RocksDB's own file");
+        } else {
+            assert_eq!(*mode, 0o600, "{path}");
+            paddock_files.push(path.as_str());
+        }
+    }
+    // Each kind of file paddock writes is there and was checked above.
+    let kinds = [
+        |p: &str| p == "paddock/cluster",
+        |p: &str| p == "paddock/sessions.remaining",
+        |p: &str| p.starts_with("paddock/snapshots/snap-") && p.ends_with(".snap"),
+        |p: &str| p.starts_with("paddock/raftdb/log/"),
+    ];
+    for (i, kind) in kinds.iter().enumerate() {
+        assert!(
+            paddock_files.iter().any(|p| kind(p)),
+            "kind {i} missing from {paddock_files:?}"
+        );
+    }
+    assert!(
+        all.keys().any(|p| p == "paddock/raftdb/CURRENT"),
+        "RocksDB's files were checked too: {all:?}"
+    );
+}

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use paddock::config::{Config, FourLetterWhitelist};
 use paddock::fourlw::{
-    full_version, java_date, java_double, java_hex, java_socket_addr, render, ConnView,
-    ExpiryBucket, LatencyStats, LeaderView, Mode, ServerView, NOT_SERVING, VERSION_REVISION,
-    ZK_COMPAT_VERSION,
+    full_version, java_date, java_double, java_hex, java_socket_addr, parts_of, render, ConnView,
+    ExpiryBucket, LatencyStats, LeaderView, Mode, ObserverView, Parts, ServerView, WatchSummary,
+    NOT_SERVING, VERSION_REVISION, ZK_COMPAT_VERSION,
 };
 use wire::FourLetterWord as W;
 
@@ -39,9 +39,11 @@ fn view() -> ServerView {
     ServerView {
         is_serving: true,
         mode: Mode::Standalone,
+        leader_id: 1,
         latency: latency(&[1, 2, 4]),
         packets_received: 20,
         packets_sent: 19,
+        connection_count: 2,
         connections: vec![
             ConnView {
                 remote: "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
@@ -89,6 +91,11 @@ fn view() -> ServerView {
             (2, vec!["/a".into()]),
         ],
         watches_by_path: vec![("/a".into(), vec![SID1, 2]), ("/b".into(), vec![SID1])],
+        watch_summary: WatchSummary {
+            connections: 2,
+            paths: 2,
+            total: 3,
+        },
         watch_count: 5,
         session_buckets: vec![
             ExpiryBucket {
@@ -476,4 +483,195 @@ fn java_date_prints_utc_like_date_to_string() {
     assert_eq!(java_date(951_782_400_000), "Tue Feb 29 00:00:00 UTC 2000");
     assert_eq!(java_date(1_700_000_000_999), "Tue Nov 14 22:13:20 UTC 2023");
     assert_eq!(java_date(-1000), "Wed Dec 31 23:59:59 UTC 1969");
+}
+
+/// `v` reduced to `parts`, field by field as `fourlw::Parts` documents them (the destructuring
+/// names every field, so a new one must be placed here too).
+fn only(v: &ServerView, p: Parts) -> ServerView {
+    let ServerView {
+        is_serving,
+        mode,
+        leader_id,
+        latency,
+        packets_received,
+        packets_sent,
+        connection_count,
+        connections,
+        outstanding_requests,
+        zxid,
+        node_count,
+        conf_lines,
+        environment,
+        watches_by_session,
+        watches_by_path,
+        watch_summary,
+        watch_count,
+        session_buckets,
+        ephemerals_by_session,
+        ephemerals_count,
+        approximate_data_size,
+        global_sessions,
+        local_sessions,
+        data_dir_size,
+        log_dir_size,
+        uptime_ms,
+        open_file_descriptor_count,
+        max_file_descriptor_count,
+        last_client_response_size,
+        min_client_response_size,
+        max_client_response_size,
+        auth_failed_count,
+        quorum_size,
+        leader,
+        extra_metrics,
+        summaries,
+        trace_mask,
+        digest_log,
+    } = v.clone();
+    let mut o = ServerView {
+        is_serving,
+        mode,
+        leader_id,
+        trace_mask,
+        ..ServerView::default()
+    };
+    if p.summary {
+        (o.latency, o.packets_received, o.packets_sent) = (latency, packets_received, packets_sent);
+        (o.connection_count, o.outstanding_requests) = (connection_count, outstanding_requests);
+        (o.zxid, o.node_count, o.leader) = (zxid, node_count, leader);
+    }
+    if p.counts {
+        (o.uptime_ms, o.watch_count, o.ephemerals_count) =
+            (uptime_ms, watch_count, ephemerals_count);
+        o.approximate_data_size = approximate_data_size;
+        (o.global_sessions, o.local_sessions) = (global_sessions, local_sessions);
+        o.last_client_response_size = last_client_response_size;
+        o.min_client_response_size = min_client_response_size;
+        o.max_client_response_size = max_client_response_size;
+        (o.auth_failed_count, o.quorum_size) = (auth_failed_count, quorum_size);
+    }
+    if p.extras {
+        (o.extra_metrics, o.summaries) = (extra_metrics, summaries);
+    }
+    if p.connections {
+        o.connections = connections;
+    }
+    if p.conf_lines {
+        o.conf_lines = conf_lines;
+    }
+    if p.watch_summary {
+        o.watch_summary = watch_summary;
+    }
+    if p.watches_by_session {
+        o.watches_by_session = watches_by_session;
+    }
+    if p.watches_by_path {
+        o.watches_by_path = watches_by_path;
+    }
+    if p.sessions {
+        (o.session_buckets, o.ephemerals_by_session) = (session_buckets, ephemerals_by_session);
+    }
+    if p.digest_log {
+        o.digest_log = digest_log;
+    }
+    if p.dir_sizes {
+        (o.data_dir_size, o.log_dir_size) = (data_dir_size, log_dir_size);
+    }
+    if p.fds {
+        o.open_file_descriptor_count = open_file_descriptor_count;
+        o.max_file_descriptor_count = max_file_descriptor_count;
+    }
+    if p.environment {
+        o.environment = environment;
+    }
+    o
+}
+
+/// The fixture as a leader of three with one observer and paddock's extras: every field set.
+fn leader_view() -> ServerView {
+    let mut v = view();
+    v.mode = Mode::Leader;
+    v.quorum_size = Some(3);
+    v.leader = Some(LeaderView {
+        learners: 2,
+        synced_followers: 1,
+        synced_non_voting_followers: 0,
+        synced_observers: 1,
+        pending_syncs: 0,
+        leader_uptime_ms: 999,
+        last_proposal_size: -1,
+        min_proposal_size: -1,
+        max_proposal_size: -1,
+        observers: vec![ObserverView {
+            sid: 3,
+            last_zxid: 0x1a2b,
+            established_ms: 1_700_000_000_000,
+        }],
+    });
+    v.extra_metrics = vec![("paddock_raft_term".into(), "4".into())];
+    v
+}
+
+/// The core gathers for a word only `parts_of(word)` (`core::views`): each reply must come out
+/// the same from those parts alone as from the whole view.
+#[test]
+fn each_word_prints_only_the_parts_it_gathers() {
+    for v in [view(), leader_view()] {
+        for w in &W::ALL {
+            assert_eq!(
+                render(*w, &only(&v, parts_of(*w)), &all()),
+                render(*w, &v, &all()),
+                "{w:?}"
+            );
+        }
+    }
+    // srvr, which every health check sends, reads counters: no watch, session or connection list.
+    assert_eq!(
+        parts_of(W::Srvr),
+        Parts {
+            summary: true,
+            ..Parts::NONE
+        }
+    );
+    assert_eq!(
+        parts_of(W::Wchs),
+        Parts {
+            watch_summary: true,
+            ..Parts::NONE
+        }
+    );
+    assert_eq!(parts_of(W::Ruok), Parts::NONE);
+}
+
+/// The same for the AdminServer's commands and a /metrics scrape.
+#[test]
+fn each_admin_command_and_metrics_print_only_the_parts_they_gather() {
+    use paddock::http::{admin, metrics};
+    let cfg = std::sync::Arc::new(
+        Config::parse_zoo_cfg(
+            "dataDir=/var/zk\nclientPort=2181\nserver.1=10.0.0.1:2888:3888\n\
+             server.2=10.0.0.2:2888:3888\nserver.3=10.0.0.3:2888:3888:observer\n",
+            Path::new("zoo.cfg"),
+        )
+        .unwrap(),
+    );
+    for v in [view(), leader_view()] {
+        for (command, _) in admin::COMMANDS {
+            let from_parts = admin::parts_of(command).map(|p| only(&v, p));
+            let full = admin::parts_of(command).map(|_| v.clone());
+            assert_eq!(
+                admin::answer(command, from_parts.as_ref(), &cfg),
+                admin::answer(command, full.as_ref(), &cfg),
+                "{command}"
+            );
+        }
+        assert_eq!(
+            metrics::render(&only(&v, metrics::PARTS)),
+            metrics::render(&v)
+        );
+    }
+    // Commands answered from the config ask the core nothing.
+    for command in ["ruok", "initial_configuration", "voting_view", "snapshot"] {
+        assert_eq!(admin::parts_of(command), None, "{command}");
+    }
 }

@@ -365,3 +365,183 @@ fn config_keys() {
     assert_eq!(embedded.admin.address.to_string(), "127.0.0.1");
     assert_eq!(embedded.admin.port, 8080);
 }
+
+/// ZooKeeper's `initial_configuration` is the zoo.cfg text as read; paddock's is the same text
+/// with each secret value masked, and nothing else changed. The four-letter `conf` and the
+/// `configuration` command print no secret either.
+#[tokio::test]
+async fn initial_configuration_masks_secret_values_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let cfg_path = dir.path().join("zoo.cfg");
+    let text = format!(
+        "# secrets below\n\
+         dataDir={}\n\
+         clientPort=2181\n\
+         DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n\
+         SASLAuthenticationProvider.superPassword = hunter2\n\
+         ssl.keyStore.password=storepass\n\
+         ssl.keyStore.passwordPath=/etc/zk/keystore.pw\n\
+         4lw.commands.whitelist=conf\n",
+        data.display()
+    );
+    std::fs::write(&cfg_path, &text).unwrap();
+    let mut cfg = paddock::config::Config::from_zoo_cfg(&cfg_path).unwrap();
+    cfg.client_port = 0;
+    cfg.client_port_address = "127.0.0.1".parse().unwrap();
+    cfg.admin.address = "127.0.0.1".parse().unwrap();
+    cfg.admin.port = 0;
+    let server = common::start_with(cfg).await;
+    let addr = server.admin_addr().expect("admin server");
+
+    let want = format!(
+        "# secrets below\n\
+         dataDir={}\n\
+         clientPort=2181\n\
+         DigestAuthenticationProvider.superDigest=******\n\
+         SASLAuthenticationProvider.superPassword = ******\n\
+         ssl.keyStore.password=******\n\
+         ssl.keyStore.passwordPath=/etc/zk/keystore.pw\n\
+         4lw.commands.whitelist=conf\n",
+        data.display()
+    );
+    for name in ["initial_configuration", "icfg"] {
+        assert_eq!(
+            json(addr, &format!("/commands/{name}")).await,
+            serde_json::json!({
+                "initial_configuration": want,
+                "command": "initial_configuration",
+                "error": null,
+            })
+        );
+    }
+    let conf = common::four_letter(server.local_addr(), "conf").await;
+    let (_, _, configuration) = path(addr, "/commands/configuration").await;
+    for secret in ["D/InIHSb7yEEbrWz8b9l71RjZJU=", "hunter2", "storepass"] {
+        assert!(!conf.contains(secret), "{conf}");
+        assert!(!configuration.contains(secret), "{configuration}");
+    }
+    server.shutdown().await;
+}
+
+/// Whether the server closes `s` within `within`, without a byte of reply.
+async fn closed_at_once(s: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(within, s.read(&mut buf)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+/// Each endpoint serves 64 connections at once: the 65th is closed as soon as it is accepted
+/// (a client that does not finish its request would otherwise be held for the 10 s read
+/// timeout), and the 64 are served as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_endpoint_closes_the_65th_concurrent_connection_at_once() {
+    let (_dir, server) = server().await;
+    for (addr, path) in [
+        (server.admin_addr().unwrap(), "/commands/ruok"),
+        (server.metrics_addr().unwrap(), "/metrics"),
+    ] {
+        let mut held = Vec::new();
+        for _ in 0..64 {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            // A request line, not yet the blank line that ends the head.
+            s.write_all(format!("GET {path} HTTP/1.1\r\n").as_bytes())
+                .await
+                .unwrap();
+            held.push(s);
+        }
+        let mut extra = TcpStream::connect(addr).await.unwrap();
+        assert!(
+            closed_at_once(&mut extra, Duration::from_secs(3)).await,
+            "{path}: the 65th is closed"
+        );
+        // The 64 were being served: one finishes its request and gets its reply.
+        let mut first = held.remove(0);
+        first.write_all(b"\r\n").await.unwrap();
+        let mut reply = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), first.read_to_end(&mut reply))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(reply.starts_with(b"HTTP/1.1 200 OK\r\n"), "{path}");
+        // Its slot is free again once the reply is sent.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out).await;
+            if out.starts_with(b"HTTP/1.1 200 OK\r\n") {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{path}: a freed slot serves"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    server.shutdown().await;
+}
+
+/// A client that sends its request and never reads the reply holds its connection until the
+/// write timeout, not for ever: with one slot, a second client is refused while the first holds
+/// it, and a third is served once the timeout has passed. The reply (64 MiB) is larger than
+/// both sockets' buffers, so the server's write really waits on the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout() {
+    use paddock::http::{serve, Limits, Response};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = Limits {
+        max_connections: 1,
+        read_timeout: Duration::from_secs(10),
+        write_timeout: Duration::from_secs(2),
+    };
+    let task = tokio::spawn(serve(listener, limits, |req| async move {
+        let body = if req.path == "/big" {
+            vec![b'x'; 64 << 20]
+        } else {
+            b"small\n".to_vec()
+        };
+        Response::new(200, "text/plain", body)
+    }));
+
+    let mut stuck = TcpStream::connect(addr).await.unwrap();
+    stuck.write_all(b"GET /big HTTP/1.1\r\n\r\n").await.unwrap();
+    let started = tokio::time::Instant::now();
+    // Give the server the moment it needs to fill the buffers and block.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    assert!(closed_at_once(&mut second, Duration::from_secs(1)).await);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the refusal was checked while the first client held the slot"
+    );
+
+    let deadline = started + Duration::from_secs(10);
+    let served_at = loop {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let _ = s.write_all(b"GET /small HTTP/1.1\r\n\r\n").await;
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        if !out.is_empty() {
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+            assert!(text.ends_with("\r\n\r\nsmall\n"), "{text}");
+            break started.elapsed();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        served_at >= Duration::from_secs(2),
+        "served only after the write timeout: {served_at:?}"
+    );
+    drop(stuck);
+    task.abort();
+}

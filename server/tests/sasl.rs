@@ -435,6 +435,17 @@ fn a_bad_jaas_file_stops_the_server_with_the_line_at_fault() {
         "{stderr}"
     );
 
+    // A password where a syntax error finds it is not repeated.
+    let (code, stderr) = start_refused(Some("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_a=\"hunter2\" \"hunter2\";\n};"), &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "jaas.conf: line 3: expected an option name or ';' ending the module, found a quoted string"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+
     let (code, stderr) = start_refused(None, &[]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(

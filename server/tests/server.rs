@@ -581,6 +581,96 @@ async fn four_letter_words_answer_on_the_client_port() {
     server.shutdown().await;
 }
 
+/// ZooKeeper's `NopCommand` reply, for every word outside the whitelist; the connection answers
+/// it without asking the core, so `srst` resets nothing and `stmk` sets nothing.
+#[tokio::test]
+async fn a_word_outside_the_whitelist_gets_zookeepers_refusal_and_does_nothing() {
+    use paddock::config::FourLetterWhitelist;
+    use wire::FourLetterWord as W;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.four_letter_words = FourLetterWhitelist::only([W::Srvr, W::Gtmk]);
+    let server = common::start_with(cfg).await;
+    let addr = server.local_addr();
+    let zk = client(addr).await;
+    zk.create("/x", b"", &persistent()).await.unwrap();
+    let received = |srvr: String| -> u64 {
+        let line = srvr.lines().find(|l| l.starts_with("Received: ")).unwrap();
+        line["Received: ".len()..].parse().unwrap()
+    };
+    let before = received(four_letter(addr, "srvr").await);
+    assert!(before > 0);
+    for w in W::ALL.iter().filter(|w| ![W::Srvr, W::Gtmk].contains(w)) {
+        assert_eq!(
+            four_letter(addr, w.as_str()).await,
+            format!(
+                "{} is not executed because it is not in the whitelist.\n",
+                w.as_str()
+            ),
+            "{w:?}"
+        );
+    }
+    let mut stmk = b"stmk".to_vec();
+    stmk.extend_from_slice(&7i64.to_be_bytes());
+    assert_eq!(
+        four_letter_bytes(addr, &stmk).await,
+        "stmk is not executed because it is not in the whitelist.\n"
+    );
+    assert_eq!(four_letter(addr, "gtmk").await, "306");
+    assert!(
+        received(four_letter(addr, "srvr").await) >= before,
+        "srst reset nothing"
+    );
+    drop(zk);
+    server.shutdown().await;
+}
+
+/// `paddock serve --bind 0.0.0.0` with no config and no whitelist answers srvr alone, and its
+/// log says why (the real binary: the warning is on its stderr).
+#[tokio::test]
+async fn serve_beyond_loopback_without_config_answers_only_srvr_and_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::process::free_port();
+    let mut child = common::process::paddock_command(dir.path(), port, &[])
+        .args(["--bind", "0.0.0.0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut srvr = None;
+    for _ in 0..200 {
+        match common::four_letter_try(addr, "srvr").await {
+            Some(s) if s.starts_with("Zookeeper version: ") => {
+                srvr = Some(s);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let answered = srvr.is_some();
+    let mntr = common::four_letter_try(addr, "mntr").await;
+    let ruok = common::four_letter_try(addr, "ruok").await;
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(answered, "srvr answers: {stderr}");
+    assert_eq!(
+        mntr.as_deref(),
+        Some("mntr is not executed because it is not in the whitelist.\n")
+    );
+    assert_eq!(
+        ruok.as_deref(),
+        Some("ruok is not executed because it is not in the whitelist.\n")
+    );
+    assert!(
+        stderr.contains(
+            "the client port is bound beyond loopback without --config: only the srvr four-letter \
+             word is answered"
+        ),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn stmk_sets_the_mask_that_gtmk_reports() {
     let dir = tempfile::tempdir().unwrap();

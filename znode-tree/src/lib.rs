@@ -75,4 +75,4 @@ pub use reads::{read_with_watch, ReadCtx};
 pub use session::Session;
 pub use snapshot::{Restore, SnapshotView};
 pub use tree::{Change, Tree};
-pub use watch::{WatchKind, WatchRegistry, WatchStats, WatcherId};
+pub use watch::{WatchCounts, WatchKind, WatchRegistry, WatchStats, WatcherId};

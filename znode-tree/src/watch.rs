@@ -165,6 +165,26 @@ impl WatchStats {
     }
 }
 
+/// The counts `wchs` and `mntr` print, read without copying either table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Watchers with an entry in the data table: wchs' "connections watching".
+    pub data_watchers: usize,
+    /// Paths in the data table: wchs' "paths".
+    pub data_paths: usize,
+    /// (path, watcher) entries in the data table: wchs' "Total watches".
+    pub data_watches: usize,
+    /// (path, watcher) entries in the child table.
+    pub child_watches: usize,
+}
+
+impl WatchCounts {
+    /// mntr's `watch_count`: data plus child entries.
+    pub fn total(&self) -> usize {
+        self.data_watches + self.child_watches
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct WatchRegistry {
     data: Table,
@@ -338,21 +358,40 @@ impl WatchRegistry {
     }
 
     pub fn stats(&self) -> WatchStats {
+        let counts = self.counts();
         WatchStats {
+            data_watches: counts.data_watches,
+            child_watches: counts.child_watches,
+            data_by_watcher: self.data_by_watcher(),
+            data_by_path: self.data_by_path(),
+        }
+    }
+
+    /// The counts alone: no path is copied (one pass over each table's paths).
+    pub fn counts(&self) -> WatchCounts {
+        WatchCounts {
+            data_watchers: self.data.watchers.len(),
+            data_paths: self.data.paths.len(),
             data_watches: self.data.pairs(),
             child_watches: self.child.pairs(),
-            data_by_watcher: self
-                .data
-                .watchers
-                .iter()
-                .map(|(w, ps)| (*w, ps.iter().cloned().collect()))
-                .collect(),
-            data_by_path: self
-                .data
-                .paths
-                .iter()
-                .map(|(p, m)| (p.clone(), m.keys().copied().collect()))
-                .collect(),
         }
+    }
+
+    /// wchc: the data table's paths per watcher.
+    pub fn data_by_watcher(&self) -> BTreeMap<WatcherId, Vec<String>> {
+        self.data
+            .watchers
+            .iter()
+            .map(|(w, ps)| (*w, ps.iter().cloned().collect()))
+            .collect()
+    }
+
+    /// wchp: the data table's watchers per path.
+    pub fn data_by_path(&self) -> BTreeMap<String, Vec<WatcherId>> {
+        self.data
+            .paths
+            .iter()
+            .map(|(p, m)| (p.clone(), m.keys().copied().collect()))
+            .collect()
     }
 }

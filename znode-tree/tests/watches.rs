@@ -15,7 +15,9 @@ use wire::{
     event_type as et, perms, Acl, ErrorCode, Id, Request, Response, WatcherEvent,
     STATE_SYNC_CONNECTED,
 };
-use znode_tree::{read_with_watch, Applied, ReadCtx, Txn, WatchKind, WatchRegistry, WatcherId};
+use znode_tree::{
+    read_with_watch, Applied, ReadCtx, Txn, WatchCounts, WatchKind, WatchRegistry, WatcherId,
+};
 
 fn ev(t: i32, p: &str) -> WatcherEvent {
     WatcherEvent {
@@ -452,6 +454,19 @@ fn stats_count_the_data_table_by_watcher_and_by_path() {
     assert_eq!(s.data_by_watcher.get(&2), Some(&vec!["/a".to_string()]));
     assert_eq!(s.data_by_path.get("/a"), Some(&vec![1, 2]));
     assert_eq!(s.data_by_path.len(), 3);
+    // The counts agree with the listings, without them: 3 watchers (1, 2 and 3's persistent
+    // watch) on /a, /b and /p in the data table.
+    assert_eq!(
+        reg.counts(),
+        WatchCounts {
+            data_watchers: 3,
+            data_paths: 3,
+            data_watches: 4,
+            child_watches: 2,
+        }
+    );
+    assert_eq!(reg.counts().data_watchers, s.data_by_watcher.len());
+    assert_eq!(reg.counts().total(), s.total());
 }
 
 #[test]

@@ -293,8 +293,12 @@ impl Core {
                     let _ = reply.send(job.finish());
                 });
             }
-            CoreMsg::View { reset, reply } => {
-                let job = views::http_view(self, reset);
+            CoreMsg::View {
+                reset,
+                parts,
+                reply,
+            } => {
+                let job = views::http_view(self, reset, parts);
                 tokio::task::spawn_blocking(move || {
                     let _ = reply.send(job.finish_view());
                 });

@@ -1,9 +1,16 @@
-//! Four-letter words on the client port: applies the side effects of `srst`/`crst`/`stmk` and
-//! gathers the in-memory part of a `fourlw::ServerView` on the core task; `FourLetterJob::finish`
-//! then adds what costs file-system calls (directory sizes, `/proc`) and renders the text with
-//! the pure `fourlw::render`, on a blocking thread. The core task serves every client, so it
-//! walks no directory: a `mntr` scrape every few seconds would otherwise delay every reply.
+//! Four-letter words on the client port and the HTTP endpoints' views: applies the side effects
+//! of `srst`/`crst`/`stmk` and gathers, on the core task, the in-memory parts of a
+//! `fourlw::ServerView` that the reply prints (`fourlw::Parts`), one gatherer per part.
+//! `FourLetterJob::finish` then adds what costs file-system calls (directory sizes, `/proc`) and
+//! renders the text with the pure `fourlw::render`, on a blocking thread.
+//!
+//! The core task serves every client, so what it does here is bounded by what is printed: `srvr`
+//! (every health check) reads counters and copies no watch or session, `wchs` counts the watch
+//! table without copying it, and a word that is not whitelisted never reaches the core at all
+//! (the connection answers it). It walks no directory: a `mntr` scrape every few seconds would
+//! otherwise delay every reply.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -13,7 +20,7 @@ use znode_tree::{Tree, WatchRegistry};
 
 use super::{now_ms, Core};
 use crate::config::{Config, FourLetterWhitelist};
-use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, ServerView};
+use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, Parts, ServerView, WatchSummary};
 use crate::msg::{ConnId, ViewReset};
 use crate::stats::{ConnStats, ServerStats};
 
@@ -33,9 +40,10 @@ pub(super) struct FourLetterJob {
     word: FourLetterWord,
     whitelist: FourLetterWhitelist,
     view: ServerView,
-    /// dataDir and the raft directory, whose sizes `finish` adds; `None` when the word prints no
-    /// file-system facts (`ruok`), so nothing is read for it.
-    dirs: Option<(PathBuf, PathBuf)>,
+    /// What `finish` reads from the file system: the parts that cost file-system calls.
+    files: Parts,
+    /// dataDir and the raft directory, whose sizes `finish` adds when `files.dir_sizes`.
+    dirs: (PathBuf, PathBuf),
 }
 
 impl FourLetterJob {
@@ -47,17 +55,22 @@ impl FourLetterJob {
     }
 
     fn fill_files(&mut self) {
-        if let Some((data_dir, raft_dir)) = &self.dirs {
+        let (data_dir, raft_dir) = &self.dirs;
+        if self.files.dir_sizes {
             self.view.data_dir_size = dir_size(data_dir);
             self.view.log_dir_size = dir_size(raft_dir);
+        }
+        if self.files.fds {
             self.view.open_file_descriptor_count = open_fds();
             self.view.max_file_descriptor_count = max_fds();
+        }
+        if self.files.environment {
             self.view.environment = environment();
         }
     }
 
-    /// Adds the directory sizes, the descriptor counts and the environment, then renders. Does
-    /// blocking IO: run it off the core task.
+    /// Adds the file-system facts the word prints, then renders. Blocking IO: run it off the
+    /// core task.
     pub(super) fn finish(mut self) -> String {
         self.fill_files();
         fourlw::render(self.word, &self.view, &self.whitelist)
@@ -74,6 +87,12 @@ pub(super) fn four_letter(
     remote: SocketAddr,
 ) -> FourLetterJob {
     let whitelist = core.config().four_letter_words.clone();
+    // The connection refuses such a word itself; should one arrive, it costs nothing here either.
+    let parts = if whitelist.allows(word) {
+        fourlw::parts_of(word)
+    } else {
+        Parts::NONE
+    };
     if whitelist.allows(word) {
         match word {
             FourLetterWord::Stmk => {
@@ -90,44 +109,34 @@ pub(super) fn four_letter(
             _ => {}
         }
     }
-    if word == FourLetterWord::Ruok {
-        // "imok" (or the whitelist refusal) says nothing about the state.
-        return FourLetterJob {
-            word,
-            whitelist,
-            view: ServerView::default(),
-            dirs: None,
-        };
+    let mut view = gather(core, parts);
+    if parts.summary {
+        view.connection_count += 1;
     }
-    let mut view = server_view(core);
-    view.connections.push(ConnView {
-        remote,
-        interest_ops: 0,
-        queued: 0,
-        recved: 1,
-        sent: 0,
-        session_id: 0,
-        last_op: op_name(OpCode::Notification).to_string(),
-        established_ms: now_ms(),
-        timeout_ms: 0,
-        last_cxid: 0,
-        last_zxid: 0,
-        last_response_ms: 0,
-        last_latency_ms: 0,
-        latency: Default::default(),
-    });
-    let cfg = core.config();
-    FourLetterJob {
-        word,
-        whitelist,
-        view,
-        dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
+    if parts.connections {
+        view.connections.push(ConnView {
+            remote,
+            interest_ops: 0,
+            queued: 0,
+            recved: 1,
+            sent: 0,
+            session_id: 0,
+            last_op: op_name(OpCode::Notification).to_string(),
+            established_ms: now_ms(),
+            timeout_ms: 0,
+            last_cxid: 0,
+            last_zxid: 0,
+            last_response_ms: 0,
+            last_latency_ms: 0,
+            latency: Default::default(),
+        });
     }
+    job(core, word, whitelist, view, parts)
 }
 
-/// The view the HTTP endpoints render (`CoreMsg::View`): every field, after `reset`. Unlike a
+/// The view an HTTP endpoint renders (`CoreMsg::View`): `parts`, after `reset`. Unlike a
 /// four-letter word it lists no connection of its own (the HTTP request is not a client).
-pub(super) fn http_view(core: &mut Core, reset: ViewReset) -> FourLetterJob {
+pub(super) fn http_view(core: &mut Core, reset: ViewReset, parts: Parts) -> FourLetterJob {
     match reset {
         ViewReset::Nothing => {}
         ViewReset::ServerStats => core.reset_stats(),
@@ -137,14 +146,308 @@ pub(super) fn http_view(core: &mut Core, reset: ViewReset) -> FourLetterJob {
             }
         }
     }
-    let view = server_view(core);
+    let view = gather(core, parts);
+    job(
+        core,
+        FourLetterWord::Mntr,
+        FourLetterWhitelist::All,
+        view,
+        parts,
+    )
+}
+
+fn job(
+    core: &Core,
+    word: FourLetterWord,
+    whitelist: FourLetterWhitelist,
+    view: ServerView,
+    parts: Parts,
+) -> FourLetterJob {
     let cfg = core.config();
     FourLetterJob {
-        word: FourLetterWord::Mntr,
-        whitelist: FourLetterWhitelist::All,
+        word,
+        whitelist,
         view,
-        dirs: Some((cfg.data_dir.clone(), cfg.raft_dir())),
+        files: Parts {
+            dir_sizes: parts.dir_sizes,
+            fds: parts.fds,
+            environment: parts.environment,
+            ..Parts::NONE
+        },
+        dirs: (cfg.data_dir.clone(), cfg.raft_dir()),
     }
+}
+
+/// The in-memory `parts` of the view, each from its own gatherer; the rest stays at its default.
+fn gather(core: &mut Core, parts: Parts) -> ServerView {
+    let mut v = base(core);
+    if parts.summary {
+        summary(core, &mut v);
+    }
+    if parts.counts {
+        counts(core, &mut v);
+    }
+    if parts.extras {
+        extras(core, &mut v);
+    }
+    if parts.connections {
+        v.connections = connections(core);
+    }
+    if parts.conf_lines {
+        // Nothing secret is printed today; masked all the same, so that no key added later can be.
+        v.conf_lines = crate::redact::pairs(core.config().as_conf_lines());
+    }
+    if parts.watch_summary {
+        let c = core.watches().counts();
+        v.watch_summary = WatchSummary {
+            connections: c.data_watchers as u64,
+            paths: c.data_paths as u64,
+            total: c.data_watches as u64,
+        };
+    }
+    if parts.watches_by_session || parts.watches_by_path {
+        // Watchers are connections; ZooKeeper's listings name sessions.
+        let session_of: HashMap<ConnId, i64> = core.conn_ids_and_sessions().into_iter().collect();
+        let session = |w: &ConnId| session_of.get(w).copied().unwrap_or(0);
+        if parts.watches_by_session {
+            v.watches_by_session = core
+                .watches()
+                .data_by_watcher()
+                .into_iter()
+                .map(|(w, paths)| (session(&w), paths))
+                .collect();
+        }
+        if parts.watches_by_path {
+            v.watches_by_path = core
+                .watches()
+                .data_by_path()
+                .into_iter()
+                .map(|(p, ws)| (p, ws.iter().map(session).collect()))
+                .collect();
+        }
+    }
+    if parts.sessions {
+        sessions(core, &mut v);
+    }
+    if parts.digest_log {
+        v.digest_log = vec![(core.tree().last_zxid(), core.tree().digest() as i64)];
+    }
+    v
+}
+
+/// What every view holds: a few fields that cost nothing.
+fn base(core: &Core) -> ServerView {
+    let status = core.raft().status();
+    let read_only = !core.leader_known() && core.config().read_only_mode;
+    ServerView {
+        is_serving: core.serving() || read_only,
+        mode: mode(core, read_only, status.is_leader, status.is_learner),
+        leader_id: status.leader_id,
+        trace_mask: core.trace_mask(),
+        ..ServerView::default()
+    }
+}
+
+fn mode(core: &Core, read_only: bool, is_leader: bool, is_learner: bool) -> Mode {
+    if !core.is_ensemble() {
+        Mode::Standalone
+    } else if read_only {
+        Mode::ReadOnly
+    } else if is_leader {
+        Mode::Leader
+    } else if is_learner {
+        Mode::Observer
+    } else {
+        Mode::Follower
+    }
+}
+
+/// `srvr`: counters, and the leader's gauges when this server leads.
+fn summary(core: &Core, v: &mut ServerView) {
+    let stats = core.stats();
+    v.latency = stats.latency;
+    v.packets_received = stats.packets_received;
+    v.packets_sent = stats.packets_sent;
+    v.connection_count = core.conn_count() as u64;
+    v.outstanding_requests = core.outstanding() as u64;
+    v.zxid = core.tree().last_zxid();
+    v.node_count = core.tree().node_count() as u64;
+    if v.mode == Mode::Leader {
+        v.leader = Some(leader(core));
+    }
+}
+
+fn leader(core: &Core) -> fourlw::LeaderView {
+    let me = core.raft().status().id;
+    let progress = core.raft().progress();
+    let active: Vec<_> = progress
+        .iter()
+        .filter(|p| p.id != me && p.recent_active)
+        .collect();
+    let leader_uptime = core.leader_uptime();
+    fourlw::LeaderView {
+        learners: active.len() as u64,
+        synced_followers: active.iter().filter(|p| !p.is_learner).count() as u64,
+        synced_non_voting_followers: 0,
+        synced_observers: active.iter().filter(|p| p.is_learner).count() as u64,
+        pending_syncs: core.pending_syncs() as u64,
+        leader_uptime_ms: leader_uptime.as_millis() as u64,
+        last_proposal_size: -1,
+        min_proposal_size: -1,
+        max_proposal_size: -1,
+        observers: active
+            .iter()
+            .filter(|p| p.is_learner)
+            .map(|p| fourlw::ObserverView {
+                sid: p.id,
+                last_zxid: p.matched as i64,
+                established_ms: now_ms() - leader_uptime.as_millis() as i64,
+            })
+            .collect(),
+    }
+}
+
+/// `mntr`'s further counters: no table is copied (the watch count is one pass over its paths).
+fn counts(core: &Core, v: &mut ServerView) {
+    let tree = core.tree();
+    v.uptime_ms = core.uptime().as_millis() as u64;
+    v.watch_count = core.watches().counts().total() as u64;
+    v.ephemerals_count = tree.ephemerals_count() as u64;
+    v.approximate_data_size = tree.approximate_data_size();
+    v.global_sessions = tree.sessions().count() as u64;
+    v.local_sessions = 0;
+    let (last, min, max) = core.response_sizes.get();
+    v.last_client_response_size = last;
+    v.min_client_response_size = min;
+    v.max_client_response_size = max;
+    v.auth_failed_count = core.stats().auth_failed;
+    v.quorum_size = core
+        .is_ensemble()
+        .then(|| core.raft().membership().0.len() as u64);
+}
+
+/// paddock's own metrics (`mntr`'s `zk_paddock_*`, `/metrics`) and the latency summaries.
+fn extras(core: &Core, v: &mut ServerView) {
+    let status = core.raft().status();
+    v.extra_metrics = vec![
+        ("paddock_raft_term".into(), status.term.to_string()),
+        (
+            "paddock_raft_commit_index".into(),
+            status.commit.to_string(),
+        ),
+        (
+            "paddock_raft_first_index".into(),
+            status.first_index.to_string(),
+        ),
+        (
+            "paddock_raft_snapshot_index".into(),
+            status.snapshot_index.to_string(),
+        ),
+        (
+            "paddock_raft_last_index".into(),
+            status.last_index.to_string(),
+        ),
+        (
+            "paddock_raft_synced_writes".into(),
+            status.synced_writes.to_string(),
+        ),
+        ("paddock_raft_readies".into(), status.readies.to_string()),
+        (
+            "paddock_raft_dropped_proposals".into(),
+            status.dropped_proposals.to_string(),
+        ),
+        (
+            "paddock_raft_acks_skipped".into(),
+            status.acks_skipped.to_string(),
+        ),
+        (
+            "paddock_raft_leader_id".into(),
+            status.leader_id.to_string(),
+        ),
+        (
+            "paddock_applied_index".into(),
+            core.applied_index.to_string(),
+        ),
+        (
+            "paddock_last_snapshot_index".into(),
+            core.last_snapshot_index.to_string(),
+        ),
+        (
+            "paddock_snapshots_encoding".into(),
+            core.snapshot_encoding
+                .load(std::sync::atomic::Ordering::Acquire)
+                .to_string(),
+        ),
+        (
+            "looking_count".into(),
+            core.latency.looking_count().to_string(),
+        ),
+    ]
+    .into_iter()
+    .chain(core.latency.mntr())
+    .collect();
+    v.summaries = core.latency.summaries(&core.raft().entry_times().fsync);
+}
+
+/// `cons`, `stat`: every client connection.
+fn connections(core: &mut Core) -> Vec<ConnView> {
+    let now = Instant::now();
+    let now_ms = now_ms();
+    core.conn_views()
+        .map(
+            |LiveConn {
+                 remote,
+                 session_id,
+                 timeout_ms,
+                 queued,
+                 stats,
+             }| ConnView {
+                remote,
+                interest_ops: 1,
+                queued: queued as u64,
+                recved: stats.received,
+                sent: stats.sent,
+                session_id,
+                last_op: op_name(stats.last_op).to_string(),
+                established_ms: wall_ms(stats.established, now, now_ms),
+                timeout_ms,
+                last_cxid: stats.last_cxid as i64,
+                last_zxid: stats.last_zxid,
+                last_response_ms: stats
+                    .last_response
+                    .map(|t| wall_ms(t, now, now_ms))
+                    .unwrap_or(0),
+                last_latency_ms: stats.last_latency_ms,
+                latency: stats.latency,
+            },
+        )
+        .collect()
+}
+
+/// `dump`: sessions by expiry bucket, and each session's ephemerals.
+fn sessions(core: &Core, v: &mut ServerView) {
+    let now = Instant::now();
+    let now_ms = now_ms();
+    let mut buckets: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for s in core.tree().sessions() {
+        if let Some(deadline) = core.session_deadline(s.id) {
+            buckets
+                .entry(wall_ms(deadline, now, now_ms))
+                .or_default()
+                .push(s.id);
+        }
+        let eph = core.tree().ephemerals_of(s.id);
+        if !eph.is_empty() {
+            v.ephemerals_by_session.push((s.id, eph));
+        }
+    }
+    v.session_buckets = buckets
+        .into_iter()
+        .map(|(expire_at_ms, sessions)| ExpiryBucket {
+            expire_at_ms,
+            sessions,
+        })
+        .collect();
 }
 
 /// Converts a monotonic instant into wall-clock milliseconds, for the dates ZooKeeper prints.
@@ -252,234 +555,6 @@ fn environment() -> Vec<(String, String)> {
     ]
 }
 
-fn server_view(core: &mut Core) -> ServerView {
-    let now = Instant::now();
-    let now_ms = now_ms();
-    let status = core.raft().status();
-    let read_only = !core.leader_known() && core.config().read_only_mode;
-    let mode = if !core.is_ensemble() {
-        Mode::Standalone
-    } else if read_only {
-        Mode::ReadOnly
-    } else if status.is_leader {
-        Mode::Leader
-    } else if status.is_learner {
-        Mode::Observer
-    } else {
-        Mode::Follower
-    };
-    let zxid = core.tree().last_zxid();
-    let node_count = core.tree().node_count() as u64;
-    let outstanding = core.outstanding() as u64;
-
-    let mut session_of = std::collections::HashMap::new();
-    let mut connections = Vec::new();
-    for LiveConn {
-        remote,
-        session_id,
-        timeout_ms,
-        queued,
-        stats,
-    } in core.conn_views()
-    {
-        connections.push(ConnView {
-            remote,
-            interest_ops: 1,
-            queued: queued as u64,
-            recved: stats.received,
-            sent: stats.sent,
-            session_id,
-            last_op: op_name(stats.last_op).to_string(),
-            established_ms: wall_ms(stats.established, now, now_ms),
-            timeout_ms,
-            last_cxid: stats.last_cxid as i64,
-            last_zxid: stats.last_zxid,
-            last_response_ms: stats
-                .last_response
-                .map(|t| wall_ms(t, now, now_ms))
-                .unwrap_or(0),
-            last_latency_ms: stats.last_latency_ms,
-            latency: stats.latency,
-        });
-    }
-    // Watchers are connections; ZooKeeper's listings name sessions.
-    for (id, session) in core.conn_ids_and_sessions() {
-        session_of.insert(id, session);
-    }
-    let ws = core.watches().stats();
-    let watches_by_session = ws
-        .data_by_watcher
-        .iter()
-        .map(|(w, paths)| (session_of.get(w).copied().unwrap_or(0), paths.clone()))
-        .collect();
-    let watches_by_path = ws
-        .data_by_path
-        .iter()
-        .map(|(p, ws)| {
-            (
-                p.clone(),
-                ws.iter()
-                    .map(|w| session_of.get(w).copied().unwrap_or(0))
-                    .collect(),
-            )
-        })
-        .collect();
-
-    let mut buckets: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
-    let mut ephemerals_by_session = Vec::new();
-    let sessions: Vec<i64> = core.tree().sessions().map(|s| s.id).collect();
-    for id in &sessions {
-        if let Some(deadline) = core.session_deadline(*id) {
-            buckets
-                .entry(wall_ms(deadline, now, now_ms))
-                .or_default()
-                .push(*id);
-        }
-        let eph = core.tree().ephemerals_of(*id);
-        if !eph.is_empty() {
-            ephemerals_by_session.push((*id, eph));
-        }
-    }
-    let session_buckets = buckets
-        .into_iter()
-        .map(|(expire_at_ms, sessions)| ExpiryBucket {
-            expire_at_ms,
-            sessions,
-        })
-        .collect();
-
-    let conf_lines = core.config().as_conf_lines();
-    let stats = core.stats().clone();
-    let response_sizes = core.response_sizes.get();
-    let (quorum_size, leader) = if core.is_ensemble() {
-        let (voters, _) = core.raft().membership();
-        let leader = (mode == Mode::Leader).then(|| {
-            let me = status.id;
-            let progress = core.raft().progress();
-            let others = progress.iter().filter(|p| p.id != me);
-            let active: Vec<_> = others.filter(|p| p.recent_active).collect();
-            fourlw::LeaderView {
-                learners: active.len() as u64,
-                synced_followers: active.iter().filter(|p| !p.is_learner).count() as u64,
-                synced_non_voting_followers: 0,
-                synced_observers: active.iter().filter(|p| p.is_learner).count() as u64,
-                pending_syncs: core.pending_syncs() as u64,
-                leader_uptime_ms: core.leader_uptime().as_millis() as u64,
-                last_proposal_size: -1,
-                min_proposal_size: -1,
-                max_proposal_size: -1,
-                observers: active
-                    .iter()
-                    .filter(|p| p.is_learner)
-                    .map(|p| fourlw::ObserverView {
-                        sid: p.id,
-                        last_zxid: p.matched as i64,
-                        established_ms: now_ms - core.leader_uptime().as_millis() as i64,
-                    })
-                    .collect(),
-            }
-        });
-        (Some(voters.len() as u64), leader)
-    } else {
-        (None, None)
-    };
-
-    ServerView {
-        is_serving: core.serving() || read_only,
-        mode,
-        latency: stats.latency,
-        packets_received: stats.packets_received,
-        packets_sent: stats.packets_sent,
-        connections,
-        outstanding_requests: outstanding,
-        zxid,
-        node_count,
-        conf_lines,
-        // Read off the core task, by `FourLetterJob::finish`.
-        environment: Vec::new(),
-        watches_by_session,
-        watches_by_path,
-        watch_count: ws.total() as u64,
-        session_buckets,
-        ephemerals_by_session,
-        ephemerals_count: core.tree().ephemerals_count() as u64,
-        approximate_data_size: core.tree().approximate_data_size(),
-        global_sessions: sessions.len() as u64,
-        local_sessions: 0,
-        data_dir_size: 0,
-        log_dir_size: 0,
-        uptime_ms: core.uptime().as_millis() as u64,
-        open_file_descriptor_count: None,
-        max_file_descriptor_count: None,
-        last_client_response_size: response_sizes.0,
-        min_client_response_size: response_sizes.1,
-        max_client_response_size: response_sizes.2,
-        auth_failed_count: stats.auth_failed,
-        quorum_size,
-        leader,
-        extra_metrics: vec![
-            ("paddock_raft_term".into(), status.term.to_string()),
-            (
-                "paddock_raft_commit_index".into(),
-                status.commit.to_string(),
-            ),
-            (
-                "paddock_raft_first_index".into(),
-                status.first_index.to_string(),
-            ),
-            (
-                "paddock_raft_snapshot_index".into(),
-                status.snapshot_index.to_string(),
-            ),
-            (
-                "paddock_raft_last_index".into(),
-                status.last_index.to_string(),
-            ),
-            (
-                "paddock_raft_synced_writes".into(),
-                status.synced_writes.to_string(),
-            ),
-            ("paddock_raft_readies".into(), status.readies.to_string()),
-            (
-                "paddock_raft_dropped_proposals".into(),
-                status.dropped_proposals.to_string(),
-            ),
-            (
-                "paddock_raft_acks_skipped".into(),
-                status.acks_skipped.to_string(),
-            ),
-            (
-                "paddock_raft_leader_id".into(),
-                status.leader_id.to_string(),
-            ),
-            (
-                "paddock_applied_index".into(),
-                core.applied_index.to_string(),
-            ),
-            (
-                "paddock_last_snapshot_index".into(),
-                core.last_snapshot_index.to_string(),
-            ),
-            (
-                "paddock_snapshots_encoding".into(),
-                core.snapshot_encoding
-                    .load(std::sync::atomic::Ordering::Acquire)
-                    .to_string(),
-            ),
-            (
-                "looking_count".into(),
-                core.latency.looking_count().to_string(),
-            ),
-        ]
-        .into_iter()
-        .chain(core.latency.mntr())
-        .collect(),
-        summaries: core.latency.summaries(&core.raft().entry_times().fsync),
-        trace_mask: core.trace_mask(),
-        digest_log: vec![(zxid, core.tree().digest() as i64)],
-    }
-}
-
 /// What the four-letter words read of the core.
 impl Core {
     fn tree(&self) -> &Tree {
@@ -528,6 +603,9 @@ impl Core {
             .iter()
             .map(|(id, c)| (*id, c.session_id))
             .collect()
+    }
+    fn conn_count(&self) -> usize {
+        self.conns.len()
     }
     fn outstanding(&self) -> usize {
         self.conns.values().map(|c| c.queue.len()).sum()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::config::Config;
-use crate::fourlw::{full_version, LatencyStats, Mode, ServerView};
+use crate::fourlw::{full_version, LatencyStats, Mode, Parts, ServerView};
 use crate::msg::ViewReset;
 
 /// The commands ZooKeeper 3.9.5 lists, with their short names (ZooKeeper's aliases, mostly the
@@ -86,12 +86,82 @@ pub fn reset_of(command: &str) -> ViewReset {
     }
 }
 
-/// Whether a command needs the core's view (all but those answered from config alone).
-pub fn needs_view(command: &str) -> bool {
-    !matches!(
-        command,
-        "ruok" | "initial_configuration" | "voting_view" | "observer_connection_stat_reset"
-    ) && !NOT_HONOURED.iter().any(|(c, _)| *c == command)
+/// The parts of the core's view a command prints (`fourlw::Parts`); `None` for the commands
+/// answered from the config alone, which ask the core nothing.
+pub fn parts_of(command: &str) -> Option<Parts> {
+    if NOT_HONOURED.iter().any(|(c, _)| *c == command) {
+        return None;
+    }
+    let none = Parts::NONE;
+    let server_stats = Parts {
+        summary: true,
+        counts: true,
+        dir_sizes: true,
+        ..none
+    };
+    Some(match command {
+        "ruok" | "initial_configuration" | "voting_view" | "observer_connection_stat_reset" => {
+            return None
+        }
+        // The view's own fields (`mode`, `is_serving`, `trace_mask`, `leader_id`) are enough;
+        // the two resets happen before it is taken.
+        "connection_stat_reset"
+        | "stat_reset"
+        | "get_trace_mask"
+        | "is_read_only"
+        | "leader"
+        | "zabstate" => none,
+        "configuration" => Parts {
+            conf_lines: true,
+            ..none
+        },
+        "connections" => Parts {
+            connections: true,
+            ..none
+        },
+        "dirs" => Parts {
+            dir_sizes: true,
+            ..none
+        },
+        "dump" => Parts {
+            sessions: true,
+            ..none
+        },
+        "environment" => Parts {
+            environment: true,
+            ..none
+        },
+        "hash" => Parts {
+            digest_log: true,
+            ..none
+        },
+        "monitor" => Parts::MONITOR,
+        // The leader's observers are part of the summary's `leader`.
+        "observers" => Parts {
+            summary: true,
+            ..none
+        },
+        "server_stats" => server_stats,
+        "stats" => Parts {
+            connections: true,
+            ..server_stats
+        },
+        "watch_summary" => Parts {
+            watch_summary: true,
+            ..none
+        },
+        "watches" => Parts {
+            watches_by_session: true,
+            ..none
+        },
+        "watches_by_path" => Parts {
+            watches_by_path: true,
+            ..none
+        },
+        // `resolve` yields only the names above (server/tests/fourlw.rs compares each command's
+        // answer from its parts with its answer from a full view).
+        _ => none,
+    })
 }
 
 /// ZooKeeper's command list page: one link per command.
@@ -125,7 +195,7 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 /// Answers `command` (a primary name from `resolve`). `view` is `None` when the command does
-/// not need one (`needs_view`) or the core did not answer.
+/// not need one (`parts_of`) or the core did not answer.
 pub fn answer(command: &str, view: Option<&ServerView>, cfg: &Arc<Config>) -> Value {
     if let Some((_, why)) = NOT_HONOURED.iter().find(|(c, _)| *c == command) {
         return with_status(Map::new(), command, Some((*why).to_string()));
@@ -133,11 +203,14 @@ pub fn answer(command: &str, view: Option<&ServerView>, cfg: &Arc<Config>) -> Va
     let no_view = || with_status(Map::new(), command, Some("the server is stopping".into()));
     match command {
         "ruok" | "observer_connection_stat_reset" => with_status(Map::new(), command, None),
+        // ZooKeeper's answer is the zoo.cfg text; paddock's masks secret values in it.
         "initial_configuration" => match &cfg.source {
             Some(path) => match std::fs::read_to_string(path) {
-                Ok(text) => {
-                    with_status(obj(json!({ "initial_configuration": text })), command, None)
-                }
+                Ok(text) => with_status(
+                    obj(json!({ "initial_configuration": crate::redact::properties_text(&text) })),
+                    command,
+                    None,
+                ),
                 Err(e) => with_status(
                     Map::new(),
                     command,
@@ -233,7 +306,7 @@ fn server_stats(v: &ServerView) -> Map<String, Value> {
     latency_fields(&mut s, &v.latency, false);
     s.insert(
         "num_alive_client_connections".into(),
-        json!(v.connections.len()),
+        json!(v.connection_count),
     );
     s.insert("auth_failed_count".into(), json!(v.auth_failed_count));
     s.insert("non_mtlsremote_conn_count".into(), json!(0));
@@ -356,12 +429,7 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
                 // ZooKeeper's answer on a standalone server.
                 return obj(json!({ "error": "server is not initialized" }));
             }
-            let leader_id = v
-                .extra_metrics
-                .iter()
-                .find(|(k, _)| k == "paddock_raft_leader_id")
-                .and_then(|(_, x)| x.parse::<u64>().ok())
-                .unwrap_or(0);
+            let leader_id = v.leader_id;
             let leader_ip = cfg
                 .servers
                 .iter()
@@ -421,14 +489,11 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
             }
             m
         }
-        "watch_summary" => {
-            let total: usize = v.watches_by_session.iter().map(|(_, p)| p.len()).sum();
-            obj(json!({
-                "num_connections": v.watches_by_session.len(),
-                "num_paths": v.watches_by_path.len(),
-                "num_total_watches": total,
-            }))
-        }
+        "watch_summary" => obj(json!({
+            "num_connections": v.watch_summary.connections,
+            "num_paths": v.watch_summary.paths,
+            "num_total_watches": v.watch_summary.total,
+        })),
         "watches" => {
             let mut m = Map::new();
             for (sid, paths) in &v.watches_by_session {

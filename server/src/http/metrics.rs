@@ -12,10 +12,17 @@ use prometheus::proto::{
 };
 use prometheus::{Encoder, TextEncoder};
 
-use crate::fourlw::{Mode, ServerView};
+use crate::fourlw::{Mode, Parts, ServerView};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
+
+/// What a scrape prints: `mntr`'s parts and the directory sizes (`paddock_*_dir_bytes`); no
+/// connection, watch or session listing.
+pub const PARTS: Parts = Parts {
+    dir_sizes: true,
+    ..Parts::MONITOR
+};
 
 fn family(name: &str, help: &str, kind: MetricType, metrics: Vec<Metric>) -> MetricFamily {
     let mut f = MetricFamily::default();
@@ -115,7 +122,7 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
     f.zk_gauge("approximate_data_size", v.approximate_data_size as f64);
     f.zk_gauge("global_sessions", v.global_sessions as f64);
     f.zk_gauge("local_sessions", v.local_sessions as f64);
-    f.zk_gauge("num_alive_connections", v.connections.len() as f64);
+    f.zk_gauge("num_alive_connections", v.connection_count as f64);
     f.zk_gauge("outstanding_requests", v.outstanding_requests as f64);
     f.zk_gauge("avg_latency", v.latency.avg());
     f.zk_gauge("min_latency", v.latency.min() as f64);

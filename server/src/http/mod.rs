@@ -3,9 +3,11 @@
 //!
 //! A small HTTP/1.1 responder on tokio instead of hyper or axum: both endpoints answer a GET
 //! of a path with one body and close, so a request line and headers read with a size and time
-//! bound are all the protocol they need, and the server pulls in no HTTP stack. Each request
-//! asks the core for a `ServerView` (`CoreMsg::View`), the same data the four-letter words
-//! print; file-system and `/proc` facts are read off the core task.
+//! bound are all the protocol they need, and the server pulls in no HTTP stack. Each endpoint
+//! serves at most 64 connections at once and gives a client 10 s to send its request and 10 s
+//! to take the reply (`Limits`). Each request asks the core for the parts of a `ServerView` it
+//! prints (`CoreMsg::View`, `fourlw::Parts`), the same data the four-letter words print;
+//! file-system and `/proc` facts are read off the core task.
 
 pub mod admin;
 pub mod metrics;
@@ -17,16 +19,37 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tracing::debug;
 
-use crate::fourlw::ServerView;
+use crate::fourlw::{Parts, ServerView};
 use crate::msg::{CoreMsg, ViewReset};
 
 /// The longest request head (request line and headers) accepted.
 const MAX_HEAD: usize = 16 * 1024;
-/// How long a client may take to send its request head.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one endpoint lets its clients hold. Neither endpoint authenticates anyone, so these are
+/// what keeps a client that opens many connections, or sends slowly, or never reads its reply,
+/// from using up the process's descriptors and tasks (the client port's among them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
+    /// How long a client may take to send its request head.
+    pub read_timeout: Duration,
+    /// How long a client may take to take its reply: one that does not read holds its
+    /// connection (and a slot of `max_connections`) until then, not for ever.
+    pub write_timeout: Duration,
+}
+
+impl Limits {
+    /// Both endpoints': a scraper or an operator's script needs a few connections, not 64.
+    pub const DEFAULT: Limits = Limits {
+        max_connections: 64,
+        read_timeout: Duration::from_secs(10),
+        write_timeout: Duration::from_secs(10),
+    };
+}
 
 /// A parsed request: what the endpoints route on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,20 +94,31 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Asks the core for a view; `None` when the core has stopped.
-pub async fn view(core: &mpsc::Sender<CoreMsg>, reset: ViewReset) -> Option<ServerView> {
+/// Asks the core for a view holding `parts`; `None` when the core has stopped.
+pub async fn view(
+    core: &mpsc::Sender<CoreMsg>,
+    reset: ViewReset,
+    parts: Parts,
+) -> Option<ServerView> {
     let (tx, rx) = oneshot::channel();
-    core.send(CoreMsg::View { reset, reply: tx }).await.ok()?;
+    core.send(CoreMsg::View {
+        reset,
+        parts,
+        reply: tx,
+    })
+    .await
+    .ok()?;
     rx.await.ok()
 }
 
-/// Serves `handler` on `listener` until the task is aborted.
-pub async fn serve<H, F>(listener: TcpListener, handler: H)
+/// Serves `handler` on `listener` within `limits` until the task is aborted.
+pub async fn serve<H, F>(listener: TcpListener, limits: Limits, handler: H)
 where
     H: Fn(Request) -> F + Send + Sync + 'static,
     F: Future<Output = Response> + Send + 'static,
 {
     let handler = Arc::new(handler);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     loop {
         let (stream, remote) = match listener.accept().await {
             Ok(x) => x,
@@ -94,21 +128,27 @@ where
                 continue;
             }
         };
+        // Over the cap: closed at once (dropped), before anything is read or spawned.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            debug!(peer = %remote, max = limits.max_connections, "http connection refused: too many open");
+            continue;
+        };
         let handler = handler.clone();
         tokio::spawn(async move {
-            if let Err(e) = one(stream, remote, &*handler).await {
+            if let Err(e) = one(stream, limits, &*handler).await {
                 debug!(peer = %remote, error = %e, "http connection ended");
             }
+            drop(slot);
         });
     }
 }
 
-async fn one<H, F>(mut stream: TcpStream, _remote: SocketAddr, handler: &H) -> std::io::Result<()>
+async fn one<H, F>(mut stream: TcpStream, limits: Limits, handler: &H) -> std::io::Result<()>
 where
     H: Fn(Request) -> F,
     F: Future<Output = Response>,
 {
-    let head = match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
+    let head = match tokio::time::timeout(limits.read_timeout, read_head(&mut stream)).await {
         Ok(Ok(Some(head))) => head,
         Ok(Ok(None)) => return Ok(()),
         Ok(Err(e)) => return Err(e),
@@ -140,8 +180,17 @@ where
     if !head_only {
         bytes.extend_from_slice(&resp.body);
     }
-    stream.write_all(&bytes).await?;
-    stream.shutdown().await
+    let write = async {
+        stream.write_all(&bytes).await?;
+        stream.shutdown().await
+    };
+    match tokio::time::timeout(limits.write_timeout, write).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the client did not take its reply in time",
+        )),
+    }
 }
 
 enum Head {
@@ -218,10 +267,11 @@ pub async fn start(
         tracing::info!(%addr, "serving Prometheus metrics on /metrics");
         let core = core.clone();
         eps.metrics_addr = Some(addr);
-        eps.tasks.push(tokio::spawn(serve(listener, move |req| {
-            let core = core.clone();
-            async move { metrics_route(req, &core).await }
-        })));
+        eps.tasks
+            .push(tokio::spawn(serve(listener, Limits::DEFAULT, move |req| {
+                let core = core.clone();
+                async move { metrics_route(req, &core).await }
+            })));
     }
     if cfg.admin.enabled {
         let bind = SocketAddr::new(cfg.admin.address, cfg.admin.port);
@@ -231,11 +281,12 @@ pub async fn start(
                 tracing::info!(%addr, url = %cfg.admin.command_url, "AdminServer started");
                 eps.admin_addr = Some(addr);
                 let cfg = cfg.clone();
-                eps.tasks.push(tokio::spawn(serve(listener, move |req| {
-                    let core = core.clone();
-                    let cfg = cfg.clone();
-                    async move { admin_route(req, &core, &cfg).await }
-                })));
+                eps.tasks
+                    .push(tokio::spawn(serve(listener, Limits::DEFAULT, move |req| {
+                        let core = core.clone();
+                        let cfg = cfg.clone();
+                        async move { admin_route(req, &core, &cfg).await }
+                    })));
             }
             Err(e) => tracing::warn!(
                 %bind, error = %e,
@@ -266,7 +317,7 @@ async fn metrics_route(req: Request, core: &mpsc::Sender<CoreMsg>) -> Response {
     if req.path != "/metrics" && req.path != "/" {
         return Response::text(404, "not found: metrics are on /metrics\n");
     }
-    match view(core, ViewReset::Nothing).await {
+    match view(core, ViewReset::Nothing, metrics::PARTS).await {
         Some(v) => Response::new(200, metrics::CONTENT_TYPE, metrics::render(&v)),
         None => Response::text(503, "the server is stopping\n"),
     }
@@ -275,7 +326,7 @@ async fn metrics_route(req: Request, core: &mpsc::Sender<CoreMsg>) -> Response {
 async fn admin_route(
     req: Request,
     core: &mpsc::Sender<CoreMsg>,
-    cfg: &crate::config::Config,
+    cfg: &Arc<crate::config::Config>,
 ) -> Response {
     let base = cfg.admin.command_url.as_str();
     let rest = req.path.strip_prefix(base);
@@ -289,13 +340,11 @@ async fn admin_route(
     let json = match admin::resolve(name) {
         None => admin::unknown(name),
         Some(command) => {
-            let v = if admin::needs_view(command) {
-                view(core, admin::reset_of(command)).await
-            } else {
-                None
+            let v = match admin::parts_of(command) {
+                Some(parts) => view(core, admin::reset_of(command), parts).await,
+                None => None,
             };
-            let cfg = Arc::new(cfg.clone());
-            admin::answer(command, v.as_ref(), &cfg)
+            admin::answer(command, v.as_ref(), cfg)
         }
     };
     let mut body = serde_json::to_string_pretty(&json).unwrap_or_else(|_| "{}".into());
