@@ -877,6 +877,47 @@ fn a_snapshot_over_the_receivers_cap_is_refused_and_raft_traffic_goes_on() {
     b.shutdown();
 }
 
+/// A snapshot the receiver's check refuses (data it could not restore) closes its link and never
+/// reaches raft; one it accepts, and raft traffic, arrive as usual.
+#[test]
+fn a_snapshot_that_fails_the_receivers_check_is_never_stepped() {
+    let rt = runtime();
+    let a = bind(&rt, NetConfig::new(1, CLUSTER, localhost()));
+    let mut cfg = NetConfig::new(2, CLUSTER, localhost());
+    cfg.check_snapshot = Some(consensus::net::SnapshotCheck(Arc::new(|data: &[u8]| {
+        if data.starts_with(b"good") {
+            Ok(())
+        } else {
+            Err("not a snapshot".into())
+        }
+    })));
+    let b = bind(&rt, cfg);
+    a.set_peers(vec![(2, b.local_addr().to_string())]);
+    b.set_peers(vec![(1, a.local_addr().to_string())]);
+    let (_, rb) = record_both(&a, &b);
+    let snapshot = |data: &'static [u8]| {
+        let mut snap = consensus::Message::default();
+        snap.set_msg_type(consensus::MessageType::MsgSnapshot);
+        snap.from = 1;
+        snap.to = 2;
+        snap.mut_snapshot().mut_metadata().index = 9;
+        snap.mut_snapshot().set_data(bytes::Bytes::from_static(data));
+        snap
+    };
+    let mut t = a.transport();
+    consensus::Transport::send(&mut t, vec![snapshot(b"garbage")]);
+    wait_until("the refusal", || b.net_stats().bad_frames == 1);
+    assert_eq!(b.stats()[0].snapshots_received, 0);
+    let good = snapshot(b"good snapshot");
+    consensus::Transport::send(&mut t, vec![good.clone(), append(1, 2, 1)]);
+    wait_until("the good snapshot and the append", || rb.steps().len() == 2);
+    let steps = rb.steps();
+    assert!(steps.contains(&good) && steps.contains(&append(1, 2, 1)), "{steps:?}");
+    assert_eq!(b.net_stats().bad_frames, 1);
+    a.shutdown();
+    b.shutdown();
+}
+
 /// More than the socket buffers hold, sent in one burst: the sender's side writes what fits at
 /// once, the writer task finishes the rest, and everything sent meanwhile is queued behind it.
 /// Every message arrives once, in order.

@@ -396,6 +396,18 @@ async fn bind_peer_port(
     ncfg.fingerprint = identity::fingerprint_of(cfg);
     ncfg.peers = cfg.peer_addresses();
     ncfg.security = security.clone();
+    // A snapshot from a peer that would not restore closes its link instead of reaching raft
+    // (where it would replace this member's state, then stop the core): restored into a
+    // throwaway tree first, at the cost of the memory of a second tree for a moment.
+    let check_cfg = cfg.clone();
+    ncfg.check_snapshot = Some(consensus::net::SnapshotCheck(std::sync::Arc::new(
+        move |data: &[u8]| {
+            check_cfg
+                .tree_from_snapshot(data)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        },
+    )));
     // A member restarted at once may find its old links still closing: retry a little.
     let mut tries = 0;
     let net = loop {

@@ -425,15 +425,30 @@ async fn read_frames(
                     ));
                 }
                 let mut msg = p.msg;
+                let index = msg.get_snapshot().get_metadata().index;
                 tracing::info!(
                     node = my_id,
                     peer,
-                    index = msg.get_snapshot().get_metadata().index,
+                    index,
                     bytes = p.total,
                     chunks = p.chunks,
                     "snapshot received"
                 );
-                msg.mut_snapshot().set_data(p.data.freeze());
+                let data = p.data.freeze();
+                if let Some(check) = shared.cfg.check_snapshot.clone() {
+                    let bytes = data.clone();
+                    let verdict = tokio::task::spawn_blocking(move || (check.0)(&bytes))
+                        .await
+                        .unwrap_or_else(|e| Err(format!("the check did not finish: {e}")));
+                    if let Err(why) = verdict {
+                        return Err(bad(
+                            shared,
+                            peer,
+                            format!("snapshot at index {index} does not restore: {why}"),
+                        ));
+                    }
+                }
+                msg.mut_snapshot().set_data(data);
                 bump(&c.snapshots_received, 1);
                 deliver(shared, peer, c, msg);
             }

@@ -67,8 +67,9 @@
 //! ```
 //!
 //! The receiver reassembles a snapshot under [`NetConfig::max_snapshot`] (the announced size is
-//! checked against the cap, and at most 64 MiB is reserved up front), checks length and CRC, and
-//! only then steps the message. Undecodable frames close the link (logged, never a panic). A
+//! checked against the cap, and at most 64 MiB is reserved up front), checks length and CRC, runs
+//! [`NetConfig::check_snapshot`] on it (the server restores it into a throwaway tree), and only
+//! then steps the message. Undecodable frames close the link (logged, never a panic). A
 //! message whose `from`/`to` do not match the link's handshake is dropped.
 //!
 //! App links carry the caller's own frames ([`FramedStream`]); Probe links end after the reply.
@@ -164,6 +165,20 @@ pub struct NetConfig {
     pub max_snapshot: u64,
     /// TLS and login on peer links (`security.rs`); the default is plaintext and open.
     pub security: PeerSecurity,
+    /// Checks a snapshot received from a peer before raft sees it (the application decodes it
+    /// fully); one that fails closes the link and is never installed. `None` checks nothing.
+    pub check_snapshot: Option<SnapshotCheck>,
+}
+
+/// What [`NetConfig::check_snapshot`] runs, on a blocking thread: `Err(why)` for snapshot data
+/// this node could not restore.
+#[derive(Clone)]
+pub struct SnapshotCheck(pub Arc<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for SnapshotCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SnapshotCheck")
+    }
 }
 
 impl NetConfig {
@@ -179,6 +194,7 @@ impl NetConfig {
             snapshot_chunk: DEFAULT_SNAPSHOT_CHUNK,
             max_snapshot: DEFAULT_MAX_SNAPSHOT,
             security: PeerSecurity::open(),
+            check_snapshot: None,
         }
     }
 
