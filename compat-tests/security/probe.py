@@ -6,7 +6,8 @@
         election header), and collects every byte that comes back for 2 s. Fails if any of them holds
         the cluster id, the fingerprint or a member id (each as 8 bytes big-endian), the hello magic
         "PDKN", or (ZooKeeper) a `server.N=` line of the member list; also fails if a TLS handshake
-        without a certificate is completed by the server (application bytes came back).
+        without a certificate is completed by the server (application bytes came back). Prints the
+        attempts that learned something (every attempt with --verbose) and a count.
     probe.py member --target T --port H:P --cert C --key K --ca CA [--expect-id N]
         The positive control: the same probe over TLS with a member's certificate. paddock: a Probe
         hello claiming member 1 must be answered with a hello that carries "PDKN" (prints the cluster
@@ -130,7 +131,7 @@ def secrets(args):
 
 
 def cmd_stranger(args):
-    bad = 0
+    bad = tries = 0
     look_for = secrets(args)
     for entry in args.ports.split(","):
         to, _, hp = entry.rpartition("@")
@@ -150,9 +151,12 @@ def cmd_stranger(args):
                     verdict = "LEAK: " + ", ".join(found)
                 elif leaked:
                     verdict = "LEAK: the server completed a TLS handshake without a client certificate and answered"
+                tries += 1
                 if verdict != "ok":
                     bad += 1
-                print(f"  {hp} {mode}, {what}: {len(got)} bytes back ({note.strip('; ')}): {verdict}")
+                if verdict != "ok" or args.verbose:
+                    print(f"  {hp} {mode}, {what}: {len(got)} bytes back ({note.strip('; ')}): {verdict}")
+    print(f"  stranger: {tries} attempts, {bad} learned something")
     return 1 if bad else 0
 
 
@@ -213,6 +217,7 @@ def main():
     p.add_argument("--key")
     p.add_argument("--ca")
     p.add_argument("--version")
+    p.add_argument("--verbose", action="store_true", help="stranger: print every attempt, not only leaks")
     args = p.parse_args()
     return {"stranger": cmd_stranger, "member": cmd_member, "tls-version": cmd_tls_version}[args.cmd](args)
 

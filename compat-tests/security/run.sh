@@ -694,6 +694,7 @@ group_rolling() {
 }
 
 # --- group failclosed: keys that ask for protection paddock does not give (paddock only) -----------------
+fc_name() { if [[ "$1" == JKS ]]; then echo "fail-closed ssl.quorum.keyStore.type=JKS"; else echo "fail-closed $1"; fi; }
 group_failclosed() {
     local cases=(
         "secureClientPort=2281|secureClientPort"
@@ -709,7 +710,7 @@ group_failclosed() {
     )
     local n=${#cases[@]} k line key dir rc name extra pids=() e
     if [[ "$TARGET" == zookeeper ]]; then
-        for ((k = 0; k < n; k++)); do skip "fail-closed ${cases[k]%%|*}" "paddock only: ZooKeeper implements these keys"; done
+        for ((k = 0; k < n; k++)); do skip "$(fc_name "${cases[k]%%|*}")" "paddock only: ZooKeeper implements these keys"; done
         skip fail-closed-harmless-key-starts "paddock only: ZooKeeper implements these keys"
         return
     fi
@@ -737,8 +738,7 @@ group_failclosed() {
     for ((k = 0; k < n; k++)); do
         dir="$COMPAT_WORK/fc$k/m1"
         line="${cases[k]%%|*}" key="${cases[k]##*|}"
-        name="fail-closed $line"
-        [[ "$line" == JKS ]] && name="fail-closed ssl.quorum.keyStore.type=JKS"
+        name="$(fc_name "$line")"
         rc="$(cat "$dir/rc" 2>/dev/null || echo '?')"
         if [[ "$rc" == 124 ]]; then
             fail "$name" "still running after 10 s: the key was accepted"
