@@ -14,6 +14,13 @@
         id and fingerprint it holds). ZooKeeper: an election header and a notification from an unknown
         server id must be answered with the member's vote, which names the leader and the member list.
         So the stranger's checks above look for bytes that do come back to a member.
+    probe.py claim --target T --port H:P --cert C --key K --ca CA --claim N --to M
+            [--cluster-id HEX --fingerprint HEX]
+        The accepting side's check of a member's identity: over TLS with certificate C, opens a link
+        claiming to be member N (paddock: a Raft hello from N to M with the right cluster id and
+        fingerprint, so that only the certificate can make it fail; ZooKeeper: an election header
+        and a vote from N). Prints "accepted" (exit 0: a Reply with tag 0 and a hello; ZooKeeper: its
+        vote and member list) or "refused" (exit 1).
     probe.py tls-version --port H:P --cert C --key K --ca CA --version TLSv1.2|TLSv1.3|any
         A TLS handshake with that client certificate, verifying the server's certificate against CA and
         its SAN against H. Prints the negotiated protocol, or "refused: why" (exit 1). Before TLS 1.3,
@@ -183,6 +190,26 @@ def cmd_member(args):
     return 0
 
 
+def cmd_claim(args):
+    """Over TLS with the given certificate, claims to be member --claim: is the link accepted?"""
+    host, _ = split(args.port)
+    claim, to = int(args.claim), int(args.to)
+    if args.target == "zookeeper":
+        payload = zk_election_header(claim, f"127.0.0.{claim}:1") + zk_notification(claim)
+    else:
+        payload = paddock_hello(KIND_RAFT, claim, to, int(args.cluster_id or "0", 16),
+                                int(args.fingerprint or "0", 16))
+    ctx = member_context(args)
+    ctx.check_hostname = False  # the connecting side's check is not what this asks about
+    got, note = exchange(args.port, payload, ctx, host)
+    if args.target == "zookeeper":
+        accepted = b"server." in got  # the member answered the vote with its own and its member list
+    else:
+        accepted = len(got) >= 9 and got[4] == 0 and got[5:9] == MAGIC  # Reply: tag 0 (accept), hello
+    print(("accepted" if accepted else "refused") + f" ({len(got)} bytes back; {note.strip('; ')})")
+    return 0 if accepted else 1
+
+
 def cmd_tls_version(args):
     host, port = split(args.port)
     try:
@@ -205,7 +232,7 @@ def cmd_tls_version(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=["stranger", "member", "tls-version"])
+    p.add_argument("cmd", choices=["stranger", "member", "claim", "tls-version"])
     p.add_argument("--target", default="paddock", choices=["paddock", "zookeeper"])
     p.add_argument("--ports")
     p.add_argument("--port")
@@ -213,13 +240,16 @@ def main():
     p.add_argument("--fingerprint")
     p.add_argument("--member-id", action="append")
     p.add_argument("--expect-id")
+    p.add_argument("--claim")
+    p.add_argument("--to")
     p.add_argument("--cert")
     p.add_argument("--key")
     p.add_argument("--ca")
     p.add_argument("--version")
     p.add_argument("--verbose", action="store_true", help="stranger: print every attempt, not only leaks")
     args = p.parse_args()
-    return {"stranger": cmd_stranger, "member": cmd_member, "tls-version": cmd_tls_version}[args.cmd](args)
+    return {"stranger": cmd_stranger, "member": cmd_member, "claim": cmd_claim,
+            "tls-version": cmd_tls_version}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -288,14 +288,18 @@ impostor() {
         fail "$name" "the impostor was let in: it serves as $mode"
     elif ((found)); then
         fail "$name" "the impostor's data dir holds the tree (the marker is in it)"
+    elif [[ -n "$CONTROL_WHY" ]]; then
+        fail "$name" "refused, but $CONTROL_WHY"
     else
         pass "$name"
     fi
 }
+# Set when a group's positive control for the impostor checks failed: their refusals then count as FAIL.
+CONTROL_WHY=""
 
 # --- group pem: a TLS ensemble with PEM stores, its clients, strangers and impostors --------------------
 group_pem() {
-    local e=pem i mark t0 ok why leader got fp="" cid="" members stranger_ports tag out
+    local e=pem i mark t0 ok why leader got fp="" cid="" stranger_ports tag out name
     new_ensemble "$e"
     if ! start_ensemble "$e" pem_member; then
         fail tls-ensemble-pem "the three members did not all serve within 90 s"
@@ -356,6 +360,31 @@ group_pem() {
         pass stranger-probe
     fi
 
+    # The accepting side's own check, whatever the connecting process does: over TLS, links claiming to
+    # be member 3 are opened to member 1 with each certificate. Member 3's own is the positive control.
+    local cert want_pd want_zk res control=""
+    for cert in m3:accepted:accepted m2:refused:accepted client:refused:accepted m3-caX:refused:refused \
+        m3-expired:refused:refused; do
+        IFS=: read -r cert want_pd want_zk <<<"$cert"
+        res="$("$PY" "$HERE/probe.py" claim --target "$TARGET" --port "$(tls_port_of "$e" 1)" --claim 3 --to 1 \
+            --cert "$CERTS/$cert.crt" --key "$CERTS/$cert.key" --ca "$CERTS/ca1.crt" \
+            ${cid:+--cluster-id "$cid"} ${fp:+--fingerprint "$fp"})" || true
+        name="claims-id3-with-$cert-cert"
+        [[ $cert == m3 ]] && name="claims-id3-with-its-own-cert"
+        if [[ $cert == m3 && "$res" != accepted* ]]; then
+            control="the positive control claims-id3-with-its-own-cert failed, so a refusal proves nothing"
+        fi
+        if [[ $cert != m3 && -n "$control" ]]; then
+            fail "$name" "$res, but $control"
+        elif [[ "$TARGET" == zookeeper && "$want_zk" != "$want_pd" ]]; then
+            if [[ "$res" == accepted* ]]; then stricter "$name" "ZooKeeper 3.9 accepts the link: $res"; else fail "$name" "ZooKeeper 3.9.5 was measured to accept this link; now: $res"; fi
+        elif [[ "$res" == "$want_pd"* ]]; then
+            pass "$name"
+        else
+            fail "$name" "want $want_pd, got $res"
+        fi
+    done
+
     # Positive control of every impostor check: the real member 3, data dir emptied, joins and receives
     # the tree (the marker shows up under its data dir): so the data dir of a member that joined holds it.
     mark="$(new_marker)"
@@ -376,11 +405,13 @@ group_pem() {
             note "member-rejoins-empty: joined and held the marker $((SECONDS - t0)) s after its start"
             pass member-rejoins-empty
         else
-            fail member-rejoins-empty "the real member 3 with an empty data dir did not join and receive the tree within 80 s: the impostor checks below cannot fail"
+            fail member-rejoins-empty "the real member 3 with an empty data dir did not join and receive the tree within 80 s"
             log_tail "$COMPAT_WORK/$e/m3"
+            CONTROL_WHY="the positive control member-rejoins-empty failed, so a refusal proves nothing"
         fi
     else
         fail member-rejoins-empty "could not write the marker: $why"
+        CONTROL_WHY="the positive control member-rejoins-empty failed, so a refusal proves nothing"
     fi
 
     impostor impostor-plaintext "$e" 3 refused ""
@@ -542,6 +573,7 @@ EOF
         fail rotation-open-links-stay-up "the leader changed or was missing during the rotation (want member ${leader0:-?} throughout, no interval without a leader, the same epoch)"
     fi
     # A member that still presents its CA1 certificate is now refused by every trust store.
+    ((ok1 && ok2)) || CONTROL_WHY="restarted members did not rejoin either (rotation-restarted-members-rejoin)"
     impostor rotation-ca1-cert-refused "$e" "$f1" refused \
         "$(p12_keys "$CERTS/m$f1.p12" "$CERTS/trust-ca1+ca2.p12")"
     stop_ensemble "$e"
@@ -766,6 +798,7 @@ group_failclosed() {
 for g in pem pkcs12 sasl rolling failclosed; do
     want "$g" || continue
     t=$SECONDS
+    CONTROL_WHY=""
     "group_$g"
     echo "security: group $g took $((SECONDS - t)) s"
 done
