@@ -1,0 +1,808 @@
+#!/usr/bin/env bash
+# Quorum security: TLS and SASL between ensemble members, a rolling upgrade to TLS, certificate rotation,
+# start-up refusals of security keys that are not implemented, and data-dir modes. Three members on
+# 127.0.0.1, 127.0.0.2 and 127.0.0.3, each with its own certificate (certs.sh, made at run time), read
+# from the same zoo.cfg files and stores by paddock and by Apache ZooKeeper 3.9. README.md lists the cases.
+#
+#   compat-tests/security/run.sh                        against paddock (PADDOCK_BIN, or a debug build)
+#   compat-tests/security/run.sh --against-zookeeper    against Apache ZooKeeper 3.9 (QuorumPeerMain, the jars
+#                                                       of scripts/zookeeper.sh): every case ZooKeeper supports
+#   compat-tests/security/run.sh [...] -- GROUP...      only these groups: pem pkcs12 sasl rolling failclosed
+#
+# One line per case: `PASS name`, `FAIL name: why`, or (against ZooKeeper) `STRICTER name: paddock refuses,
+# ZooKeeper accepts` where ZooKeeper lets in a peer paddock must refuse (asserted: it counts as passed).
+# Then the row `security | passed | failed | skipped` (compat-tests/lib.sh). At most one ensemble runs at a
+# time; every process started is stopped on exit. KEEP_WORK=1 keeps the work dir (server logs, stores).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$HERE/../lib.sh"
+compat_init security
+compat_args "$@"
+GROUPS_WANTED=("${PASS_ARGS[@]}")
+((${#GROUPS_WANTED[@]})) || GROUPS_WANTED=(pem pkcs12 sasl rolling failclosed)
+for g in "${GROUPS_WANTED[@]}"; do
+    [[ " pem pkcs12 sasl rolling failclosed " == *" $g "* ]] || { echo "run.sh: unknown group '$g'" >&2; exit 2; }
+done
+
+declare -A MPID=()  # running member key (ensemble/name) -> pid
+sec_cleanup() {
+    local rc=$? key
+    for key in "${!MPID[@]}"; do stop_member "$key"; done
+    set +e # else (exit rc) would end the trap before compat_cleanup
+    (exit "$rc")
+    compat_cleanup
+}
+trap sec_cleanup EXIT
+
+bash "$ROOT/scripts/install-deps.sh" >&2 || compat_fail "scripts/install-deps.sh failed"
+PY="$ROOT/.venv/bin/python"
+if [[ "$TARGET" == zookeeper ]]; then
+    command -v java >/dev/null || compat_fail "java not found (apt-get install openjdk-17-jre-headless)"
+    ZK_CP="$(bash "$ROOT/scripts/zookeeper.sh" classpath)" || compat_fail "no ZooKeeper jars (scripts/zookeeper.sh fetch)"
+else
+    BIN="$(compat_paddock_bin)" || compat_fail "could not build paddock"
+fi
+# zkCli needs ZooKeeper's jars against either server.
+ZK_CLI_OK=1
+bash "$ROOT/scripts/zookeeper.sh" fetch >/dev/null 2>&1 || ZK_CLI_OK=0
+
+CERTS="$COMPAT_WORK/certs"
+bash "$HERE/certs.sh" "$CERTS" || compat_fail "certs.sh failed"
+STOREPASS="$(<"$CERTS/password")"
+# The servers are started with the usual umask, so that modes the server does not set itself show.
+umask 022
+
+SUITE_START=$SECONDS
+PASSED=0 FAILED=0 SKIPPED=0
+declare -A SKIPS=() # reason -> count
+pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
+stricter() { echo "STRICTER $1: paddock refuses, ZooKeeper accepts${2:+ ($2)}"; PASSED=$((PASSED + 1)); }
+skip() { echo "SKIP $1: $2"; SKIPPED=$((SKIPPED + 1)); SKIPS[$2]=$((${SKIPS[$2]:-0} + 1)); }
+note() { echo "  $*"; }
+want() { [[ " ${GROUPS_WANTED[*]} " == *" $1 "* ]]; }
+
+# --- members ---------------------------------------------------------------------------------------------
+# An ensemble E has three members; member i listens on 127.0.0.i (client, peer and election ports). Every
+# zoo.cfg of E (members, impostors) carries the same server lines, so paddock derives the same cluster id.
+declare -A CPORT=() PPORT=() EPORT=() SERVERS=()
+
+new_ensemble() { # name
+    local e=$1 i ports
+    mapfile -t ports < <(python3 - <<'EOF'
+import socket
+socks = []
+for _ in range(9):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print("\n".join(str(s.getsockname()[1]) for s in socks))
+EOF
+)
+    SERVERS[$e]=""
+    for i in 1 2 3; do
+        CPORT[$e:$i]=${ports[$((3 * i - 3))]}
+        PPORT[$e:$i]=${ports[$((3 * i - 2))]}
+        EPORT[$e:$i]=${ports[$((3 * i - 1))]}
+        SERVERS[$e]+="server.$i=127.0.0.$i:${PPORT[$e:$i]}:${EPORT[$e:$i]}"$'\n'
+    done
+    mkdir -p "$COMPAT_WORK/$e"
+}
+
+client_of() { echo "127.0.0.$2:${CPORT[$1:$2]}"; } # ensemble i
+
+# write_member ENSEMBLE I DIR EXTRA: DIR/zoo.cfg for member I of ENSEMBLE with EXTRA lines; an empty
+# DIR/data with myid unless it exists.
+write_member() {
+    local e=$1 i=$2 dir=$3 extra=$4
+    mkdir -p "$dir/data"
+    [[ -f "$dir/data/myid" ]] || echo "$i" >"$dir/data/myid"
+    cat >"$dir/zoo.cfg" <<EOF
+tickTime=2000
+initLimit=10
+syncLimit=2
+dataDir=$dir/data
+clientPort=${CPORT[$e:$i]}
+clientPortAddress=127.0.0.$i
+4lw.commands.whitelist=*
+admin.enableServer=false
+$extra
+${SERVERS[$e]}
+EOF
+}
+
+# start_member KEY DIR [-Dk=v...]: starts a server on DIR/zoo.cfg (log DIR/server.log). The -D flags go to
+# paddock's command line or to the JVM: the same words for both.
+start_member() {
+    local key=$1 dir=$2
+    shift 2
+    if [[ "$TARGET" == zookeeper ]]; then
+        java -Xmx192m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.admin.enableServer=false \
+            -Dzookeeper.log.dir="$dir" "$@" -cp "$ZK_CP" org.apache.zookeeper.server.quorum.QuorumPeerMain \
+            "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
+    else
+        RUST_LOG="${RUST_LOG:-info}" "$BIN" serve --config "$dir/zoo.cfg" "$@" >>"$dir/server.log" 2>&1 </dev/null &
+    fi
+    MPID[$key]=$!
+}
+
+stop_member() { # key
+    local pid=${MPID[$1]:-}
+    [[ -n "$pid" ]] || return 0
+    unset "MPID[$1]"
+    {
+        kill "$pid" || true
+        for _ in $(seq 1 100); do kill -0 "$pid" || break; sleep 0.1; done
+        kill -9 "$pid" || true
+        wait "$pid" || true
+    } 2>/dev/null
+}
+
+running() { [[ -n "${MPID[$1]:-}" ]] && kill -0 "${MPID[$1]}" 2>/dev/null; }
+
+srvr() { # host:port
+    timeout 2 bash -c 'exec 3<>/dev/tcp/'"${1%:*}"'/'"${1##*:}"' && printf srvr >&3 && cat <&3' 2>/dev/null || true
+}
+mode_of() { srvr "$1" | sed -n 's/^Mode: //p'; }
+epoch_of() { # host:port: the high 32 bits of srvr's Zxid
+    local z
+    z="$(srvr "$1" | sed -n 's/^Zxid: //p')"
+    [[ -n "$z" ]] && echo $((z >> 32))
+}
+
+# wait_serving ENSEMBLE SECONDS I...: until each member I says leader or follower.
+wait_serving() {
+    local e=$1 deadline=$((SECONDS + $2)) i m
+    shift 2
+    for i in "$@"; do
+        until m="$(mode_of "$(client_of "$e" "$i")")"; [[ "$m" == leader || "$m" == follower ]]; do
+            ((SECONDS < deadline)) || return 1
+            sleep 0.2
+        done
+    done
+}
+
+leader_of() { # ensemble: the member that says leader
+    local i
+    for i in 1 2 3; do
+        [[ "$(mode_of "$(client_of "$1" "$i")")" == leader ]] && { echo "$i"; return 0; }
+    done
+    return 1
+}
+
+# start_ensemble ENSEMBLE EXTRA_FN [-D...]: members 1-3 with the lines `EXTRA_FN i` prints; waits 90 s.
+start_ensemble() {
+    local e=$1 fn=$2 i
+    shift 2
+    for i in 1 2 3; do
+        write_member "$e" "$i" "$COMPAT_WORK/$e/m$i" "$("$fn" "$i")"
+        start_member "$e/m$i" "$COMPAT_WORK/$e/m$i" "$@"
+    done
+    wait_serving "$e" 90 1 2 3
+}
+
+stop_ensemble() { # ensemble
+    local key
+    for key in "${!MPID[@]}"; do [[ "$key" == "$1/"* ]] && stop_member "$key"; done
+    return 0
+}
+
+log_tail() { # dir: the last server log lines, indented (for a FAIL's context)
+    tail -n "${2:-8}" "$1/server.log" 2>/dev/null | sed 's/^/    | /' || true
+}
+
+# --- clients ---------------------------------------------------------------------------------------------
+kz() { "$PY" "$HERE/kz.py" "$@"; }
+
+serving_via() { # ensemble I...: writes through each member and reads every write back through each
+    local e=$1 i hps=()
+    shift
+    for i in "$@"; do hps+=("$(client_of "$e" "$i")"); done
+    kz serving "${hps[@]}"
+}
+
+new_marker() { echo "MARK$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"; }
+has_marker() { grep -rqF --binary-files=text "$2" "$1"; } # dir marker
+
+# --- stores ----------------------------------------------------------------------------------------------
+pem_keys() { # keystore truststore: the quorum TLS lines with PEM stores
+    printf '%s\n' "sslQuorum=true" "ssl.quorum.keyStore.location=$1" "ssl.quorum.keyStore.type=PEM" \
+        "ssl.quorum.trustStore.location=$2" "ssl.quorum.trustStore.type=PEM" \
+        "ssl.quorum.hostnameVerification=true" "ssl.quorum.clientAuth=need"
+}
+p12_keys() { # keystore truststore
+    printf '%s\n' "sslQuorum=true" "ssl.quorum.keyStore.location=$1" "ssl.quorum.keyStore.type=PKCS12" \
+        "ssl.quorum.keyStore.password=$STOREPASS" "ssl.quorum.trustStore.location=$2" \
+        "ssl.quorum.trustStore.type=PKCS12" "ssl.quorum.trustStore.password=$STOREPASS"
+}
+pem_member() { pem_keys "$CERTS/m$1.pem" "$CERTS/trust-ca1.pem"; }
+
+# The port a member's TLS listener is on: paddock's peers talk on the peer port only; ZooKeeper's election
+# port is bound by every member, its peer (quorum) port by the leader only.
+tls_port_of() { # ensemble i
+    if [[ "$TARGET" == zookeeper ]]; then echo "127.0.0.$2:${EPORT[$1:$2]}"; else echo "127.0.0.$2:${PPORT[$1:$2]}"; fi
+}
+
+# tls_handshake ENSEMBLE I CERT CA [VERSION]: a TLS handshake at member I's TLS port presenting CERT (a
+# certs.sh name) and verifying the member's certificate against CA; prints the protocol or "refused: why".
+tls_handshake() {
+    "$PY" "$HERE/probe.py" tls-version --port "$(tls_port_of "$1" "$2")" --cert "$CERTS/$3.crt" \
+        --key "$CERTS/$3.key" --ca "$CERTS/$4.crt" --version "${5:-any}" || true
+}
+speaks_tls() { # ensemble cert ca: every member completes that handshake (else prints which did not)
+    local i v
+    for i in 1 2 3; do
+        v="$(tls_handshake "$1" "$i" "$2" "$3")"
+        [[ "$v" == TLS* ]] || { echo "member $i: $v"; return 1; }
+    done
+}
+trust_rotated() { # ensemble: every member refuses a CA1 client certificate and accepts a CA2 one
+    local i
+    for i in 1 2 3; do
+        [[ "$(tls_handshake "$1" "$i" m2 ca2)" == refused* && "$(tls_handshake "$1" "$i" m2-ca2 ca2)" == TLS* ]] || return 1
+    done
+}
+
+# --- a refused (or, by ZooKeeper, accepted) peer -------------------------------------------------------
+# impostor NAME ENSEMBLE I ZK_EXPECT EXTRA [-D...]: member I is stopped; a server with EXTRA as its
+# security lines takes its place (its address, its id) with an empty data dir, after a znode holding a
+# fresh marker was written. After 20 s: the other two still serve (writes through both, read back), the
+# impostor does not say leader or follower, and no file under its data dir holds the marker.
+# ZK_EXPECT=accepted: ZooKeeper lets this impostor in; asserted (it follows, and holds the marker).
+impostor() {
+    local name=$1 e=$2 i=$3 zk_expect=$4 extra=$5 mark dir mode others=() j why="" srv found=0 alive
+    shift 5
+    for j in 1 2 3; do [[ $j == "$i" ]] || others+=("$j"); done
+    mark="$(new_marker)"
+    if ! why="$(kz put "$(client_of "$e" "${others[0]}")" "/sec/marker-$name" "$mark")"; then
+        fail "$name" "could not write the marker before starting the impostor: $why"
+        return
+    fi
+    why=""
+    stop_member "$e/m$i"
+    dir="$COMPAT_WORK/$e/$name"
+    rm -rf "$dir"
+    write_member "$e" "$i" "$dir" "$extra"
+    start_member "$e/impostor-$name" "$dir" "$@"
+    sleep 20
+    mode="$(mode_of "$(client_of "$e" "$i")")"
+    alive=yes
+    running "$e/impostor-$name" || alive="no (it exited)"
+    srv="$(serving_via "$e" "${others[@]}")" || why="the ensemble stopped serving: $srv"
+    has_marker "$dir/data" "$mark" && found=1
+    stop_member "$e/impostor-$name"
+    note "$name: impostor mode '${mode:-none}', running $alive, marker in its data dir: $( ((found)) && echo yes || echo no)"
+    if [[ "$TARGET" == zookeeper && "$zk_expect" == accepted ]]; then
+        if [[ -z "$why" && "$mode" == follower && $found == 1 ]]; then
+            stricter "$name" "ZooKeeper 3.9 lets it follow and sends it the tree"
+        else
+            fail "$name" "ZooKeeper 3.9.5 was measured to accept this peer; now: mode '${mode:-none}', marker found: $found${why:+; $why}"
+        fi
+        return
+    fi
+    if [[ -n "$why" ]]; then
+        fail "$name" "$why"
+        for j in "${others[@]}"; do note "m$j:"; log_tail "$COMPAT_WORK/$e/m$j" 6; done
+    elif [[ "$mode" == leader || "$mode" == follower ]]; then
+        fail "$name" "the impostor was let in: it serves as $mode"
+    elif ((found)); then
+        fail "$name" "the impostor's data dir holds the tree (the marker is in it)"
+    elif [[ -n "$CONTROL_WHY" ]]; then
+        fail "$name" "refused, but $CONTROL_WHY"
+    else
+        pass "$name"
+    fi
+}
+# Set when a group's positive control for the impostor checks failed: their refusals then count as FAIL.
+CONTROL_WHY=""
+
+# --- group pem: a TLS ensemble with PEM stores, its clients, strangers and impostors --------------------
+group_pem() {
+    local e=pem i mark t0 ok why leader got fp="" cid="" stranger_ports tag out name
+    new_ensemble "$e"
+    if ! start_ensemble "$e" pem_member; then
+        fail tls-ensemble-pem "the three members did not all serve within 90 s"
+        for i in 1 2 3; do note "m$i:"; log_tail "$COMPAT_WORK/$e/m$i" 6; done
+        stop_ensemble "$e"
+        return
+    fi
+    if ! why="$(serving_via "$e" 1 2 3)"; then
+        fail tls-ensemble-pem "$why"
+    elif ! why="$(speaks_tls "$e" m2 ca1)"; then
+        fail tls-ensemble-pem "the ensemble serves, but not over TLS: $why"
+    else
+        pass tls-ensemble-pem
+    fi
+
+    # zkCli (ZooKeeper's own client) through each member: the client port stays plaintext.
+    if ((ZK_CLI_OK)); then
+        ok=1 why=""
+        tag="$(new_marker)"
+        for i in 1 2 3; do
+            out="$(printf 'create /sec/zkcli-%s-%s %s\nget /sec/zkcli-%s-%s\nquit\n' "$tag" "$i" "cli$i" "$tag" "$i" |
+                timeout 60 bash "$ROOT/scripts/zookeeper.sh" cli -- -server "$(client_of "$e" "$i")" 2>&1)" || true
+            if ! grep -qx "cli$i" <<<"$out"; then
+                ok=0 why="member $i: zkCli did not read back what it created: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+                break
+            fi
+        done
+        if ((ok)); then pass zkcli-through-each-member; else fail zkcli-through-each-member "$why"; fi
+    else
+        skip zkcli-through-each-member "ZooKeeper's jars could not be fetched (scripts/zookeeper.sh fetch)"
+    fi
+
+    # A stranger at the peer ports, with a member's certificate as the positive control.
+    leader="$(leader_of "$e" || echo 1)"
+    stranger_ports=""
+    for i in 1 2 3; do stranger_ports+="${stranger_ports:+,}$i@127.0.0.$i:${PPORT[$e:$i]},$i@127.0.0.$i:${EPORT[$e:$i]}"; done
+    if [[ "$TARGET" == zookeeper ]]; then
+        got="$("$PY" "$HERE/probe.py" member --target zookeeper --port "127.0.0.1:${EPORT[$e:1]}" \
+            --cert "$CERTS/m1.crt" --key "$CERTS/m1.key" --ca "$CERTS/ca1.crt" --expect-id "$leader")" && ok=1 || ok=0
+    else
+        cid="$(sed -n 's/^cluster_id=//p' "$COMPAT_WORK/$e/m1/data/paddock/cluster" 2>/dev/null || true)"
+        got="$("$PY" "$HERE/probe.py" member --port "127.0.0.2:${PPORT[$e:2]}" --expect-id 2 \
+            --cert "$CERTS/m1.crt" --key "$CERTS/m1.key" --ca "$CERTS/ca1.crt")" && ok=1 || ok=0
+        fp="$(sed -n 's/.*fingerprint=//p' <<<"$got")"
+    fi
+    grep -v '^cluster_id=' <<<"$got" || true
+    out="$("$PY" "$HERE/probe.py" stranger --target "$TARGET" --ports "$stranger_ports" \
+        ${cid:+--cluster-id "$cid"} ${fp:+--fingerprint "$fp"} --member-id 1 --member-id 2 --member-id 3)" &&
+        why="" || why="a stranger learned something (LEAK lines above)"
+    echo "$out"
+    if [[ "$TARGET" == paddock && -z "$cid" ]]; then
+        fail stranger-probe "no cluster id in $e/m1/data/paddock/cluster to look for"
+    elif ((!ok)); then
+        fail stranger-probe "the positive control failed: a member's certificate got no answer that names the cluster, so the stranger's silence proves nothing${why:+; also: $why}"
+    elif [[ -n "$why" ]]; then
+        fail stranger-probe "$why"
+    else
+        pass stranger-probe
+    fi
+
+    # The accepting side's own check, whatever the connecting process does: over TLS, links claiming to
+    # be member 3 are opened to member 1 with each certificate. Member 3's own is the positive control.
+    local cert want_pd want_zk res control=""
+    for cert in m3:accepted:accepted m2:refused:accepted client:refused:accepted m3-caX:refused:refused \
+        m3-expired:refused:refused; do
+        IFS=: read -r cert want_pd want_zk <<<"$cert"
+        res="$("$PY" "$HERE/probe.py" claim --target "$TARGET" --port "$(tls_port_of "$e" 1)" --claim 3 --to 1 \
+            --cert "$CERTS/$cert.crt" --key "$CERTS/$cert.key" --ca "$CERTS/ca1.crt" \
+            ${cid:+--cluster-id "$cid"} ${fp:+--fingerprint "$fp"})" || true
+        name="claims-id3-with-$cert-cert"
+        [[ $cert == m3 ]] && name="claims-id3-with-its-own-cert"
+        if [[ $cert == m3 && "$res" != accepted* ]]; then
+            control="the positive control claims-id3-with-its-own-cert failed, so a refusal proves nothing"
+        fi
+        if [[ $cert != m3 && -n "$control" ]]; then
+            fail "$name" "$res, but $control"
+        elif [[ "$TARGET" == zookeeper && "$want_zk" != "$want_pd" ]]; then
+            if [[ "$res" == accepted* ]]; then stricter "$name" "ZooKeeper 3.9 accepts the link: $res"; else fail "$name" "ZooKeeper 3.9.5 was measured to accept this link; now: $res"; fi
+        elif [[ "$res" == "$want_pd"* ]]; then
+            pass "$name"
+        else
+            fail "$name" "want $want_pd, got $res"
+        fi
+    done
+
+    # Positive control of every impostor check: the real member 3, data dir emptied, joins and receives
+    # the tree (the marker shows up under its data dir): so the data dir of a member that joined holds it.
+    mark="$(new_marker)"
+    if why="$(kz put "$(client_of "$e" 1)" /sec/marker-rejoin "$mark")"; then
+        stop_member "$e/m3"
+        rm -rf "$COMPAT_WORK/$e/m3/data"
+        write_member "$e" 3 "$COMPAT_WORK/$e/m3" "$(pem_member 3)"
+        t0=$SECONDS
+        start_member "$e/m3" "$COMPAT_WORK/$e/m3"
+        ok=0
+        if wait_serving "$e" 60 3; then
+            for _ in $(seq 1 40); do
+                has_marker "$COMPAT_WORK/$e/m3/data" "$mark" && { ok=1; break; }
+                sleep 0.5
+            done
+        fi
+        if ((ok)); then
+            note "member-rejoins-empty: joined and held the marker $((SECONDS - t0)) s after its start"
+            pass member-rejoins-empty
+        else
+            fail member-rejoins-empty "the real member 3 with an empty data dir did not join and receive the tree within 80 s"
+            log_tail "$COMPAT_WORK/$e/m3"
+            CONTROL_WHY="the positive control member-rejoins-empty failed, so a refusal proves nothing"
+        fi
+    else
+        fail member-rejoins-empty "could not write the marker: $why"
+        CONTROL_WHY="the positive control member-rejoins-empty failed, so a refusal proves nothing"
+    fi
+
+    impostor impostor-plaintext "$e" 3 refused ""
+    impostor impostor-other-ca "$e" 3 refused "$(pem_keys "$CERTS/m3-caX.pem" "$CERTS/trust-ca1+caX.pem")"
+    impostor impostor-expired-cert "$e" 3 refused "$(pem_keys "$CERTS/m3-expired.pem" "$CERTS/trust-ca1.pem")"
+    impostor impostor-member2-cert-as-3 "$e" 3 accepted "$(pem_keys "$CERTS/m2.pem" "$CERTS/trust-ca1.pem")"
+    impostor impostor-client-cert "$e" 3 "$ZK_CLIENT_CERT" "$(pem_keys "$CERTS/client.pem" "$CERTS/trust-ca1.pem")"
+
+    stop_ensemble "$e"
+    file_modes "$e"
+}
+# What ZooKeeper 3.9.5 does with a CA-signed client certificate (EKU clientAuth only, no SAN) as member 3.
+ZK_CLIENT_CERT=accepted
+
+# --- file modes (paddock only) ---------------------------------------------------------------------------
+file_modes() { # ensemble: after the members ran under umask 022
+    local e=$1 bad="" other="" i p m
+    if [[ "$TARGET" == zookeeper ]]; then
+        skip data-dir-modes "paddock only: ZooKeeper leaves its files to the umask"
+        return
+    fi
+    for i in 1 2; do
+        while IFS=' ' read -r m p; do
+            case "$p" in
+                */data/myid) other+=" $m:${p#"$COMPAT_WORK/"}" ;; # written by the suite, not the server
+                # RocksDB's own files, directly in its directory: created by the library.
+                */raftdb/CURRENT | */raftdb/IDENTITY | */raftdb/LOCK | */raftdb/LOG* | */raftdb/MANIFEST-* | \
+                    */raftdb/OPTIONS-* | */raftdb/[0-9]*.log | */raftdb/[0-9]*.sst | */raftdb/[0-9]*.blob)
+                    [[ "$m" == 600 ]] || other+=" $m:${p##*/}" ;;
+                *) if [[ -d "$p" && "$m" != 700 ]] || [[ -f "$p" && "$m" != 600 ]]; then bad+=" $m:${p#"$COMPAT_WORK/"}"; fi ;;
+            esac
+        done < <(find "$COMPAT_WORK/$e/m$i/data" -mindepth 1 -printf '%m %p\n')
+    done
+    [[ -z "$other" ]] || note "data-dir-modes: not judged (RocksDB's own files, myid):$(tr ' ' '\n' <<<"$other" | sort -u | head -n 12 | tr '\n' ' ')"
+    if [[ -z "$bad" ]]; then
+        pass data-dir-modes
+    else
+        fail data-dir-modes "under umask 022, want directories 0700 and files 0600; got$(head -c 600 <<<"$bad")"
+    fi
+}
+
+# --- group pkcs12: PKCS12 stores, protocol keys, rotation without restart -------------------------------
+p12_member() { # i: keystore.p12 and truststore.p12 in the member's own dir, replaced during rotation
+    local d="$COMPAT_WORK/p12/m$1"
+    mkdir -p "$d"
+    [[ -f "$d/keystore.p12" ]] || cp "$CERTS/m$1.p12" "$d/keystore.p12"
+    [[ -f "$d/truststore.p12" ]] || cp "$CERTS/trust-ca1+ca2.p12" "$d/truststore.p12"
+    p12_keys "$d/keystore.p12" "$d/truststore.p12"
+    printf '%s\n' "sslQuorumReloadCertFiles=true" "ssl.quorum.protocol=TLSv1.2" "ssl.quorum.enabledProtocols=TLSv1.2" \
+        "ssl.quorum.ciphersuites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"
+}
+
+replace_file() { # src dst: atomically, by rename
+    cp "$1" "$2.new"
+    mv -f "$2.new" "$2"
+}
+
+group_pkcs12() {
+    local e=p12 i why="" tls_ok=0 v13 v12 leader0 epoch0 epoch1 f1="" f2="" ok1=0 ok2=0 got t0 reload_s="" trust_s=""
+    local stop_file="$COMPAT_WORK/p12/watch.stop" watcher
+    new_ensemble "$e"
+    if ! start_ensemble "$e" p12_member; then
+        fail tls-ensemble-pkcs12 "the three members did not all serve within 90 s"
+        for i in 1 2 3; do note "m$i:"; log_tail "$COMPAT_WORK/$e/m$i" 6; done
+        stop_ensemble "$e"
+        return
+    fi
+    if ! why="$(serving_via "$e" 1 2 3)"; then
+        fail tls-ensemble-pkcs12 "$why"
+    elif ! why="$(speaks_tls "$e" m2 ca1)"; then
+        fail tls-ensemble-pkcs12 "the ensemble serves, but not over TLS: $why"
+    else
+        tls_ok=1
+        pass tls-ensemble-pkcs12
+    fi
+
+    # ssl.quorum.protocol/enabledProtocols/ciphersuites: TLS 1.2 only, so a TLS 1.3 client (with a member's
+    # certificate) is refused and a TLS 1.2 one is not.
+    v13="$(tls_handshake "$e" 1 m2 ca1 TLSv1.3)"
+    v12="$(tls_handshake "$e" 1 m2 ca1 TLSv1.2)"
+    if [[ "$v13" == refused* && "$v12" == TLSv1.2 ]]; then
+        pass tls-protocol-keys
+    else
+        fail tls-protocol-keys "with ssl.quorum.enabledProtocols=TLSv1.2: a TLS 1.3 client got '$v13' (want refused), a TLS 1.2 client '$v12' (want TLSv1.2)"
+    fi
+
+    # Rotation with sslQuorumReloadCertFiles=true. The leader is watched every 50 ms from here on.
+    leader0="$(leader_of "$e")" || leader0=""
+    epoch0="$(epoch_of "$(client_of "$e" "${leader0:-1}")")"
+    for i in 1 2 3; do
+        [[ $i == "$leader0" ]] && continue
+        if [[ -z "$f1" ]]; then f1=$i; else f2=$i; fi
+    done
+    rm -f "$stop_file"
+    "$PY" "$HERE/load.py" run --writers 0 --connect "$(client_of "$e" 1),$(client_of "$e" 2),$(client_of "$e" 3)" \
+        --out "$COMPAT_WORK/p12/watch.json" --stop-file "$stop_file" &
+    watcher=$!
+    # 1. Every key store file is replaced by its CA2 twin: without a restart, each member's new links
+    #    present the CA2 certificate (a client trusting CA2 only completes the handshake).
+    for i in 1 2 3; do replace_file "$CERTS/m$i-ca2.p12" "$COMPAT_WORK/p12/m$i/keystore.p12"; done
+    t0=$SECONDS
+    until speaks_tls "$e" m2-ca2 ca2 >/dev/null; do
+        ((SECONDS - t0 < 15)) || break
+        sleep 0.5
+    done
+    speaks_tls "$e" m2-ca2 ca2 >/dev/null && reload_s=$((SECONDS - t0))
+    # 2. A follower restarted now presents its CA2 certificate; the others verify it with the two-CA stores.
+    stop_member "$e/m$f1"
+    start_member "$e/m$f1" "$COMPAT_WORK/$e/m$f1"
+    wait_serving "$e" 60 "$f1" && ok1=1
+    # 3. CA1 leaves every trust store: a client certificate from CA1 is refused, one from CA2 accepted.
+    for i in 1 2 3; do replace_file "$CERTS/trust-ca2.p12" "$COMPAT_WORK/p12/m$i/truststore.p12"; done
+    t0=$SECONDS
+    until trust_rotated "$e"; do
+        ((SECONDS - t0 < 15)) || break
+        sleep 0.5
+    done
+    trust_rotated "$e" && trust_s=$((SECONDS - t0))
+    # 4. The other follower, restarted, trusts CA2 only: its links work only because the leader presents
+    #    its CA2 certificate on new links.
+    stop_member "$e/m$f2"
+    start_member "$e/m$f2" "$COMPAT_WORK/$e/m$f2"
+    wait_serving "$e" 60 "$f2" && ok2=1
+    sleep 1
+    touch "$stop_file"
+    wait "$watcher" || true
+    epoch1="$(epoch_of "$(client_of "$e" "${leader0:-1}")")"
+
+    if [[ -n "$reload_s" ]]; then
+        note "rotation-reloads-key-store: every member presented its CA2 certificate ${reload_s} s after the files were replaced"
+        pass rotation-reloads-key-store
+    else
+        fail rotation-reloads-key-store "15 s after its key store file was replaced, a member still does not present the new (CA2) certificate: $(speaks_tls "$e" m2-ca2 ca2)"
+    fi
+    if [[ -n "$trust_s" ]]; then
+        note "rotation-reloads-trust-store: CA1 refused, CA2 accepted by every member ${trust_s} s after the files were replaced"
+        pass rotation-reloads-trust-store
+    else
+        fail rotation-reloads-trust-store "15 s after CA1 left the trust store files, a member still accepts a CA1 client certificate or refuses a CA2 one"
+    fi
+    if ((ok1 && ok2)) && why="$(serving_via "$e" 1 2 3)"; then
+        pass rotation-restarted-members-rejoin
+    else
+        fail rotation-restarted-members-rejoin "member $f1 (CA2 key store, two-CA trust) rejoined: $ok1; member $f2 (CA2 key store, CA2-only trust) rejoined: $ok2${why:+; $why}"
+        log_tail "$COMPAT_WORK/$e/m$f2"
+    fi
+    got="$("$PY" - "$COMPAT_WORK/p12/watch.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(" ".join(r["leaders"]), "|", " ".join(map(str, r["gaps_ms"])))
+EOF
+)"
+    note "rotation: leaders seen in turn: ${got%%|*}| intervals without a leader (ms):${got#*|}; zxid epoch $epoch0 -> $epoch1"
+    if ((!tls_ok)); then
+        fail rotation-open-links-stay-up "means nothing without quorum TLS (tls-ensemble-pkcs12 failed)"
+    elif [[ -n "$leader0" && "${got%% |*}" == "127.0.0.$leader0:${CPORT[$e:$leader0]}" && "${got#*| }" == "" && "$epoch0" == "$epoch1" ]]; then
+        pass rotation-open-links-stay-up
+    else
+        fail rotation-open-links-stay-up "the leader changed or was missing during the rotation (want member ${leader0:-?} throughout, no interval without a leader, the same epoch)"
+    fi
+    # A member that still presents its CA1 certificate is now refused by every trust store.
+    ((ok1 && ok2)) || CONTROL_WHY="restarted members did not rejoin either (rotation-restarted-members-rejoin)"
+    impostor rotation-ca1-cert-refused "$e" "$f1" refused \
+        "$(p12_keys "$CERTS/m$f1.p12" "$CERTS/trust-ca1+ca2.p12")"
+    stop_ensemble "$e"
+}
+
+# --- group sasl: quorum SASL (DIGEST-MD5, JAAS sections QuorumServer and QuorumLearner) ------------------
+# ZooKeeper 3.9 runs in FIPS mode unless told otherwise (zookeeper.fips-mode, default true), and in FIPS
+# mode its quorum learner refuses DIGEST-MD5, the mechanism of DigestLoginModule: fips-mode=false (a zoo.cfg
+# key ZooKeeper turns into that property) makes quorum SASL work there. It asks for less, so paddock may
+# ignore it.
+sasl_keys() {
+    printf '%s\n' "fips-mode=false" "quorum.auth.enableSasl=true" "quorum.auth.learnerRequireSasl=true" \
+        "quorum.auth.serverRequireSasl=true" "quorum.auth.learner.saslLoginContext=QuorumLearner" \
+        "quorum.auth.server.saslLoginContext=QuorumServer"
+}
+
+jaas() { # file learner-password
+    cat >"$1" <<EOF
+QuorumServer {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_test="secret";
+};
+QuorumLearner {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    username="test"
+    password="$2";
+};
+EOF
+}
+
+group_sasl() {
+    local e=sasl i why mark out cid=""
+    new_ensemble "$e"
+    jaas "$COMPAT_WORK/$e/jaas.conf" secret
+    jaas "$COMPAT_WORK/$e/jaas-wrong.conf" wrong
+    if ! start_ensemble "$e" sasl_keys "-Djava.security.auth.login.config=$COMPAT_WORK/$e/jaas.conf"; then
+        fail sasl-ensemble "the three members did not all serve within 90 s"
+        for i in 1 2 3; do note "m$i:"; log_tail "$COMPAT_WORK/$e/m$i" 6; done
+        stop_ensemble "$e"
+        return
+    fi
+    if why="$(serving_via "$e" 1 2 3)"; then pass sasl-ensemble; else fail sasl-ensemble "$why"; fi
+
+    # Without TLS the peer port is plaintext, but a peer that has not authenticated learns nothing.
+    local ports=""
+    for i in 1 2 3; do ports+="${ports:+,}$i@127.0.0.$i:${PPORT[$e:$i]},$i@127.0.0.$i:${EPORT[$e:$i]}"; done
+    [[ "$TARGET" == paddock ]] && cid="$(sed -n 's/^cluster_id=//p' "$COMPAT_WORK/$e/m1/data/paddock/cluster" 2>/dev/null || true)"
+    if out="$("$PY" "$HERE/probe.py" stranger --target "$TARGET" --ports "$ports" ${cid:+--cluster-id "$cid"} \
+        --member-id 1 --member-id 2 --member-id 3)"; then
+        why=""
+    else
+        why="a stranger learned something (LEAK lines above)"
+    fi
+    echo "$out"
+    if [[ "$TARGET" == paddock && -z "$cid" ]]; then
+        fail stranger-probe-sasl "no cluster id in $e/m1/data/paddock/cluster to look for"
+    elif [[ -n "$why" ]]; then
+        fail stranger-probe-sasl "$why"
+    else
+        pass stranger-probe-sasl
+    fi
+
+    # The marker check's positive control here: a member's data dir holds a marker written through it.
+    mark="$(new_marker)"
+    kz put "$(client_of "$e" 1)" /sec/marker-sasl-control "$mark" >/dev/null || true
+    sleep 1
+    if ! has_marker "$COMPAT_WORK/$e/m2/data" "$mark"; then
+        fail sasl-wrong-password "the positive control failed: member 2's data dir does not hold a marker written through member 1"
+    else
+        impostor sasl-wrong-password "$e" 3 refused "$(sasl_keys)" "-Djava.security.auth.login.config=$COMPAT_WORK/$e/jaas-wrong.conf"
+    fi
+    stop_ensemble "$e"
+}
+
+# --- group rolling: plaintext -> portUnification -> sslQuorum -> TLS only, under load --------------------
+roll_stage=0
+roll_member() { # i: the member's lines for the current stage
+    case $roll_stage in
+        0) ;;
+        1) printf '%s\n' "portUnification=true" "ssl.quorum.keyStore.location=$CERTS/m$1.pem" \
+            "ssl.quorum.keyStore.type=PEM" "ssl.quorum.trustStore.location=$CERTS/trust-ca1.pem" \
+            "ssl.quorum.trustStore.type=PEM" ;;
+        2) printf '%s\n' "portUnification=true"; pem_member "$1" ;;
+        3) pem_member "$1" ;;
+    esac
+}
+
+group_rolling() {
+    local e=roll i why stage stop_file="$COMPAT_WORK/roll/load.stop" load ok=1 connect max_gap t0
+    new_ensemble "$e"
+    roll_stage=0
+    if ! start_ensemble "$e" roll_member; then
+        fail rolling-upgrade "the plaintext ensemble did not serve within 90 s"
+        stop_ensemble "$e"
+        return
+    fi
+    connect="$(client_of "$e" 1),$(client_of "$e" 2),$(client_of "$e" 3)"
+    # The end state must be TLS only; the same stranger's probe at the plaintext start is its positive
+    # control (a plaintext ensemble answers it: paddock with its hello, ZooKeeper with its vote).
+    local ports="" cid="" leak0 leak3
+    for i in 1 2 3; do ports+="${ports:+,}$i@127.0.0.$i:${PPORT[$e:$i]},$i@127.0.0.$i:${EPORT[$e:$i]}"; done
+    [[ "$TARGET" == paddock ]] && cid="$(sed -n 's/^cluster_id=//p' "$COMPAT_WORK/$e/m1/data/paddock/cluster" 2>/dev/null || true)"
+    roll_stranger() {
+        "$PY" "$HERE/probe.py" stranger --target "$TARGET" --ports "$ports" ${cid:+--cluster-id "$cid"} \
+            --member-id 1 --member-id 2 --member-id 3 >"$COMPAT_WORK/$e/stranger-$1.txt" && echo no || echo yes
+    }
+    leak0="$(roll_stranger plaintext)"
+    # One failover: ZooKeeper's followers give up on a leader after syncLimit ticks; paddock's after at
+    # most twice its election timeout (10 ticks of tickTime/20, randomised up to 20: 2 s at tickTime 2000).
+    if [[ "$TARGET" == zookeeper ]]; then max_gap=$((2 * 2000 * 2)); else max_gap=$((2 * 2 * 10 * 100)); fi
+    "$PY" "$HERE/load.py" run --connect "$connect" --out "$COMPAT_WORK/roll/load.json" --stop-file "$stop_file" &
+    load=$!
+    sleep 3
+    t0=$SECONDS
+    for stage in 1 2 3; do
+        roll_stage=$stage
+        for i in 1 2 3; do
+            stop_member "$e/m$i"
+            write_member "$e" "$i" "$COMPAT_WORK/$e/m$i" "$(roll_member "$i")"
+            start_member "$e/m$i" "$COMPAT_WORK/$e/m$i"
+            if ! wait_serving "$e" 60 1 2 3; then
+                ok=0 why="after member $i restarted at stage $stage, the ensemble did not serve within 60 s"
+                break 2
+            fi
+            sleep 1
+        done
+    done
+    note "rolling-upgrade: 9 restarts in $((SECONDS - t0)) s"
+    leak3="$(roll_stranger tls-only)"
+    sleep 2
+    touch "$stop_file"
+    wait "$load" || true
+    if ((ok)) && why="$("$PY" "$HERE/load.py" verify --members "$connect" --result "$COMPAT_WORK/roll/load.json" --max-gap-ms "$max_gap")"; then
+        echo "$why"
+        pass rolling-upgrade
+    else
+        echo "$why"
+        fail rolling-upgrade "acknowledged creates lost, a leaderless interval over ${max_gap} ms, or a stage that did not serve (above)"
+        for i in 1 2 3; do note "m$i:"; log_tail "$COMPAT_WORK/$e/m$i" 4; done
+    fi
+    if [[ "$leak0" == yes && "$leak3" == no ]]; then
+        pass rolling-upgrade-ends-tls-only
+    elif [[ "$leak0" != yes ]]; then
+        fail rolling-upgrade-ends-tls-only "the positive control failed: a stranger learned nothing from the plaintext ensemble either$([[ "$TARGET" == paddock && -z "$cid" ]] && echo " (no cluster id in m1's data dir)")"
+    else
+        grep LEAK "$COMPAT_WORK/$e/stranger-tls-only.txt" | head -n 4
+        fail rolling-upgrade-ends-tls-only "after the last stage (sslQuorum=true, portUnification=false) a plaintext or certificate-less peer still learns something"
+    fi
+    stop_ensemble "$e"
+}
+
+# --- group failclosed: keys that ask for protection paddock does not give (paddock only) -----------------
+fc_name() { if [[ "$1" == JKS ]]; then echo "fail-closed ssl.quorum.keyStore.type=JKS"; else echo "fail-closed $1"; fi; }
+group_failclosed() {
+    local cases=(
+        "secureClientPort=2281|secureClientPort"
+        "ssl.quorum.crl=true|ssl.quorum.crl"
+        "ssl.quorum.ocsp=true|ssl.quorum.ocsp"
+        "authProvider.1=com.example.Unknown|authProvider.1"
+        "DigestAuthenticationProvider.digestAlg=SHA3-256|DigestAuthenticationProvider.digestAlg"
+        "DigestAuthenticationProvider.enabled=false|DigestAuthenticationProvider.enabled"
+        "ssl.quorum.clientAuth=none|ssl.quorum.clientAuth"
+        "ssl.quorum.clientAuth=want|ssl.quorum.clientAuth"
+        "ssl.quorum.context.supplier.class=x.Y|ssl.quorum.context.supplier.class"
+        "JKS|ssl.quorum.keyStore"
+    )
+    local n=${#cases[@]} k line key dir rc name extra pids=() e
+    if [[ "$TARGET" == zookeeper ]]; then
+        for ((k = 0; k < n; k++)); do skip "$(fc_name "${cases[k]%%|*}")" "paddock only: ZooKeeper implements these keys"; done
+        skip fail-closed-harmless-key-starts "paddock only: ZooKeeper implements these keys"
+        return
+    fi
+    # All at once, each with its own ports: a server that accepts the key runs until the 10 s timeout.
+    for ((k = 0; k <= n; k++)); do
+        e="fc$k"
+        new_ensemble "$e"
+        dir="$COMPAT_WORK/$e/m1"
+        if ((k == n)); then
+            extra="ssl.quorum.handshakeDetectionTimeoutMillis=5000"
+        elif [[ "${cases[k]%%|*}" == JKS ]]; then
+            extra="$(pem_member 1 | grep -v '^ssl.quorum.keyStore')"$'\n'"ssl.quorum.keyStore.location=$CERTS/m1.jks"$'\n'"ssl.quorum.keyStore.type=JKS"$'\n'"ssl.quorum.keyStore.password=$STOREPASS"
+        else
+            extra="$(pem_member 1)"$'\n'"${cases[k]%%|*}"
+        fi
+        write_member "$e" 1 "$dir" "$extra"
+        (
+            set +e
+            RUST_LOG=info timeout 10 "$BIN" serve --config "$dir/zoo.cfg" >"$dir/stdout" 2>"$dir/stderr" </dev/null
+            echo $? >"$dir/rc"
+        ) &
+        pids+=($!)
+    done
+    wait "${pids[@]}" 2>/dev/null || true
+    for ((k = 0; k < n; k++)); do
+        dir="$COMPAT_WORK/fc$k/m1"
+        line="${cases[k]%%|*}" key="${cases[k]##*|}"
+        name="$(fc_name "$line")"
+        rc="$(cat "$dir/rc" 2>/dev/null || echo '?')"
+        if [[ "$rc" == 124 ]]; then
+            fail "$name" "still running after 10 s: the key was accepted"
+        elif [[ "$rc" == 0 ]]; then
+            fail "$name" "exited 0"
+        elif ! grep -qF "$key" "$dir/stderr"; then
+            fail "$name" "exited $rc, but stderr does not name $key: $(tail -n 1 "$dir/stderr" | cut -c1-200)"
+        elif [[ "$line" == JKS ]] && ! grep -q keytool "$dir/stderr"; then
+            fail "$name" "exited $rc naming $key, but the message does not give the keytool conversion command"
+        else
+            pass "$name"
+        fi
+    done
+    rc="$(cat "$COMPAT_WORK/fc$n/m1/rc" 2>/dev/null || echo '?')"
+    # The positive control: the same member config with a harmless key runs (alone, it waits for its
+    # peers) until the timeout stops it.
+    if [[ "$rc" == 124 ]]; then
+        pass fail-closed-harmless-key-starts
+    else
+        fail fail-closed-harmless-key-starts "ssl.quorum.handshakeDetectionTimeoutMillis=5000 and the same TLS keys: exited $rc within 10 s: $(grep -m1 -i error "$COMPAT_WORK/fc$n/m1/stderr" | cut -c1-200)"
+    fi
+}
+
+# --- run ---------------------------------------------------------------------------------------------------
+for g in pem pkcs12 sasl rolling failclosed; do
+    want "$g" || continue
+    t=$SECONDS
+    CONTROL_WHY=""
+    "group_$g"
+    echo "security: group $g took $((SECONDS - t)) s"
+done
+echo "security: $TARGET run took $((SECONDS - SUITE_START)) s"
+for reason in "${!SKIPS[@]}"; do report_skip "${SKIPS[$reason]}" "$reason"; done
+report "$PASSED" "$FAILED" "$SKIPPED"
+((FAILED == 0 && PASSED > 0))
