@@ -218,7 +218,12 @@ impl Link {
                         return Poll::Ready(Ok(()));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    // UnexpectedEof: the socket closed without close_notify.
+                    // The socket closed without close_notify: a member killed or stopped without a
+                    // goodbye, as a plain link's EOF. A cut cannot pass for a whole message: every
+                    // frame carries its length, and a frame cut short is an error of its own.
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                        return Poll::Ready(Ok(()));
+                    }
                     Err(e) => return Poll::Ready(Err(e)),
                 }
             }
