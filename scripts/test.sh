@@ -9,7 +9,20 @@
 # `overall: N passed, N failed`; exits non-zero if any step failed. Its logs (cargo's, the benchmark
 # smoke's) go to a fresh folder under $TMPDIR, removed when everything passed (KEEP_WORK=1 keeps it) and
 # kept, with its path printed, when anything failed: a passing run leaves nothing behind.
+#
+#   scripts/test.sh            everything (what CI runs)
+#   scripts/test.sh --quick    the inner loop, a few minutes: build, cargo's tests, paddock's own kazoo suite
+#                              and a short back-to-back run against ZooKeeper (2,000 ops); no other suite,
+#                              no benchmark smoke
 set -uo pipefail
+
+QUICK=0
+for arg in "$@"; do
+    case "$arg" in
+        --quick) QUICK=1 ;;
+        *) echo "test.sh: unknown option '$arg' (scripts/test.sh [--quick])" >&2; exit 2 ;;
+    esac
+done
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
@@ -85,43 +98,62 @@ elif [[ "$cargo_rc" -ne 0 && "$cargo_failed" -eq 0 ]]; then
 fi
 record cargo "$cargo_passed" "$cargo_failed"
 
-note "compatibility suite (compat-tests/run.sh)"
-# It builds nothing new (PADDOCK_BIN is the binary built above) and writes its table, with a reason for
-# every skip, to compat-tests/results.txt; every row of that table joins the summary here.
-rm -f compat-tests/results.txt
-PADDOCK_BIN="$CARGO_TARGET_DIR/debug/paddock" bash compat-tests/run.sh
-compat_rc=$?
-compat_rows=0
-if [[ -f compat-tests/results.txt ]]; then
-    while IFS='|' read -r name p f s; do
-        name="${name// /}"
-        summary+=("$name: ${p// /} passed, ${f// /} failed, ${s// /} skipped")
-        total_passed=$((total_passed + p))
-        total_failed=$((total_failed + f))
-        [[ "${f// /}" -eq 0 ]] || status=1
-        compat_rows=$((compat_rows + 1))
-    done < <(awk -F'|' 'NR > 1 && NF == 4 && $2 ~ /^ *[0-9]+ *$/' compat-tests/results.txt)
-    skipped_lines="$(sed -n '/^\(failed\|skipped\), and why:/,$p' compat-tests/results.txt)"
-fi
-if [[ "$compat_rc" -ne 0 ]]; then
-    status=1
-    if [[ "$compat_rows" -eq 0 ]]; then
-        echo "test.sh: compat-tests/run.sh exited $compat_rc with no table" >&2
-        record compat 0 1
-    fi
-fi
-
-note "benchmark smoke (bench/compare.sh --smoke)"
-# Not a benchmark: about a second per workload against paddock and ZooKeeper, pinned, to keep compare.sh
-# working; it starts and stops its own servers and passes when every run was correct and every cell of
-# its table was produced. The debug binaries built above are enough for that.
-if timeout 600 bash bench/compare.sh --smoke --bin-dir "$CARGO_TARGET_DIR/debug" --out "$LOG_DIR/bench-smoke" \
-    >"$LOG_DIR/bench-smoke.log" 2>&1; then
-    record bench-smoke 1 0
+if [[ "$QUICK" -eq 1 ]]; then
+    # The quick tier: two suites run directly (their last line is the lib.sh row), the b2b run short.
+    for suite in "kazoo" "b2b --ops 2000"; do
+        name="${suite%% *}" args="${suite#"$name"}"
+        note "compat-tests/$name (quick)"
+        # shellcheck disable=SC2086
+        PADDOCK_BIN="$CARGO_TARGET_DIR/debug/paddock" bash "compat-tests/$name/run.sh" $args 2>&1 |
+            tee "$LOG_DIR/$name.log"
+        row="$(awk -F'|' 'NF == 4 && $2 ~ /^ *[0-9]+ *$/' "$LOG_DIR/$name.log" | tail -n1)"
+        if [[ -z "$row" ]]; then
+            echo "test.sh: compat-tests/$name printed no result row" >&2
+            record "$name" 0 1
+        else
+            IFS='|' read -r _ p f _ <<<"$row"
+            record "$name" "${p// /}" "${f// /}"
+        fi
+    done
 else
-    echo "test.sh: bench/compare.sh --smoke failed; its output:" >&2
-    tail -n 40 "$LOG_DIR/bench-smoke.log" >&2
-    record bench-smoke 0 1
+    note "compatibility suite (compat-tests/run.sh)"
+    # It builds nothing new (PADDOCK_BIN is the binary built above) and writes its table, with a reason for
+    # every skip, to compat-tests/results.txt; every row of that table joins the summary here.
+    rm -f compat-tests/results.txt
+    PADDOCK_BIN="$CARGO_TARGET_DIR/debug/paddock" bash compat-tests/run.sh
+    compat_rc=$?
+    compat_rows=0
+    if [[ -f compat-tests/results.txt ]]; then
+        while IFS='|' read -r name p f s; do
+            name="${name// /}"
+            summary+=("$name: ${p// /} passed, ${f// /} failed, ${s// /} skipped")
+            total_passed=$((total_passed + p))
+            total_failed=$((total_failed + f))
+            [[ "${f// /}" -eq 0 ]] || status=1
+            compat_rows=$((compat_rows + 1))
+        done < <(awk -F'|' 'NR > 1 && NF == 4 && $2 ~ /^ *[0-9]+ *$/' compat-tests/results.txt)
+        skipped_lines="$(sed -n '/^\(failed\|skipped\), and why:/,$p' compat-tests/results.txt)"
+    fi
+    if [[ "$compat_rc" -ne 0 ]]; then
+        status=1
+        if [[ "$compat_rows" -eq 0 ]]; then
+            echo "test.sh: compat-tests/run.sh exited $compat_rc with no table" >&2
+            record compat 0 1
+        fi
+    fi
+
+    note "benchmark smoke (bench/compare.sh --smoke)"
+    # Not a benchmark: about a second per workload against paddock and ZooKeeper, pinned, to keep compare.sh
+    # working; it starts and stops its own servers and passes when every run was correct and every cell of
+    # its table was produced. The debug binaries built above are enough for that.
+    if timeout 600 bash bench/compare.sh --smoke --bin-dir "$CARGO_TARGET_DIR/debug" --out "$LOG_DIR/bench-smoke" \
+        >"$LOG_DIR/bench-smoke.log" 2>&1; then
+        record bench-smoke 1 0
+    else
+        echo "test.sh: bench/compare.sh --smoke failed; its output:" >&2
+        tail -n 40 "$LOG_DIR/bench-smoke.log" >&2
+        record bench-smoke 0 1
+    fi
 fi
 
 note "summary"

@@ -233,16 +233,30 @@ impl Rng {
     }
 }
 
+/// The nemesis's seed: `PADDOCK_NEMESIS_SEED` when set (to replay a failure's choices), else a
+/// fresh one from the clock; printed either way, with how to set it.
+fn nemesis_seed() -> u64 {
+    let seed = match std::env::var("PADDOCK_NEMESIS_SEED") {
+        Ok(s) => s
+            .trim()
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("PADDOCK_NEMESIS_SEED={s:?} is not a u64")),
+        Err(_) => {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        }
+    } | 1;
+    eprintln!("nemesis seed {seed} (PADDOCK_NEMESIS_SEED={seed} replays its choices)");
+    seed
+}
+
 /// Three nodes take writes for 3 s while a seeded nemesis stops/restarts one node or
 /// isolates/heals one. Afterwards every node's state must be identical, everything any applier
 /// (of any incarnation) ever held must be in it at the same index, and nothing may commit twice.
 fn nemesis(keep: u64, snapshot_every: u64) {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("nemesis seed {seed}");
+    let seed = nemesis_seed();
     let mut rng = Rng(seed);
     let mut c = Cluster::with_snapshots(&[1, 2, 3], keep, snapshot_every);
     c.leader();
