@@ -222,3 +222,37 @@ fn with_reconfig_a_fresh_member_takes_the_ensembles_cluster_id() {
     };
     assert!(matches!(decide_fresh(&cfg, &[empty]), Fresh::Refuse(_)));
 }
+
+/// The settings fingerprint, which peers exchange in the hello, says whether two members would
+/// apply the same log to the same tree, and nothing more: the super digest (a SHA-1 of the super
+/// password, guessable offline) is not hashed into it, while the settings that change apply are.
+/// Its value without a super digest is the one older paddock members compute, so they still agree
+/// during a rolling upgrade of the binary.
+#[test]
+fn the_fingerprint_covers_apply_settings_and_not_the_super_digest() {
+    let base = "tickTime=2000\ndataDir=/tmp/x\nclientPort=2181\n";
+    let fp = |extra: &str| {
+        identity::fingerprint_of(
+            &Config::parse_zoo_cfg(&format!("{base}{extra}"), Path::new("zoo.cfg")).unwrap(),
+        )
+    };
+    let plain = fp("");
+    assert_eq!(
+        plain,
+        fp("DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n")
+    );
+    assert_ne!(plain, fp("skipACL=yes\n"));
+    assert_ne!(plain, fp("enforceQuota=true\n"));
+    assert_ne!(plain, fp("extendedTypesEnabled=true\n"));
+    assert_ne!(plain, fp("letAnySaslUserDoX=anyone\n"));
+    // FNV-1a of the text every paddock since the fingerprint's introduction has hashed for a
+    // config without these keys.
+    let text = "extended_types=false\nenforce_quota=false\nskip_acl=false\nsuper_digest=None\n\
+                let_any_sasl_user_do_x=None\n";
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    assert_eq!(plain, h);
+}
