@@ -2,7 +2,8 @@
 # Failover time of a 3-member paddock and a 3-member Apache ZooKeeper 3.9 on this machine, from the
 # same kind of zoo.cfg (scripts/ensemble.sh: tickTime=2000, initLimit=5, syncLimit=2).
 #
-#   bench/failover.sh [--rounds R] [--clients C] [--no-build] [--only paddock|zookeeper] [--out DIR]
+#   bench/failover.sh [--rounds R] [--clients C] [--no-build] [--only paddock|zookeeper] [--quorum-tls]
+#                     [--out DIR]
 #
 # Per round and server kind: a write load through the two followers (paddock-bench --workload
 # failover, C writers, default 8), kill -9 of the leader, and the time from the kill to the first
@@ -11,6 +12,9 @@
 # Rounds alternate between the kinds (default 20 each). Then once per kind: SIGSTOP of the leader
 # instead (silent to its peers and clients, as a partition that isolates it without a TCP reset),
 # the same time measured, then SIGCONT and the ensemble healthy again.
+# --quorum-tls: both kinds' ensembles with quorum TLS (scripts/ensemble.sh --tls: sslQuorum=true, PEM
+# stores; a restarted member rejoins over TLS), so the new leader's election and the survivors'
+# reconnections pay for their handshakes; the table's rows then read paddock-tls and zookeeper-tls.
 # Prints median and worst per kind; every report is kept in bench/results/failover-<timestamp>/.
 # Environment: CARGO_TARGET_DIR, PADDOCK_BIN and PADDOCK_BENCH (binaries to use instead of the release build).
 set -euo pipefail
@@ -18,15 +22,16 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
-ROUNDS=20 CLIENTS=8 BUILD=1 OUT="" KINDS=(paddock zookeeper)
+ROUNDS=20 CLIENTS=8 BUILD=1 OUT="" KINDS=(paddock zookeeper) TLS=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --rounds) ROUNDS="$2"; shift ;;
         --clients) CLIENTS="$2"; shift ;;
         --no-build) BUILD=0 ;;
         --only) KINDS=("$2"); shift ;;
+        --quorum-tls) TLS=1 ;;
         --out) OUT="$2"; shift ;;
-        -h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+        -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 0 ;;
         *) echo "failover.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -51,9 +56,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-flag() { [[ "$1" == zookeeper ]] && echo --zookeeper || true; }
+flag() { # the ensemble.sh flags of a kind
+    [[ "$1" != zookeeper ]] || echo --zookeeper
+    [[ $TLS -eq 0 ]] || echo --tls
+}
+# The label a kind's reports and rows carry: paddock or zookeeper, with -tls under --quorum-tls.
+label() { echo "$1$([[ $TLS -eq 0 ]] || echo -tls)"; }
 for k in "${KINDS[@]}"; do
-    log "[$k] starting a 3-member ensemble"
+    log "[$k] starting a 3-member ensemble$([[ $TLS -eq 0 ]] || echo " with quorum TLS")"
     # shellcheck disable=SC2046
     bash scripts/ensemble.sh start 3 --dir "$WORK/$k" $(flag "$k") >/dev/null 2>>"$OUT/ensemble.log" ||
         die "$k ensemble did not start (see $OUT/ensemble.log)"
@@ -71,7 +81,7 @@ one_round() {
     pid="$(awk '$5 == "leader" {print $4}' <<<"$st")"
     hosts="$(awk '$5 != "leader" {print $2}' <<<"$st" | paste -sd,)"
     "$BENCH" --workload failover --hosts "$hosts" --kill-pid "$pid" --signal "$sig" --clients "$CLIENTS" \
-        --duration-secs 60 --label "$k" --json "$json" 2>>"$OUT/bench.log" ||
+        --duration-secs 60 --label "$(label "$k")" --json "$json" 2>>"$OUT/bench.log" ||
         log "[$k] the failover run reported a failure (see $OUT/bench.log)"
     [[ "$sig" == stop ]] && kill -CONT "$pid" 2>/dev/null
     log "[$k] $sig of $leader: $(fo_ms "$json") ms"
@@ -84,12 +94,14 @@ for r in $(seq 1 "$ROUNDS"); do
     for k in "${KINDS[@]}"; do one_round "$k" kill "$OUT/$k-kill-r$r.json"; done
 done
 for k in "${KINDS[@]}"; do one_round "$k" stop "$OUT/$k-stop.json"; done
-printf '{"loadavg_start":"%s","loadavg_end":"%s","rounds":%s,"clients":%s}\n' \
-    "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ROUNDS" "$CLIENTS" >"$OUT/params.json"
+printf '{"loadavg_start":"%s","loadavg_end":"%s","rounds":%s,"clients":%s,"quorum_tls":%s}\n' \
+    "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ROUNDS" "$CLIENTS" "$([[ $TLS -eq 1 ]] && echo true || echo false)" \
+    >"$OUT/params.json"
 
-python3 - "$OUT" "${KINDS[@]}" <<'EOF' | tee "$OUT/table.txt"
+python3 - "$OUT" "$TLS" "${KINDS[@]}" <<'EOF' | tee "$OUT/table.txt"
 import glob, json, os, statistics, sys
-out, kinds = sys.argv[1], sys.argv[2:]
+out, tls, kinds = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+suffix = "-tls" if tls else ""
 def ms(path):
     with open(path) as f:
         return json.loads(f.readline())["failover"]["failover_ms"]
@@ -100,7 +112,7 @@ for k in kinds:
     got = [v for v in vals if v is not None]
     stop = ms(os.path.join(out, f"{k}-stop.json")) if os.path.exists(os.path.join(out, f"{k}-stop.json")) else None
     med[k] = statistics.median(got) if got else None
-    rows.append((k, f"{len(got)} of {len(vals)}", f"{med[k]:.0f}" if got else "-",
+    rows.append((k + suffix, f"{len(got)} of {len(vals)}", f"{med[k]:.0f}" if got else "-",
                  f"{max(got):.0f}" if got else "-", f"{min(got):.0f}" if got else "-",
                  f"{stop:.0f}" if stop is not None else "-"))
 w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -110,6 +122,9 @@ for i, r in enumerate(rows):
         print("-+-".join("-" * x for x in w))
 if med.get("paddock") and med.get("zookeeper"):
     r = med["paddock"] / med["zookeeper"]
-    print(f"median ratio paddock/zookeeper: {r:.2f} (target <= 0.5: {'ok' if r <= 0.5 else 'MISS'})")
+    print(f"median ratio paddock{suffix}/zookeeper{suffix}: {r:.2f} (target <= 0.5: {'ok' if r <= 0.5 else 'MISS'})")
+if tls:
+    print("-tls: every ensemble's quorum links on TLS (sslQuorum=true, PEM stores from scripts/ensemble.sh --tls); "
+          "clients in plaintext")
 print(f"load average {json.load(open(os.path.join(out, 'params.json')))}")
 EOF

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local ensemble on loopback: N members, each with an ordinary ZooKeeper zoo.cfg and myid.
 #
-#   scripts/ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper]
+#   scripts/ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper] [--tls]
 #         N is 3 or 5. Writes DIR/mK/zoo.cfg and DIR/mK/data/myid for each member K, builds the
 #         release binary if needed (as scripts/serve.sh does), starts `paddock serve --config` per
 #         member (log DIR/mK/server.log, pid DIR/mK/server.pid), waits until every member answers
@@ -21,6 +21,13 @@
 # clientPort P+K-1, peerPort P+100+K-1, electionPort P+200+K-1; without it, free loopback ports.
 # --zookeeper runs Apache ZooKeeper (QuorumPeerMain, jars from scripts/zookeeper.sh) from the same
 # kind of zoo.cfg instead of paddock, for side-by-side measurements (bench/compare.sh --ensemble).
+# --tls puts the quorum (peer and election links) on TLS, for paddock and --zookeeper alike: on the first
+# start in DIR, openssl makes DIR/tls/ca.crt (a self-signed EC P-256 CA) and per member K DIR/tls/mK.pem
+# (its certificate with SAN IP:127.0.0.1, EKU serverAuth+clientAuth, then the CA, then its PKCS#8 key),
+# and every zoo.cfg gets sslQuorum=true, ssl.quorum.keyStore.location=DIR/tls/mK.pem and
+# ssl.quorum.trustStore.location=DIR/tls/ca.crt, both .type=PEM (ZooKeeper 3.9 reads the same files).
+# DIR/ensemble.env remembers it: a later start in DIR (a killed member's restart) keeps TLS with or
+# without --tls; --tls on a DIR set up in plaintext is refused. Clients still connect in plaintext.
 # Environment: PADDOCK_BIN (use this binary, no build), CARGO_TARGET_DIR (default
 # ~/.cache/paddock-target), ENSEMBLE_START_TIMEOUT seconds (default 60), RUST_LOG (default info),
 # ZK_HEAP (default 256m).
@@ -31,7 +38,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 
 die() { echo "ensemble.sh: error: $*" >&2; exit 2; }
 log() { echo "ensemble.sh: $*" >&2; }
-usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit "${1:-2}"; }
 
 # A pid names a live member only if it exists, is not a zombie, and runs this member's config.
 alive() {
@@ -83,14 +90,51 @@ for s in socks:
 EOF
 }
 
-load_state() { # reads DIR/ensemble.env: N, KIND, CLIENT_PORTS
+load_state() { # reads DIR/ensemble.env: N, KIND, CLIENT_PORTS, TLS (0 in an env written before --tls)
     [[ -f "$DIR/ensemble.env" ]] || return 1
+    TLS=0
     # shellcheck disable=SC1091
     source "$DIR/ensemble.env"
 }
 
-write_configs() { # N BASE_PORT KIND
-    local n="$1" base="$2" kind="$3" k ports=() lines="" cp pp ep
+# make_tls N: a CA and one PEM key store per member in DIR/tls (once: DIR/tls/.complete marks a full set).
+# Every member listens on 127.0.0.1, so every member's certificate names it (paddock binds a member's id
+# to a certificate whose SAN matches the host on its server.N line).
+make_tls() {
+    local n="$1" t="$DIR/tls" k
+    [[ -f "$t/.complete" ]] && return 0
+    command -v openssl >/dev/null || die "--tls needs openssl (apt-get install openssl)"
+    rm -rf "$t"
+    mkdir -p "$t"
+    (
+        umask 077
+        cd "$t"
+        openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -sha256 \
+            -subj "/CN=paddock ensemble.sh quorum CA" -keyout ca.key -out ca.crt \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+        for ((k = 1; k <= n; k++)); do
+            openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+                -subj "/CN=member-$k" -keyout "m$k.key" -out "m$k.csr" 2>/dev/null
+            printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyAgreement" \
+                "extendedKeyUsage=serverAuth,clientAuth" "subjectAltName=IP:127.0.0.1" >"m$k.ext"
+            openssl x509 -req -in "m$k.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 825 -sha256 \
+                -extfile "m$k.ext" -out "m$k.crt" 2>/dev/null
+            cat "m$k.crt" ca.crt "m$k.key" >"m$k.pem"
+            rm -f "m$k.csr" "m$k.ext"
+        done
+        rm -f ca.srl
+    ) || die "openssl could not make the certificates in $t"
+    touch "$t/.complete"
+    log "made a CA and $n member certificates in $t"
+}
+
+tls_keys() { # K: member K's quorum TLS lines for its zoo.cfg
+    printf '%s\n' "sslQuorum=true" "ssl.quorum.keyStore.location=$DIR/tls/m$1.pem" "ssl.quorum.keyStore.type=PEM" \
+        "ssl.quorum.trustStore.location=$DIR/tls/ca.crt" "ssl.quorum.trustStore.type=PEM"
+}
+
+write_configs() { # N BASE_PORT KIND TLS
+    local n="$1" base="$2" kind="$3" tls="$4" k ports=() lines="" cp pp ep
     if [[ -n "$base" ]]; then
         for ((k = 0; k < n; k++)); do ports+=($((base + k)) $((base + 100 + k)) $((base + 200 + k))); done
         for p in "${ports[@]}"; do
@@ -121,10 +165,11 @@ clientPortAddress=127.0.0.1
 4lw.commands.whitelist=*
 $lines
 EOF
+        if ((tls == 1)); then tls_keys "$k" >>"$DIR/m$k/zoo.cfg"; fi
         echo "$k" >"$DIR/m$k/data/myid"
         k=$((k + 1))
     done
-    printf 'N=%s\nKIND=%s\nCLIENT_PORTS="%s"\n' "$n" "$kind" "$CLIENT_PORTS" >"$DIR/ensemble.env"
+    printf 'N=%s\nKIND=%s\nCLIENT_PORTS="%s"\nTLS=%s\n' "$n" "$kind" "$CLIENT_PORTS" "$tls" >"$DIR/ensemble.env"
 }
 
 connect_string() {
@@ -166,19 +211,20 @@ start_member() { # K BIN_OR_CLASSPATH
 }
 
 cmd_start() {
-    local n="" base="" kind=paddock k pid what started=() deadline modes leaders ok p
+    local n="" base="" kind=paddock tls=0 k pid what started=() deadline modes leaders ok p
     while [[ $# -gt 0 ]]; do
         case "$1" in
             --dir) DIR="${2:?--dir needs a directory}"; shift ;;
             --base-port) base="${2:?--base-port needs a number}"; shift ;;
             --zookeeper) kind=zookeeper ;;
+            --tls) tls=1 ;;
             -h | --help) usage 0 ;;
             -*) die "unknown option $1" ;;
             *) [[ -z "$n" ]] || die "one member count, got '$n' and '$1'"; n="$1" ;;
         esac
         shift
     done
-    [[ -n "$n" ]] || die "usage: ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper]"
+    [[ -n "$n" ]] || die "usage: ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper] [--tls]"
     [[ "$n" == 3 || "$n" == 5 ]] || die "N must be 3 or 5, got '$n'"
     [[ -z "$base" || "$base" =~ ^[0-9]+$ ]] || die "--base-port must be a number, got '$base'"
     mkdir -p "$DIR"
@@ -189,11 +235,15 @@ cmd_start() {
         if [[ -n "$base" && "${CLIENT_PORTS%% *}" != "$base" ]]; then
             die "$DIR was set up with client ports $CLIENT_PORTS, not from --base-port $base; stop it with --wipe first"
         fi
+        ((tls == 0 || TLS == 1)) || die "$DIR holds a plaintext ensemble; stop it with --wipe to start it with --tls"
     else
         [[ -z "$(ls -A "$DIR" 2>/dev/null)" ]] || die "$DIR is not empty and holds no ensemble.env; use an empty --dir"
-        write_configs "$n" "$base" "$kind"
+        write_configs "$n" "$base" "$kind" "$tls"
         load_state
     fi
+    # The stores are made once, before any member starts. (A DIR whose tls/ was removed gets a new CA:
+    # members still running keep the old one, so stop the whole ensemble first.)
+    if ((TLS == 1)); then make_tls "$N"; fi
     if [[ "$KIND" == paddock ]]; then
         what="$(paddock_bin)"
     else
@@ -235,7 +285,7 @@ cmd_start() {
         fi
         sleep 0.2
     done
-    log "ensemble of $N ($KIND) serving in $DIR; modes: ${modes[*]}"
+    log "ensemble of $N ($KIND$( ((TLS == 1)) && echo ", quorum TLS")) serving in $DIR; modes: ${modes[*]}"
     connect_string
 }
 
