@@ -77,12 +77,13 @@ EOF
 }
 
 cmd_teardown() {
-    local n pidf
+    local n pidf pid killed=()
     if [[ -n "$RUN" && -d "$RUN" ]]; then
         for pidf in "$RUN"/n*/pid; do
             [[ -f "$pidf" ]] || continue
-            kill -CONT "$(cat "$pidf")" 2>/dev/null || true
-            kill -9 "$(cat "$pidf")" 2>/dev/null || true
+            pid=$(cat "$pidf")
+            kill -CONT "$pid" 2>/dev/null || true
+            kill -9 "$pid" 2>/dev/null && killed+=("$pid")
             rm -f "$pidf"
         done
     fi
@@ -90,12 +91,17 @@ cmd_teardown() {
         # Whatever still runs in a leftover namespace (a crashed run's members) goes with it.
         for pid in $(ip netns pids "$n" 2>/dev/null || true); do
             kill -CONT "$pid" 2>/dev/null || true
-            kill -9 "$pid" 2>/dev/null || true
+            kill -9 "$pid" 2>/dev/null && killed+=("$pid")
         done
         ip netns del "$n" 2>/dev/null || true
     done
     for n in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$PREFIX-" || true); do
         ip link del "$n" 2>/dev/null || true
+    done
+    # SIGKILL takes effect asynchronously: the sweep spares a process still in /proc, so the members just
+    # killed would leave their faketime files behind until the next run. Wait (at most 5 s) for them.
+    for pid in "${killed[@]}"; do
+        for _ in $(seq 1 50); do [[ -d "/proc/$pid" ]] || break; sleep 0.1; done
     done
     faketime_sweep
 }

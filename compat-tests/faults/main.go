@@ -48,6 +48,7 @@ func run() int {
 	perKind := flag.Bool("each", false, "go through every nemesis kind in turn (shuffled per pass) instead of drawing each cycle at random")
 	keyPeriod := flag.Duration("key-period", 10*time.Second, "the register workload moves to fresh keys this often")
 	skipClock := flag.Bool("no-clock", false, "the members do not run under libfaketime: drop the clock nemeses")
+	quorum := flag.String("quorum", "plaintext", "how the members talk to each other (TLS or plaintext), only for the table")
 	flag.Parse()
 	memberNet = *netPrefix
 
@@ -234,7 +235,7 @@ func run() int {
 		verdicts = append(verdicts, Verdict{Checker: "final-read", Checked: *nodes, Violations: final.errs})
 	}
 	h.Close()
-	return report(*runDir, *target, *nodes, *seed, *dur, nem, all, verdicts, lateRefused, healthy)
+	return report(*runDir, *target, *quorum, *nodes, *seed, *dur, nem, all, verdicts, lateRefused, healthy)
 }
 
 // memberNet is the members' /24 (10.77.S for run.sh's slot S); member i is memberNet.i, clients on 2181.
@@ -350,18 +351,18 @@ func dumpMember(server string) (map[string]NodeInfo, error) {
 	return tree, walk("/")
 }
 
-func report(dir, target string, nodes int, seed int64, dur time.Duration, nem *Nemesis, ops []Op, verdicts []Verdict, lateRefused int, healthy bool) int {
+func report(dir, target, quorum string, nodes int, seed int64, dur time.Duration, nem *Nemesis, ops []Op, verdicts []Verdict, lateRefused int, healthy bool) int {
 	t := newTable()
 	t.addRun(nem.Cycles, nem.Refused, countOps(ops), verdicts, lateRefused, "")
 	if !healthy {
 		t.notes = append(t.notes, "NOTE: not every member was serving after the final heal")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault run: target %s, %d members, %s, seed %d\n\n", target, nodes, dur, seed)
+	fmt.Fprintf(&b, "fault run: target %s, %d members, %s, seed %d\nquorum: %s\n\n", target, nodes, dur, seed, quorum)
 	t.write(&b)
 	os.WriteFile(filepath.Join(dir, "table.txt"), []byte(b.String()), 0o644)
 	out, _ := json.MarshalIndent(runSummary{
-		Target: target, Nodes: nodes, Seed: seed, Seconds: dur.Seconds(), Cycles: nem.Cycles,
+		Target: target, Quorum: quorum, Nodes: nodes, Seed: seed, Seconds: dur.Seconds(), Cycles: nem.Cycles,
 		Refused: nem.Refused, Verdicts: verdicts, OK: t.bad() == 0, Ops: countOps(ops), LateRefused: lateRefused,
 		Healthy: healthy,
 	}, "", "  ")

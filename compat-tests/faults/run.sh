@@ -3,9 +3,10 @@
 # namespace (10.77.0.N on a bridge), go-zookeeper workloads with checkers, and a seeded nemesis schedule.
 #
 #   compat-tests/faults/run.sh --target paddock|zookeeper --nodes 3|5 --time SECONDS \
-#       --nemesis LIST|all --workload LIST|all --seed N [--each] [--out DIR] [--slot S]
+#       --nemesis LIST|all --workload LIST|all --seed N [--each] [--out DIR] [--slot S] [--quorum-tls]
 #   compat-tests/faults/run.sh --ci [--against-zookeeper]   the short run (3 members, every nemesis kind in
-#                                                           turn, about 5 minutes)
+#                                                           turn, quorum TLS, about 5 minutes)
+#   compat-tests/faults/run.sh --ci --plaintext             the same with a plaintext quorum
 #   compat-tests/faults/run.sh [--against-zookeeper]        the same, as compat-tests/run.sh calls it
 #
 # Nemeses (kinds, or the groups partition, kill, pause, clock, disk, client-pause; see README.md):
@@ -17,6 +18,10 @@
 # --hold D, --quiet D (Go durations, default 4s and 3s): how long a fault lasts, and the calm after it.
 # --slot S (0-9, default 0) puts the run's hosts at 10.77.S.0/24 with names pdkfS-*, so that runs in
 # different slots can go side by side (one run per slot at a time).
+# --quorum-tls / --plaintext: the members talk to each other over TLS (sslQuorum=true, PEM key and trust
+# stores in the run folder's certs/, made by compat-tests/security/certs.sh for the members' addresses,
+# hostname verification on) or in plaintext. Default: TLS in a CI run, plaintext otherwise. The table's
+# second line says which (`quorum: TLS`).
 #
 # Each run writes to its own folder (default /tmp/paddock-faults/<time>-<target>-n<N>-s<seed>): the
 # history (history.jsonl), the nemesis timeline (timeline.jsonl), every member's log (nN/member.log), the
@@ -34,7 +39,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/faults"
 
-TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT="" HOLD=4s QUIET=3s SLOT=0
+TARGET=paddock NODES=3 TIME=120 NEMESIS=all WORKLOAD=all SEED=1 EACH=0 CI=0 OUT="" HOLD=4s QUIET=3s SLOT=0 TLS=""
 [[ $# -eq 0 ]] && CI=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -51,7 +56,9 @@ while [[ $# -gt 0 ]]; do
         --slot) SLOT=$2; shift ;;
         --hold) HOLD=$2; shift ;;
         --quiet) QUIET=$2; shift ;;
-        -h | --help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --quorum-tls) TLS=1 ;;
+        --plaintext) TLS=0 ;;
+        -h | --help) sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "faults/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -70,6 +77,10 @@ if [[ $CI == 1 ]]; then
     # kind at least once; with start-up and the final checks about 5 minutes on 2 cores.
     NODES=3 TIME=${FAULTS_CI_TIME:-190} NEMESIS=all WORKLOAD=all EACH=1 HOLD=3s QUIET=2s
 fi
+# Quorum TLS: on in a CI run, off in others, unless --quorum-tls or --plaintext says.
+[[ -n "$TLS" ]] || TLS=$CI
+QUORUM=plaintext
+[[ $TLS == 1 ]] && QUORUM=TLS
 
 # Root, or at least CAP_NET_ADMIN (bit 12 of the effective set), for namespaces and nftables.
 cap=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
@@ -147,6 +158,18 @@ case "$TARGET" in
         ;;
 esac
 
+# Quorum TLS: a CA and a certificate per member (SAN IP:NET.N, EKU serverAuth+clientAuth), as PEM key
+# stores, and the CA as a PEM trust store, in RUN/certs: outside the data dirs, so that a member restarted
+# or wiped by a nemesis comes back with the same certificate.
+if [[ $TLS == 1 ]]; then
+    addrs=()
+    for i in $(seq 1 "$NODES"); do addrs+=("$NET.$i"); done
+    bash "$COMPAT_LIB_DIR/security/certs.sh" "$RUN/certs" "${addrs[@]}" || compat_fail "could not make the certificates"
+    echo "faults: quorum TLS (certificates in $RUN/certs)"
+else
+    echo "faults: quorum plaintext"
+fi
+
 # The members' configuration: plain ZooKeeper zoo.cfg, the same for both targets.
 for i in $(seq 1 "$NODES"); do
     mkdir -p "$RUN/n$i/data"
@@ -163,6 +186,14 @@ for i in $(seq 1 "$NODES"); do
         echo "minSessionTimeout=2000"
         echo "maxSessionTimeout=20000"
         for j in $(seq 1 "$NODES"); do echo "server.$j=$NET.$j:2888:3888;2181"; done
+        if [[ $TLS == 1 ]]; then
+            echo "sslQuorum=true"
+            echo "ssl.quorum.keyStore.location=$RUN/certs/m$i.pem"
+            echo "ssl.quorum.keyStore.type=PEM"
+            echo "ssl.quorum.trustStore.location=$RUN/certs/trust-ca1.pem"
+            echo "ssl.quorum.trustStore.type=PEM"
+            echo "ssl.quorum.hostnameVerification=true"
+        fi
     } >"$RUN/n$i/zoo.cfg"
 done
 
@@ -179,7 +210,8 @@ for i in $(seq 1 "$NODES"); do
 done
 
 args=(--nodes "$NODES" --time "${TIME}s" --nemesis "$NEMESIS" --workload "$WORKLOAD" --seed "$SEED"
-    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET" --net "$NET")
+    --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET" --net "$NET"
+    --quorum "$QUORUM")
 [[ $EACH == 1 ]] && args+=(--each)
 # In the background and waited for, so that Ctrl-C (or a TERM) runs the traps at once.
 set +e

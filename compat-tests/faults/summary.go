@@ -13,6 +13,7 @@ import (
 // runSummary is a run's verdict.json: what report writes and summarize reads.
 type runSummary struct {
 	Target      string               `json:"target"`
+	Quorum      string               `json:"quorum,omitempty"` // TLS or plaintext (empty in older runs)
 	Nodes       int                  `json:"nodes"`
 	Seed        int64                `json:"seed"`
 	Seconds     float64              `json:"seconds"`
@@ -178,7 +179,11 @@ func summarize(dirs []string) int {
 			continue
 		}
 		runs++
-		targets[fmt.Sprintf("%s, %d members", r.Target, r.Nodes)] = true
+		target := fmt.Sprintf("%s, %d members", r.Target, r.Nodes)
+		if r.Quorum != "" {
+			target += ", quorum " + r.Quorum
+		}
+		targets[target] = true
 		seconds += r.Seconds
 		tag := fmt.Sprintf("%s, seed %d", filepath.Base(d), r.Seed)
 		t.addRun(r.Cycles, r.Refused, r.Ops, r.Verdicts, r.LateRefused, tag)
