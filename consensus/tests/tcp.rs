@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::net::{append, bind, localhost, record_both, runtime, wait_until, Seen, WAIT};
+use common::net::{
+    append, bind, localhost, record_both, runtime, send_a_burst_over_the_socket_buffers,
+    wait_until, Seen, WAIT,
+};
 use consensus::net::{LocalInfo, NetConfig, PeerInfo, PeerNet};
 use consensus::{start_with_transport, CommittedEntry, Config, Event, Handle, Snapshot};
 
@@ -901,7 +904,8 @@ fn a_snapshot_that_fails_the_receivers_check_is_never_stepped() {
         snap.from = 1;
         snap.to = 2;
         snap.mut_snapshot().mut_metadata().index = 9;
-        snap.mut_snapshot().set_data(bytes::Bytes::from_static(data));
+        snap.mut_snapshot()
+            .set_data(bytes::Bytes::from_static(data));
         snap
     };
     let mut t = a.transport();
@@ -912,7 +916,10 @@ fn a_snapshot_that_fails_the_receivers_check_is_never_stepped() {
     consensus::Transport::send(&mut t, vec![good.clone(), append(1, 2, 1)]);
     wait_until("the good snapshot and the append", || rb.steps().len() == 2);
     let steps = rb.steps();
-    assert!(steps.contains(&good) && steps.contains(&append(1, 2, 1)), "{steps:?}");
+    assert!(
+        steps.contains(&good) && steps.contains(&append(1, 2, 1)),
+        "{steps:?}"
+    );
     assert_eq!(b.net_stats().bad_frames, 1);
     a.shutdown();
     b.shutdown();
@@ -927,41 +934,7 @@ fn a_burst_larger_than_the_socket_buffers_arrives_whole_and_in_order() {
     let (a, b) = pair(&rt, CLUSTER);
     let (_, rb) = record_both(&a, &b);
 
-    let mut t = a.transport();
-    // A first message, so the link is known writable and idle before the burst.
-    consensus::Transport::send(&mut t, vec![append(1, 2, 1)]);
-    wait_until("the first message", || rb.steps().len() == 1);
-    let sent: Vec<_> = (2..=121)
-        .map(|i| {
-            let mut m = append(1, 2, i);
-            let e = raft::eraftpb::Entry {
-                index: i,
-                data: vec![i as u8; 256 * 1024].into(),
-                ..Default::default()
-            };
-            m.set_entries(vec![e].into());
-            m
-        })
-        .collect();
-    {
-        // The receiver stalls in its first step while the burst is sent (its recorder is held),
-        // so the socket buffers fill whatever the host's speed: on a fast host a receiver reading
-        // as fast as the sender wrote had taken all 30 MB on the direct path (1 run in about 7).
-        let _stalled = rb.0.lock().unwrap();
-        for chunk in sent.chunks(12) {
-            consensus::Transport::send(&mut t, chunk.to_vec());
-        }
-    }
-    wait_until("the burst", || rb.steps().len() >= 121);
-    let got = rb.steps();
-    assert_eq!(got.len(), 121);
-    assert_eq!(
-        &got[1..],
-        &sent[..],
-        "the burst arrived out of order or changed"
-    );
-    let s = &a.stats()[0];
-    assert_eq!((s.msgs_sent, s.msgs_dropped), (121, 0), "{s:?}");
+    let s = send_a_burst_over_the_socket_buffers(&a, &rb);
     assert!(
         s.msgs_sent_direct < 121,
         "30 MB fitted in the socket buffers: {s:?}"

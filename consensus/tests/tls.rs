@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::net::{append, bind, record_both, runtime, wait_until, Recorder, WAIT};
+use common::net::{
+    append, bind, record_both, runtime, send_a_burst_over_the_socket_buffers, wait_until, Recorder,
+    WAIT,
+};
 use common::pki::{Ca, Names, TestTls, Use};
 use consensus::net::{AuthClient, AuthServer, LinkAuth, NetConfig, PeerNet, PeerSecurity};
 
@@ -79,38 +82,7 @@ fn a_burst_over_tls_arrives_whole_and_in_order_partly_written_by_the_sender_itse
     let b = node(&rt, 2, tls_only(member(&ca, 2)));
     introduce(&[(1, &a), (2, &b)]);
     let (_, rb) = record_both(&a, &b);
-    let mut t = a.transport();
-    consensus::Transport::send(&mut t, vec![append(1, 2, 1)]);
-    wait_until("the first message", || rb.steps().len() == 1);
-    let sent: Vec<_> = (2..=121)
-        .map(|i| {
-            let mut m = append(1, 2, i);
-            let e = raft::eraftpb::Entry {
-                index: i,
-                data: vec![i as u8; 256 * 1024].into(),
-                ..Default::default()
-            };
-            m.set_entries(vec![e].into());
-            m
-        })
-        .collect();
-    {
-        // The receiver stalls in its first step, so the socket buffers fill (see tcp.rs).
-        let _stalled = rb.0.lock().unwrap();
-        for chunk in sent.chunks(12) {
-            consensus::Transport::send(&mut t, chunk.to_vec());
-        }
-    }
-    wait_until("the burst", || rb.steps().len() >= 121);
-    let got = rb.steps();
-    assert_eq!(got.len(), 121);
-    assert_eq!(
-        &got[1..],
-        &sent[..],
-        "the burst arrived out of order or changed"
-    );
-    let s = &a.stats()[0];
-    assert_eq!((s.msgs_sent, s.msgs_dropped), (121, 0), "{s:?}");
+    let s = send_a_burst_over_the_socket_buffers(&a, &rb);
     assert!(
         s.msgs_sent_direct >= 1,
         "the raft thread never wrote: {s:?}"

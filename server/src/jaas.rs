@@ -51,6 +51,18 @@ pub struct JaasConfig {
 }
 
 impl JaasConfig {
+    /// Reads and parses the file `java.security.auth.login.config` names; errors name the file
+    /// (and, for a syntax error, the line), never a value.
+    pub fn read(path: &std::path::Path) -> Result<JaasConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read the JAAS file {} (java.security.auth.login.config): {e}",
+                path.display()
+            )
+        })?;
+        JaasConfig::parse(&text).map_err(|e| format!("JAAS file {}: {e}", path.display()))
+    }
+
     pub fn section(&self, name: &str) -> Option<&[LoginModule]> {
         self.sections.get(name).map(Vec::as_slice)
     }

@@ -100,14 +100,7 @@ impl QuorumSasl {
                     .into(),
             );
         };
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read the JAAS file {} (java.security.auth.login.config): {e}",
-                path.display()
-            )
-        })?;
-        let jaas =
-            JaasConfig::parse(&text).map_err(|e| format!("JAAS file {}: {e}", path.display()))?;
+        let jaas = JaasConfig::read(path)?;
         let section = |name: &str| -> Result<BTreeMap<String, String>, String> {
             let Some(modules) = jaas.section(name) else {
                 return Err(format!(

@@ -124,14 +124,7 @@ impl SaslSettings {
             }
             return Ok(None);
         };
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read the JAAS file {} (java.security.auth.login.config): {e}",
-                path.display()
-            )
-        })?;
-        let jaas =
-            JaasConfig::parse(&text).map_err(|e| format!("JAAS file {}: {e}", path.display()))?;
+        let jaas = JaasConfig::read(path)?;
         let Some(modules) = jaas.section(&section) else {
             tracing::info!(file = %path.display(), section, "the JAAS file has no such section: SASL is off");
             return Ok(None);

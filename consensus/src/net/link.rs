@@ -327,16 +327,9 @@ pub(crate) async fn connect_tls(
     timeout: Duration,
 ) -> io::Result<Arc<Link>> {
     let connector = tokio_rustls::TlsConnector::from(config);
-    let stream = match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
-        Ok(r) => r.map_err(tls_error)?,
-        Err(_) => {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("no TLS handshake within {timeout:?}"),
-            ))
-        }
-    };
-    let (tcp, conn) = stream.into_inner();
+    let (tcp, conn) = within(timeout, connector.connect(name, tcp))
+        .await?
+        .into_inner();
     Ok(Link::tls(tcp, rustls::Connection::Client(conn)))
 }
 
@@ -347,17 +340,22 @@ pub(crate) async fn accept_tls(
     timeout: Duration,
 ) -> io::Result<Arc<Link>> {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    let stream = match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
-        Ok(r) => r.map_err(tls_error)?,
-        Err(_) => {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("no TLS handshake within {timeout:?}"),
-            ))
-        }
-    };
-    let (tcp, conn) = stream.into_inner();
+    let (tcp, conn) = within(timeout, acceptor.accept(tcp)).await?.into_inner();
     Ok(Link::tls(tcp, rustls::Connection::Server(conn)))
+}
+
+/// A handshake bounded by `timeout`, its failure made a refusal by `tls_error`.
+async fn within<T>(
+    timeout: Duration,
+    handshake: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match tokio::time::timeout(timeout, handshake).await {
+        Ok(r) => r.map_err(tls_error),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no TLS handshake within {timeout:?}"),
+        )),
+    }
 }
 
 /// A failed handshake is a refusal (kind `ConnectionRefused`) naming what TLS said: the other
