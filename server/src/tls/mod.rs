@@ -14,6 +14,8 @@
 //! - `configs`: [`Material`] (the loaded stores) to `ClientConfig` / `ServerConfig`, and
 //!   [`cert_valid_for_host`].
 //! - `reload`: [`LiveTls`], the current configs, rebuilt when the files change.
+//! - `x509_name`: [`rfc2253_name`], a client certificate's subject as the string ZooKeeper's
+//!   x509 authentication provider makes its id from (Java's `X500Principal.getName()`).
 //!
 //! # What is reproduced from ZooKeeper 3.9
 //!
@@ -69,6 +71,7 @@ mod reload;
 mod settings;
 mod store;
 mod suites;
+mod x509_name;
 
 pub use configs::{
     cert_valid_for_host, quorum_client_config, quorum_server_config, server_config, Material,
@@ -81,3 +84,4 @@ pub use settings::{
 };
 pub use store::{load_key_store, load_trust_store};
 pub use suites::{java_suite_name, TlsVersion, DEFAULT_PROTOCOL};
+pub use x509_name::{rfc2253_name, rfc2253_name_from_subject};
