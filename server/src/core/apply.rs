@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::time::{Duration, Instant};
+use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use consensus::{CommittedEntry, Event};
@@ -16,6 +16,7 @@ use znode_tree::{acl, Entry, Txn};
 use super::requests::Pending;
 use super::Core;
 use crate::outbound::Outbound;
+use crate::session::SessionId;
 
 impl Core {
     /// `Break` when this member cannot go on: a committed entry it cannot decode, or a snapshot
@@ -55,12 +56,7 @@ impl Core {
                     // A leader that took over from another server never saw the sessions'
                     // activity, so it restarts every timer (ZooKeeper does the same). A server
                     // that leads from its own start resumes the checkpointed clocks instead.
-                    let now = Instant::now();
-                    let sessions: Vec<(i64, i32)> =
-                        self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
-                    for (id, timeout) in sessions {
-                        self.tracker.touch(id, timeout, now);
-                    }
+                    self.sessions.restart_all(&self.tree, Instant::now());
                 }
                 self.is_leader = is_leader;
             }
@@ -166,6 +162,7 @@ impl Core {
         self.applied_index = ce.index;
         self.applied_term = ce.term;
         let zxid = ce.index as i64;
+        let session = SessionId(entry.session_id);
         if let Txn::Write(Request::Reconfig(req)) = &entry.txn {
             self.apply_reconfig(zxid, &entry, req);
             self.latency.count_applied();
@@ -180,29 +177,16 @@ impl Core {
                 timeout_ms,
                 password,
             } => {
-                let full = Duration::from_millis((*timeout_ms).max(0) as u64);
-                match self.resume_left.remove(&entry.session_id) {
-                    // Replayed at start-up: the clock goes on from the checkpoint.
-                    Some(left) => {
-                        self.tracker
-                            .resume(entry.session_id, left.min(full), Instant::now())
-                    }
-                    None => self
-                        .tracker
-                        .touch(entry.session_id, *timeout_ms, Instant::now()),
-                }
-                if let Some(id) = self.connecting.remove(&entry.session_id) {
-                    self.by_session.insert(entry.session_id, id);
-                    info!(
-                        session = format_args!("{:#x}", entry.session_id),
-                        timeout_ms, "session established"
-                    );
+                let held = self
+                    .sessions
+                    .established(session, *timeout_ms, Instant::now());
+                if let Some(id) = held {
+                    info!(%session, timeout_ms, "session established");
                     self.finish_handshake(id, *password);
                 }
             }
             Txn::CloseSession => {
-                self.tracker.forget(entry.session_id);
-                if let Some(id) = self.by_session.remove(&entry.session_id) {
+                if let Some(id) = self.sessions.closed(session) {
                     if self.pop_write(id, entry.xid).is_some() {
                         self.send_header(id, entry.xid, zxid, 0);
                     }
@@ -211,15 +195,14 @@ impl Core {
                 // The expiry timer proposes with xid 0; a client's closeSession has its own
                 // xid, even when its connection is gone by the time the entry applies (and at
                 // a replay after a restart).
-                let session = format_args!("{:#x}", entry.session_id);
                 if entry.xid == 0 {
-                    info!(session, "session expired");
+                    info!(%session, "session expired");
                 } else {
-                    info!(session, "session closed");
+                    info!(%session, "session closed");
                 }
             }
             Txn::Write(_) => {
-                if let Some(&id) = self.by_session.get(&entry.session_id) {
+                if let Some(id) = self.sessions.holder(session) {
                     if let Some((received, stamps)) = self.pop_write(id, entry.xid) {
                         let applied_at = self.record_latency(id, received).into_std();
                         let durable = self.raft.entry_times().get(ce.index);
@@ -284,8 +267,7 @@ impl Core {
         for id in all {
             self.close_conn(id);
         }
-        let connecting: Vec<crate::msg::ConnId> = self.connecting.drain().map(|(_, c)| c).collect();
-        for id in connecting {
+        for id in self.sessions.reset(&self.tree, Instant::now()) {
             self.refuse_connection(id);
         }
         if let Some(ens) = self.ensemble.as_mut() {
@@ -293,15 +275,6 @@ impl Core {
         }
         self.watches = znode_tree::WatchRegistry::new();
         self.sync_ready.clear();
-        self.tracker = crate::session::SessionTracker::new(Duration::from_millis(
-            self.cfg.tick_time_ms as u64,
-        ));
-        let now = Instant::now();
-        let sessions: Vec<(i64, i32)> =
-            self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
-        for (id, timeout) in sessions {
-            self.tracker.touch(id, timeout, now);
-        }
     }
 
     fn head_is_sync(&self, id: crate::msg::ConnId) -> bool {

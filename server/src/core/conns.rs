@@ -15,6 +15,7 @@ use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::{Outbound, OutboundTx, Refused};
 use crate::sasl::DigestMd5Server;
+use crate::session::SessionId;
 use crate::stats::ConnStats;
 
 /// One client connection as the core sees it.
@@ -22,7 +23,7 @@ use crate::stats::ConnStats;
 pub(super) struct Conn {
     pub(super) remote: SocketAddr,
     pub(super) out: OutboundTx,
-    pub(super) session_id: i64,
+    pub(super) session_id: SessionId,
     pub(super) timeout_ms: i32,
     pub(super) auth: Vec<Id>,
     /// The connection's SASL exchange, from its first token on (`ServerCnxn.zooKeeperSaslServer`).
@@ -41,10 +42,8 @@ pub(super) struct Conn {
 impl Core {
     pub(super) fn closed(&mut self, id: ConnId) {
         if let Some(conn) = self.conns.remove(&id) {
-            self.detach(id, conn.session_id);
-            if self.connecting.get(&conn.session_id) == Some(&id) {
-                self.connecting.remove(&conn.session_id);
-            }
+            self.watches.remove_watcher(id);
+            self.sessions.conn_closed(conn.session_id, id);
             debug!(peer = %conn.remote, "connection closed");
         }
     }
@@ -65,11 +64,9 @@ impl Core {
 
     /// Watches belong to the connection (the client re-registers them with setWatches), and a
     /// session is held by one connection at a time.
-    pub(super) fn detach(&mut self, id: ConnId, session_id: i64) {
+    pub(super) fn detach(&mut self, id: ConnId, session_id: SessionId) {
         self.watches.remove_watcher(id);
-        if self.by_session.get(&session_id) == Some(&id) {
-            self.by_session.remove(&session_id);
-        }
+        self.sessions.release(session_id, id);
     }
 
     /// A reply that is only a header: errors, and the ops whose answer has no body.

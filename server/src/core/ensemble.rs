@@ -36,6 +36,7 @@ use super::{now_ms, Core};
 use crate::forward::LeaderLink;
 use crate::forward_codec::ToLeader;
 use crate::msg::{ConnId, CoreMsg};
+use crate::session::SessionId;
 
 /// What the core keeps when it is a member of an ensemble (`None` for a standalone server).
 pub struct Ensemble {
@@ -45,8 +46,6 @@ pub struct Ensemble {
     /// The link to the current leader, opened at the first write after a leader is known.
     pub(super) link: Option<LeaderLink>,
     pub(super) next_epoch: u64,
-    /// Sessions heard from since the last touch sent to the leader, with their timeouts.
-    pub(super) touched: HashMap<i64, i32>,
     /// Reconnects on a follower waiting for a ReadIndex (ZooKeeper's follower asks its leader,
     /// `REVALIDATE`): the answer shows a live leader still leads, and the session may have been
     /// created on another member a moment ago. By ReadIndex context.
@@ -56,7 +55,7 @@ pub struct Ensemble {
 /// A reconnect waiting to learn from a live leader whether its session exists.
 pub(super) struct Revalidation {
     pub(super) conn: ConnId,
-    pub(super) session_id: i64,
+    pub(super) session_id: SessionId,
     pub(super) passwd: Option<Vec<u8>>,
     /// Set by the ReadIndex answer: check once applied reaches it.
     pub(super) index: Option<u64>,
@@ -78,7 +77,6 @@ impl Ensemble {
             core_tx,
             link: None,
             next_epoch: 1,
-            touched: HashMap::new(),
             revalidating: HashMap::new(),
         }
     }
@@ -165,43 +163,17 @@ impl Core {
         }
     }
 
-    /// A client's session was heard from: the leader hears of it at the next tick.
-    pub(super) fn touch_session(&mut self, session_id: i64, timeout_ms: i32, now: Instant) {
-        self.tracker.touch(session_id, timeout_ms, now);
-        if let Some(ens) = self.ensemble.as_mut() {
-            if !self.is_leader {
-                ens.touched.insert(session_id, timeout_ms);
-            }
-        }
-    }
-
     /// On the core's ticker: send the sessions heard from since the last tick to the leader.
     pub(super) fn send_touches(&mut self) {
-        if self.is_leader {
+        if self.is_leader || self.ensemble.is_none() || self.leader_id == 0 {
             return;
         }
-        let Some(ens) = self.ensemble.as_mut() else {
-            return;
-        };
-        if ens.touched.is_empty() || self.leader_id == 0 {
+        let sessions = self.sessions.take_touched();
+        if sessions.is_empty() {
             return;
         }
-        let mut sessions: Vec<(i64, i32)> = ens.touched.drain().collect();
-        sessions.sort_unstable();
+        let sessions = sessions.into_iter().map(|(s, t)| (s.0, t)).collect();
         self.forward(ToLeader::Touch(sessions));
-    }
-
-    /// The leader hears that another member's clients are alive.
-    pub(super) fn peer_touch(&mut self, sessions: Vec<(i64, i32)>) {
-        if !self.is_leader {
-            return;
-        }
-        let now = Instant::now();
-        for (id, timeout) in sessions {
-            if self.tree.session(id).is_some() && !self.tracker.is_closing(id) {
-                self.tracker.touch(id, timeout, now);
-            }
-        }
     }
 
     /// The link `epoch` broke: whatever went on it has an unknown outcome.
@@ -226,7 +198,7 @@ impl Core {
         }
         self.refuse_connecting();
         // A closeSession that went on the link may never commit: the session lives on.
-        self.tracker.clear_closing();
+        self.sessions.clear_closing();
     }
 
     /// Closes every client connection `pred` picks; returns how many.
@@ -247,8 +219,7 @@ impl Core {
     /// for a revalidation have nothing in flight: a new leader is asked again, see
     /// `ensemble_role_changed`.)
     fn refuse_connecting(&mut self) {
-        let connecting: Vec<ConnId> = self.connecting.drain().map(|(_, id)| id).collect();
-        for id in connecting {
+        for id in self.sessions.take_connecting() {
             self.refuse_connection(id);
         }
     }
@@ -272,8 +243,8 @@ impl Core {
         }
         if let Some(ens) = self.ensemble.as_mut() {
             ens.link = None; // dropping it closes the old link
-            ens.touched.clear();
         }
+        self.sessions.forget_touched();
         // Writes and syncs in flight may have been dropped by raft, or may still commit.
         let doomed = self.close_conns_where(|c| {
             c.queue
@@ -287,7 +258,7 @@ impl Core {
             );
         }
         self.refuse_connecting();
-        self.tracker.clear_closing();
+        self.sessions.clear_closing();
         if leader_id == 0 {
             if let Some(ens) = self.ensemble.as_mut() {
                 ens.revalidating.clear(); // their connections close below
@@ -317,12 +288,7 @@ impl Core {
         if is_leader && !was_leader {
             // The sessions' activity was seen by the old leader, not by us: everyone starts
             // afresh, as in ZooKeeper.
-            let now = Instant::now();
-            let sessions: Vec<(i64, i32)> =
-                self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
-            for (id, timeout) in sessions {
-                self.tracker.touch(id, timeout, now);
-            }
+            self.sessions.restart_all(&self.tree, Instant::now());
             self.publish_membership();
         }
     }
@@ -371,7 +337,13 @@ impl Core {
             self.membership_published = Some(self.term);
             return;
         }
-        let entry = stamp(0, 0, now_ms(), Vec::new(), Txn::SetConfig { members });
+        let entry = stamp(
+            SessionId::NONE,
+            0,
+            now_ms(),
+            Vec::new(),
+            Txn::SetConfig { members },
+        );
         if self.propose(&entry).is_ok() {
             self.membership_published = Some(self.term);
         }
@@ -386,7 +358,7 @@ impl Core {
     pub(super) fn revalidate(
         &mut self,
         conn: ConnId,
-        session_id: i64,
+        session_id: SessionId,
         passwd: Option<Vec<u8>>,
     ) -> bool {
         if self.ensemble.is_none() || self.is_leader {
@@ -442,7 +414,7 @@ impl Core {
         let now = Instant::now();
         for r in again {
             debug!(
-                session = format_args!("{:#x}", r.session_id),
+                session = %r.session_id,
                 "revalidation unanswered; asking for a read index again"
             );
             self.ask_revalidation(r, now);
@@ -465,7 +437,7 @@ impl Core {
         let expired = ens.take_revalidations(|r| now >= r.until);
         for r in expired {
             info!(
-                session = format_args!("{:#x}", r.session_id),
+                session = %r.session_id,
                 "no leader confirmed a reconnect within its session timeout; closing it"
             );
             self.refuse_connection(r.conn);

@@ -23,10 +23,11 @@
 //! tree it drives does not, so every replica computes the same state from the same log.
 //!
 //! The core is one struct split by role into rooms, each an `impl Core` block:
-//! `handshake` (connect, reconnect, session ids), `requests` (the per-connection FIFO),
+//! `handshake` (connect, reconnect), `sessions` (the sessions' clocks, holders and ids),
+//! `requests` (the per-connection FIFO),
 //! `auth` (auth packets, SASL, enforce.auth), `reads` (answering reads in FIFO order),
 //! `submit` (the one place an entry is stamped and leaves for raft), `apply` (committed entries,
-//! their events and replies, snapshots), `timers` (expiry, TTL/container sweeps, checkpoint),
+//! their events and replies, snapshots), `timers` (TTL/container sweeps, sync retries),
 //! `conns` (connection bookkeeping and sending) and `views` (what the four-letter words show).
 
 mod apply;
@@ -38,11 +39,11 @@ mod reads;
 mod reaper;
 mod reconfig;
 mod requests;
+mod sessions;
 mod submit;
 mod timers;
 mod views;
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -57,12 +58,12 @@ use crate::clock::now_ms;
 use crate::config::Config;
 use crate::msg::{ConnId, CoreMsg};
 use crate::outbound::Outbound;
-use crate::session::{checkpoint, SessionTracker};
+use crate::session::checkpoint;
 use crate::stats::{ResponseSizes, ServerStats};
 
 use conns::Conn;
 pub(crate) use ensemble::Ensemble;
-use timers::CHECKPOINT_EVERY;
+use sessions::{Sessions, CHECKPOINT_EVERY};
 
 /// The state the core task owns. Every field is touched only on the core task.
 pub struct Core {
@@ -76,14 +77,9 @@ pub struct Core {
     raft: consensus::Handle,
     /// Every connection that finished its handshake read, by id.
     conns: FxHashMap<ConnId, Conn>,
-    /// Which connection holds each established local session.
-    by_session: FxHashMap<i64, ConnId>,
-    /// New sessions whose CreateSession entry is in flight, by session id.
-    connecting: FxHashMap<i64, ConnId>,
-    /// Session deadlines and the sessions whose close is in flight.
-    tracker: SessionTracker,
-    /// The next session id to try (see `handshake::initial_session_id`).
-    next_session_id: i64,
+    /// The sessions: their clocks, which connection holds each, the ones being created
+    /// (`sessions`).
+    sessions: Sessions,
     /// The next ReadIndex context a sync waits on.
     next_read_ctx: u64,
     /// The raft index of the last entry applied to the tree (its zxid).
@@ -112,8 +108,6 @@ pub struct Core {
     membership: reconfig::Membership,
     /// Connections whose head sync has its ReadIndex but waits for this member to apply that far.
     sync_ready: std::collections::HashSet<ConnId>,
-    /// Remaining session time read from the checkpoint, for sessions not yet replayed.
-    resume_left: HashMap<i64, Duration>,
     /// Whether this process has followed another leader (see the RoleChanged handling).
     followed_another: bool,
     /// Server-wide counters for the four-letter words.
@@ -141,33 +135,15 @@ impl Core {
         applied_term: u64,
         ensemble: Option<Ensemble>,
     ) -> Core {
-        let tick = Duration::from_millis(cfg.tick_time_ms as u64);
-        let mut tracker = SessionTracker::new(tick);
         let now = Instant::now();
-        // Recovered sessions resume with the time they had left at the last checkpoint;
-        // one missing from it (created just before a crash) gets a full timeout.
-        // Sessions created in the log after the snapshot get theirs when replay applies them.
-        let mut resume_left = checkpoint::read(&cfg.raft_dir());
-        for s in tree.sessions() {
-            let full = Duration::from_millis(s.timeout_ms.max(0) as u64);
-            tracker.resume(
-                s.id,
-                resume_left.remove(&s.id).unwrap_or(full).min(full),
-                now,
-            );
-        }
-        let server_id = cfg.my_id.unwrap_or(1).min(254);
         let ensemble_member = ensemble.is_some();
         let mut core = Core {
-            next_session_id: handshake::initial_session_id(server_id, now_ms()),
+            sessions: Sessions::recover(&cfg, &tree, now_ms(), now),
             cfg,
             tree,
             watches: WatchRegistry::new(),
             raft,
             conns: FxHashMap::default(),
-            by_session: FxHashMap::default(),
-            connecting: FxHashMap::default(),
-            tracker,
             next_read_ctx: 1,
             applied_index,
             applied_term,
@@ -183,7 +159,6 @@ impl Core {
             membership: Default::default(),
             sync_ready: Default::default(),
             followed_another: false,
-            resume_left,
             stats: ServerStats::default(),
             response_sizes: Arc::default(),
             latency: Arc::new(crate::latency::Latency::new(ensemble_member)),
@@ -255,7 +230,7 @@ impl Core {
         }
         if let Err(e) = checkpoint::write(
             &self.cfg.raft_dir(),
-            &self.tracker.remaining(Instant::now()),
+            &self.sessions.remaining(Instant::now()),
         ) {
             warn!(error = %e, "session checkpoint not written at shut-down");
         }

@@ -106,7 +106,7 @@ impl Core {
                 _ => {
                     let auth = conn.auth.clone();
                     let ctx = ReadCtx {
-                        session_id,
+                        session_id: session_id.0,
                         auth: &auth,
                     };
                     znode_tree::read_with_watch(&self.tree, &mut self.watches, &ctx, id, &req)

@@ -38,6 +38,7 @@ use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::Outbound;
 use crate::reconfig::{self as rc, Members};
+use crate::session::SessionId;
 
 const CONFIG_NODE: &str = "/zookeeper/config";
 
@@ -165,7 +166,7 @@ impl Core {
                 Err(code)
             }
         };
-        if let Some(&id) = self.by_session.get(&entry.session_id) {
+        if let Some(id) = self.sessions.holder(SessionId(entry.session_id)) {
             self.answer_reconfig(id, zxid, entry, result);
         }
         if let Some(was) = was_removed {

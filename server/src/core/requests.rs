@@ -78,7 +78,7 @@ impl Core {
         self.stats.packets_received += 1;
         conn.stats.received += 1;
         // ZooKeeper drops frames of a closing session without a reply (§5.2).
-        if self.tracker.is_closing(session_id) {
+        if self.sessions.is_closing(session_id) {
             return;
         }
         if !self.authenticated_as_required(id, header.op_type) {
@@ -86,7 +86,7 @@ impl Core {
             // connection closes; the session lives on until it expires.
             warn!(
                 peer = %self.conns[&id].remote,
-                session = format_args!("{session_id:#x}"),
+                session = %session_id,
                 "request before authenticating with a required scheme; closing the connection"
             );
             let code = ErrorCode::SessionClosedRequireSaslAuth.code();
@@ -175,7 +175,7 @@ impl Core {
                 }
             }
             Request::CloseSession => {
-                self.tracker.mark_closing(session_id);
+                self.sessions.mark_closing(session_id);
                 self.propose_write(id, header, Txn::CloseSession, received, slot);
             }
             Request::Reconfig(r) => self.reconfig_request(id, header, r, received, slot),

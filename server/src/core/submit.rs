@@ -13,14 +13,15 @@ use super::requests::{Pending, Queued};
 use super::{now_ms, Core};
 use crate::forward_codec::ToLeader;
 use crate::msg::ConnId;
+use crate::session::SessionId;
 use crate::throttle::Slot;
 
 /// The log entry for `txn`, as the proposer stamps it. `time_ms` is the proposer's wall clock,
 /// read once by the caller (the TTL sweep stamps with the time it decided by), so every replica
 /// applies the same time.
-pub(super) fn stamp(session_id: i64, xid: i32, time_ms: i64, auth: Vec<Id>, txn: Txn) -> Entry {
+pub(super) fn stamp(session: SessionId, xid: i32, time_ms: i64, auth: Vec<Id>, txn: Txn) -> Entry {
     Entry {
-        session_id,
+        session_id: session.0,
         xid,
         time_ms,
         auth,

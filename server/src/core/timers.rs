@@ -1,39 +1,17 @@
-//! What the core does on its ticker: expire sessions, sweep containers and TTL nodes (both
-//! only on the leader, as proposals), and save the sessions' remaining time for a restart.
+//! What the core does on its ticker besides the sessions' clocks (`sessions`): sweep containers
+//! and TTL nodes (only on the leader, as proposals), and ask again for syncs raft dropped.
 
-use tokio::time::{Duration, Instant};
-use tracing::{debug, info, warn};
+use tokio::time::Instant;
+use tracing::debug;
 
 use znode_tree::Txn;
 
 use super::requests::Pending;
 use super::submit::stamp;
 use super::{now_ms, Core};
-use crate::session::checkpoint;
-
-/// How often the sessions' remaining time is saved for a restart (see `session::checkpoint`).
-pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+use crate::session::SessionId;
 
 impl Core {
-    pub(super) fn expire_sessions(&mut self, now: Instant) {
-        if !self.is_leader {
-            return;
-        }
-        for session_id in self.tracker.take_expired(now) {
-            if self.tree.session(session_id).is_none() {
-                self.tracker.forget(session_id);
-                continue;
-            }
-            info!(
-                session = format_args!("{:#x}", session_id),
-                "session timed out; proposing its close"
-            );
-            let entry = stamp(session_id, 0, now_ms(), Vec::new(), Txn::CloseSession);
-            // A refusal is logged by `propose`.
-            let _ = self.propose(&entry);
-        }
-    }
-
     /// The leader proposes the deletion of empty containers and TTL nodes that are due;
     /// the tree checks again at apply time, so a child created meanwhile keeps the node.
     pub(super) fn propose_expired_nodes(&mut self) {
@@ -42,7 +20,13 @@ impl Core {
         }
         let now = now_ms();
         for path in self.tree.expired_nodes(now) {
-            let entry = stamp(0, 0, now, Vec::new(), Txn::DeleteExpired { path });
+            let entry = stamp(
+                SessionId::NONE,
+                0,
+                now,
+                Vec::new(),
+                Txn::DeleteExpired { path },
+            );
             // A refusal is logged by `propose`; the next sweep finds the node again.
             let _ = self.propose(&entry);
         }
@@ -88,16 +72,5 @@ impl Core {
                 self.close_conn(id);
             }
         }
-    }
-
-    /// Saves the sessions' remaining time on a blocking thread (see `session::checkpoint`).
-    pub(super) fn write_checkpoint(&self, now: Instant) {
-        let dir = self.cfg.raft_dir();
-        let remaining = self.tracker.remaining(now);
-        tokio::task::spawn_blocking(move || {
-            if let Err(e) = checkpoint::write(&dir, &remaining) {
-                warn!(error = %e, "session checkpoint not written");
-            }
-        });
     }
 }

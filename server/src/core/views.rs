@@ -22,6 +22,7 @@ use super::{now_ms, Core};
 use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, Parts, ServerView, WatchSummary};
 use crate::msg::{ConnId, ViewReset};
+use crate::session::SessionId;
 use crate::stats::{ConnStats, ServerStats};
 
 /// One connection as the listings show it (`cons`, `crst`).
@@ -587,12 +588,12 @@ impl Core {
         &self.raft
     }
     fn session_deadline(&self, session: i64) -> Option<Instant> {
-        self.tracker.deadline(session)
+        self.sessions.deadline(SessionId(session))
     }
     fn conn_views(&mut self) -> impl Iterator<Item = LiveConn<'_>> {
         self.conns.values_mut().map(|c| LiveConn {
             remote: c.remote,
-            session_id: c.session_id,
+            session_id: c.session_id.0,
             timeout_ms: c.timeout_ms,
             queued: c.queue.len(),
             stats: &mut c.stats,
@@ -601,7 +602,7 @@ impl Core {
     fn conn_ids_and_sessions(&self) -> Vec<(ConnId, i64)> {
         self.conns
             .iter()
-            .map(|(id, c)| (*id, c.session_id))
+            .map(|(id, c)| (*id, c.session_id.0))
             .collect()
     }
     fn conn_count(&self) -> usize {
