@@ -50,7 +50,7 @@ impl Core {
                 self.send_header(id, xid, 0, 0);
             }
             Err(code) => {
-                self.stats.auth_failed += 1;
+                self.meters.stats.auth_failed += 1;
                 self.send_header(id, xid, 0, code.code());
                 self.close_conn(id);
             }

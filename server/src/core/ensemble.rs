@@ -30,6 +30,7 @@ use wire::ops::data::GetDataRequest;
 use wire::{Request, Response};
 use znode_tree::{ReadCtx, Txn};
 
+use super::conns::Conn;
 use super::requests::Pending;
 use super::submit::stamp;
 use super::{now_ms, Core};
@@ -37,6 +38,23 @@ use crate::forward::LeaderLink;
 use crate::forward_codec::ToLeader;
 use crate::msg::{ConnId, CoreMsg};
 use crate::session::SessionId;
+
+/// Who leads, as raft last said; changed only by `role_changed`.
+#[derive(Default)]
+pub(super) struct Role {
+    /// Whether this server leads: only a leader expires sessions and nodes.
+    pub(super) is_leader: bool,
+    /// The leader raft last named (0: none known) and its term.
+    pub(super) leader_id: u64,
+    pub(super) term: u64,
+    /// When this member became leader (mntr's zk_leader_uptime; ensemble members only).
+    pub(super) leader_since: Option<Instant>,
+    /// The term in which this leader wrote (or found) the membership in /zookeeper/config.
+    pub(super) membership_published: Option<u64>,
+    /// Whether this process has followed another leader: a standalone server that leads from its
+    /// own start keeps the checkpointed session clocks, one that took over restarts them.
+    pub(super) followed_another: bool,
+}
 
 /// What the core keeps when it is a member of an ensemble (`None` for a standalone server).
 pub struct Ensemble {
@@ -100,7 +118,7 @@ impl Core {
     /// Whether this member knows a leader and is in the configuration: a member that does not
     /// may serve read-only sessions (`readonlymode.enabled`).
     pub(crate) fn leader_known(&self) -> bool {
-        self.ensemble.is_none() || (self.leader_id != 0 && !self.membership.removed)
+        self.ensemble.is_none() || (self.role.leader_id != 0 && !self.membership.removed)
     }
 
     /// Whether this member has applied an entry of its leader's term: the leader's first entry of
@@ -111,7 +129,7 @@ impl Core {
     /// (UPTODATE): it would show them an older tree, and drop them when the snapshot installs
     /// (BUGS.md P8).
     fn caught_up(&self) -> bool {
-        self.ensemble.is_none() || self.applied_term >= self.term
+        self.ensemble.is_none() || self.applied.term >= self.role.term
     }
 
     pub(crate) fn is_ensemble(&self) -> bool {
@@ -120,16 +138,13 @@ impl Core {
 
     /// Syncs waiting on this member (for mntr's zk_pending_syncs).
     pub(crate) fn pending_syncs(&self) -> usize {
-        self.conns
-            .values()
-            .flat_map(|c| c.queue.iter())
-            .filter(|q| matches!(q.pending, Pending::Sync { .. }))
-            .count()
+        self.conns.pending_syncs()
     }
 
     /// How long this member has led (zero when it does not).
     pub(crate) fn leader_uptime(&self) -> std::time::Duration {
-        self.leader_since
+        self.role
+            .leader_since
             .map_or(std::time::Duration::ZERO, |t| t.elapsed())
     }
 
@@ -137,7 +152,7 @@ impl Core {
     /// went on; `None` when there is no leader or the link cannot take it (then the link is
     /// treated as lost).
     pub(super) fn forward(&mut self, frame: ToLeader) -> Option<u64> {
-        let leader = self.leader_id;
+        let leader = self.role.leader_id;
         let me = self.cfg.my_id.unwrap_or(0);
         let ens = self.ensemble.as_mut()?;
         if leader == 0 || leader == me {
@@ -165,7 +180,7 @@ impl Core {
 
     /// On the core's ticker: send the sessions heard from since the last tick to the leader.
     pub(super) fn send_touches(&mut self) {
-        if self.is_leader || self.ensemble.is_none() || self.leader_id == 0 {
+        if self.role.is_leader || self.ensemble.is_none() || self.role.leader_id == 0 {
             return;
         }
         let sessions = self.sessions.take_touched();
@@ -202,7 +217,7 @@ impl Core {
     }
 
     /// Closes every client connection `pred` picks; returns how many.
-    fn close_conns_where(&mut self, pred: impl Fn(&super::conns::Conn) -> bool) -> usize {
+    fn close_conns_where(&mut self, pred: impl Fn(&Conn) -> bool) -> usize {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
@@ -224,17 +239,37 @@ impl Core {
         }
     }
 
-    /// Raft's view of the leader changed (ensemble members only; standalone keeps its rules in
-    /// `apply`).
-    pub(super) fn ensemble_role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
-        let changed =
-            leader_id != self.leader_id || term != self.term || is_leader != self.is_leader;
-        let was_leader = self.is_leader;
-        self.leader_id = leader_id;
-        self.term = term;
-        self.is_leader = is_leader;
-        self.leader_since = if is_leader {
-            self.leader_since.or(Some(Instant::now()))
+    /// Raft's view of the leader changed.
+    pub(super) fn role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
+        if self.ensemble.is_some() {
+            self.ensemble_role_changed(is_leader, leader_id, term);
+            return;
+        }
+        self.role.leader_id = leader_id;
+        self.role.term = term;
+        if !is_leader && leader_id != 0 {
+            self.role.followed_another = true;
+        }
+        if is_leader && !self.role.is_leader && self.role.followed_another {
+            // A leader that took over from another server never saw the sessions' activity, so it
+            // restarts every timer (ZooKeeper does the same). A server that leads from its own
+            // start resumes the checkpointed clocks instead.
+            self.sessions.restart_all(&self.tree, Instant::now());
+        }
+        self.role.is_leader = is_leader;
+    }
+
+    /// Raft's view of the leader changed on a member of an ensemble.
+    fn ensemble_role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
+        let changed = leader_id != self.role.leader_id
+            || term != self.role.term
+            || is_leader != self.role.is_leader;
+        let was_leader = self.role.is_leader;
+        self.role.leader_id = leader_id;
+        self.role.term = term;
+        self.role.is_leader = is_leader;
+        self.role.leader_since = if is_leader {
+            self.role.leader_since.or(Some(Instant::now()))
         } else {
             None
         };
@@ -296,7 +331,9 @@ impl Core {
     /// On the ticker: a leader whose membership write was refused (raft may not have published
     /// its leadership yet when the core heard of it) tries again.
     pub(super) fn ensure_membership_published(&mut self) {
-        if self.ensemble.is_some() && self.is_leader && self.membership_published != Some(self.term)
+        if self.ensemble.is_some()
+            && self.role.is_leader
+            && self.role.membership_published != Some(self.role.term)
         {
             self.publish_membership();
         }
@@ -307,7 +344,7 @@ impl Core {
     pub(super) fn publish_membership(&mut self) {
         if self.cfg.reconfig_enabled && !self.membership.members.servers.is_empty() {
             // With reconfig the tree is the membership; zoo.cfg only seeds a new ensemble.
-            self.membership_published = Some(self.term);
+            self.role.membership_published = Some(self.role.term);
             return;
         }
         let members: String = self
@@ -334,7 +371,7 @@ impl Core {
             .rfind("version=")
             .map_or(&current[..], |at| &current[..at]);
         if listed == members {
-            self.membership_published = Some(self.term);
+            self.role.membership_published = Some(self.role.term);
             return;
         }
         let entry = stamp(
@@ -345,7 +382,7 @@ impl Core {
             Txn::SetConfig { members },
         );
         if self.propose(&entry).is_ok() {
-            self.membership_published = Some(self.term);
+            self.role.membership_published = Some(self.role.term);
         }
     }
 
@@ -361,7 +398,7 @@ impl Core {
         session_id: SessionId,
         passwd: Option<Vec<u8>>,
     ) -> bool {
-        if self.ensemble.is_none() || self.is_leader {
+        if self.ensemble.is_none() || self.role.is_leader {
             return false;
         }
         let Some(timeout_ms) = self.conns.get(&conn).map(|c| c.timeout_ms) else {
@@ -392,11 +429,10 @@ impl Core {
     /// Asks for a ReadIndex for `r` under a fresh context. A refusal (no leader known at this
     /// instant) is asked again by the ticker.
     fn ask_revalidation(&mut self, mut r: Revalidation, now: Instant) {
-        let ctx = self.next_read_ctx;
-        self.next_read_ctx += 1;
+        let ctx = self.conns.next_read_ctx();
         r.index = None;
         r.asked = now;
-        r.early = self.applied_term < self.term;
+        r.early = self.applied.term < self.role.term;
         if let Err(e) = self.raft.read_index(ctx) {
             debug!(ctx, error = %e, "revalidation's read index refused; asking again later");
         }
@@ -464,8 +500,8 @@ impl Core {
     /// Completes the revalidations whose index this member has applied; asks again for those
     /// asked before the leader had committed in its term, once it has.
     pub(super) fn finish_revalidations(&mut self) {
-        let applied = self.applied_index;
-        let term_committed = self.applied_term >= self.term;
+        let applied = self.applied.index;
+        let term_committed = self.applied.term >= self.role.term;
         let Some(ens) = self.ensemble.as_mut() else {
             return;
         };

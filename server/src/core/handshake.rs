@@ -2,14 +2,13 @@
 //! reconnect to a live session, or a refusal; and where session passwords come from (ids come
 //! from `sessions`).
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use wire::{ConnectRequest, ConnectResponse, Id};
+use wire::{ConnectRequest, ConnectResponse};
 use znode_tree::Txn;
 
 use super::conns::Conn;
@@ -18,7 +17,6 @@ use super::{now_ms, Core};
 use crate::msg::ConnId;
 use crate::outbound::{Outbound, OutboundTx};
 use crate::session::SessionId;
-use crate::stats::ConnStats;
 
 impl Core {
     pub(super) fn connect(
@@ -29,7 +27,7 @@ impl Core {
         out: OutboundTx,
         ready: oneshot::Sender<bool>,
     ) {
-        self.stats.packets_received += 1;
+        self.meters.stats.packets_received += 1;
         let sent_read_only = req.read_only.is_some();
         // A member cut off from its quorum serves clients that accept a read-only server
         // (canBeReadOnly), when readonlymode.enabled is on, as ZooKeeper's ReadOnlyZooKeeperServer.
@@ -56,20 +54,16 @@ impl Core {
             return;
         }
         let timeout_ms = self.cfg.negotiate_timeout(req.timeout);
-        let conn = Conn {
+        let conn = Conn::new(
+            id,
             remote,
             out,
-            session_id: SessionId::NONE,
             timeout_ms,
-            auth: vec![Id::new("ip", &remote.ip().to_string())],
-            sasl: None,
-            queue: VecDeque::new(),
             sent_read_only,
             read_only,
-            ready: Some(ready),
-            stats: ConnStats::new(Instant::now()),
-            closed: false,
-        };
+            ready,
+        );
+        let _in_conn = conn.span.clone().entered();
         self.conns.insert(id, conn);
 
         if read_only {
@@ -81,7 +75,7 @@ impl Core {
             let session_id = self.sessions.allocate(&self.tree);
             let mut password = [0u8; 16];
             rand::Rng::fill(&mut rand::thread_rng(), &mut password[..]);
-            self.conns.get_mut(&id).unwrap().session_id = session_id;
+            self.conns.get_mut(&id).unwrap().set_session(session_id);
             self.sessions.connecting(session_id, id);
             let entry = stamp(
                 session_id,
@@ -159,7 +153,7 @@ impl Core {
             .unwrap_or_default();
         self.touch_session(session_id, timeout_ms, Instant::now());
         let conn = self.conns.get_mut(&id).unwrap();
-        conn.session_id = session_id;
+        conn.set_session(session_id);
         info!(peer = %remote, session = %session_id, timeout_ms, "session reconnected");
         self.finish_handshake(id, password);
     }
@@ -189,12 +183,12 @@ impl Core {
             let session_id = self.sessions.allocate(&self.tree);
             let mut password = [0u8; 16];
             rand::Rng::fill(&mut rand::thread_rng(), &mut password[..]);
-            self.conns.get_mut(&id).unwrap().session_id = session_id;
+            self.conns.get_mut(&id).unwrap().set_session(session_id);
             password
         } else {
             match self.tree.session(session_id.0) {
                 Some(s) if passwd.as_deref() == Some(&s.password[..]) => {
-                    self.conns.get_mut(&id).unwrap().session_id = session_id;
+                    self.conns.get_mut(&id).unwrap().set_session(session_id);
                     s.password
                 }
                 _ => {

@@ -270,13 +270,13 @@ impl Core {
     /// A client's session was heard from: its clock restarts; a follower tells the leader at the
     /// next tick.
     pub(super) fn touch_session(&mut self, session: SessionId, timeout_ms: i32, now: Instant) {
-        let report = self.ensemble.is_some() && !self.is_leader;
+        let report = self.ensemble.is_some() && !self.role.is_leader;
         self.sessions.touch(session, timeout_ms, now, report);
     }
 
     /// The leader hears that another member's clients are alive.
     pub(super) fn peer_touch(&mut self, sessions: Vec<(i64, i32)>) {
-        if !self.is_leader {
+        if !self.role.is_leader {
             return;
         }
         let now = Instant::now();
@@ -288,7 +288,7 @@ impl Core {
 
     /// On the ticker, on the leader: proposes the close of every session past its deadline.
     pub(super) fn expire_sessions(&mut self, now: Instant) {
-        if !self.is_leader {
+        if !self.role.is_leader {
             return;
         }
         for session in self.sessions.expire_due(&self.tree, now) {

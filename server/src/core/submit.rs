@@ -76,7 +76,7 @@ impl Core {
     /// Where a client's entry goes: raft here on the leader (and on a standalone server), the
     /// leader's forward link elsewhere. `Ok(Some(epoch))` names the link it went on.
     pub(super) fn submit(&mut self, entry: &Entry) -> Result<Option<u64>, ()> {
-        if self.ensemble.is_none() || self.is_leader {
+        if self.ensemble.is_none() || self.role.is_leader {
             return self.propose(entry).map(|_| None).map_err(|_| ());
         }
         match self.forward(ToLeader::Propose(entry.encode())) {

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::time::{Duration, Instant};
 use wire::{FourLetterWord, OpCode};
@@ -21,9 +22,40 @@ use znode_tree::{Tree, WatchRegistry};
 use super::{now_ms, Core};
 use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, Parts, ServerView, WatchSummary};
+use crate::latency::Latency;
 use crate::msg::{ConnId, ViewReset};
 use crate::session::SessionId;
-use crate::stats::{ConnStats, ServerStats};
+use crate::stats::{ConnStats, ResponseSizes, ServerStats};
+
+/// What the core measures for the views: the server's counters (every room counts into them),
+/// reply sizes and write latencies (shared with the connection writers), the trace mask and the
+/// core's start.
+pub(super) struct Meters {
+    /// Server-wide counters for the four-letter words.
+    pub(super) stats: ServerStats,
+    /// Filled in by the connection writers, which see the encoded replies.
+    pub(super) response_sizes: Arc<ResponseSizes>,
+    /// Per-stage write latency and ZooKeeper's latency summaries (`latency.rs`), shared with
+    /// the connection writers.
+    pub(super) latency: Arc<Latency>,
+    /// Set by `stmk`, read by `gtmk`. paddock logs through `tracing` filters, not ZooKeeper's
+    /// trace mask, so the mask is only kept and reported, as a tool that sets it expects.
+    trace_mask: i64,
+    /// When the core started, for the uptime the four-letter words report.
+    started: Instant,
+}
+
+impl Meters {
+    pub(super) fn new(ensemble_member: bool, now: Instant) -> Meters {
+        Meters {
+            stats: ServerStats::default(),
+            response_sizes: Arc::default(),
+            latency: Arc::new(Latency::new(ensemble_member)),
+            trace_mask: fourlw::DEFAULT_TRACE_MASK,
+            started: now,
+        }
+    }
+}
 
 /// One connection as the listings show it (`cons`, `crst`).
 struct LiveConn<'a> {
@@ -317,7 +349,7 @@ fn counts(core: &Core, v: &mut ServerView) {
     v.approximate_data_size = tree.approximate_data_size();
     v.global_sessions = tree.sessions().count() as u64;
     v.local_sessions = 0;
-    let (last, min, max) = core.response_sizes.get();
+    let (last, min, max) = core.meters.response_sizes.get();
     v.last_client_response_size = last;
     v.min_client_response_size = min;
     v.max_client_response_size = max;
@@ -367,27 +399,28 @@ fn extras(core: &Core, v: &mut ServerView) {
         ),
         (
             "paddock_applied_index".into(),
-            core.applied_index.to_string(),
+            core.applied.index.to_string(),
         ),
         (
             "paddock_last_snapshot_index".into(),
-            core.last_snapshot_index.to_string(),
+            core.snapshots.last_index.to_string(),
         ),
         (
             "paddock_snapshots_encoding".into(),
-            core.snapshot_encoding
-                .load(std::sync::atomic::Ordering::Acquire)
-                .to_string(),
+            core.snapshots.encoding().to_string(),
         ),
         (
             "looking_count".into(),
-            core.latency.looking_count().to_string(),
+            core.meters.latency.looking_count().to_string(),
         ),
     ]
     .into_iter()
-    .chain(core.latency.mntr())
+    .chain(core.meters.latency.mntr())
     .collect();
-    v.summaries = core.latency.summaries(&core.raft().entry_times().fsync);
+    v.summaries = core
+        .meters
+        .latency
+        .summaries(&core.raft().entry_times().fsync);
 }
 
 /// `cons`, `stat`: every client connection.
@@ -568,21 +601,21 @@ impl Core {
         &self.cfg
     }
     fn trace_mask(&self) -> i64 {
-        self.trace_mask
+        self.meters.trace_mask
     }
     fn set_trace_mask(&mut self, mask: i64) {
-        self.trace_mask = mask;
+        self.meters.trace_mask = mask;
     }
     /// `srst`: the server-wide counters, reply sizes included (ZooKeeper's `ServerStats.reset`).
     fn reset_stats(&mut self) {
-        self.stats.reset();
-        self.response_sizes.reset();
+        self.meters.stats.reset();
+        self.meters.response_sizes.reset();
     }
     fn stats(&self) -> &ServerStats {
-        &self.stats
+        &self.meters.stats
     }
     fn uptime(&self) -> Duration {
-        self.started.elapsed()
+        self.meters.started.elapsed()
     }
     fn raft(&self) -> &consensus::Handle {
         &self.raft
