@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 
 use znode_tree::Tree;
 
+use crate::clock::WallClock;
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
 use crate::core::Core;
@@ -55,6 +56,16 @@ struct Settled {
     net: Option<consensus::PeerNet>,
 }
 
+/// Where the raft loop runs and which wall clock the core reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    /// The raft thread, and the system's wall clock: every server.
+    Thread,
+    /// A task of the runtime's, and a wall clock that follows tokio's: `start_stepped`.
+    #[cfg(feature = "testing")]
+    Task,
+}
+
 /// What `open_raft` starts: the handle, the snapshot to restore, and the raft thread's events.
 struct Opened {
     started: consensus::Started,
@@ -79,6 +90,25 @@ impl Server {
     /// core task (`spawn_core`), the log replayed into it (`replay`), and only then the client
     /// port (`listen`) and the HTTP endpoints.
     pub async fn start(cfg: Config) -> anyhow::Result<Server> {
+        Server::start_on(cfg, Runner::Thread).await
+    }
+
+    /// As `start`, but every clock the server reads is the tokio runtime's: the raft loop is
+    /// stepped on a task of the runtime (`consensus::start_stepped`), not a thread of its own in
+    /// real time, and the core's wall clock follows tokio's. A test on paused time
+    /// (`tokio::time::pause`, `advance`, or waiting, which advances it) then drives session
+    /// expiry, the TTL and container sweeps and the session checkpoint, as mini-redis's server
+    /// tests drive its expiry. A standalone server only.
+    #[cfg(feature = "testing")]
+    pub async fn start_stepped(cfg: Config) -> anyhow::Result<Server> {
+        anyhow::ensure!(
+            cfg.servers.len() <= 1 || cfg.ignore_peers,
+            "a stepped start runs a standalone server only"
+        );
+        Server::start_on(cfg, Runner::Task).await
+    }
+
+    async fn start_on(cfg: Config, runner: Runner) -> anyhow::Result<Server> {
         let is_ensemble = cfg.servers.len() > 1 && !cfg.ignore_peers;
         if cfg.servers.len() > 1 && cfg.ignore_peers {
             warn!(
@@ -93,7 +123,7 @@ impl Server {
         let store = open_log(&dir)?;
         let initialized = store.as_ref().is_some_and(log_is_initialized);
         let settled = settle_identity(&cfg, is_ensemble, stored, initialized).await?;
-        let opened = open_raft(&cfg, is_ensemble, store, &settled).await?;
+        let opened = open_raft(&cfg, is_ensemble, store, &settled, runner).await?;
         let raft = opened.started.handle.clone();
         if settled.write_identity {
             settled
@@ -114,7 +144,12 @@ impl Server {
         } else {
             raft.status().last_index
         };
-        let running = spawn_core(&cfg, &raft, net.as_ref(), recovered, opened.events);
+        let wall = match runner {
+            Runner::Thread => WallClock::System,
+            #[cfg(feature = "testing")]
+            Runner::Task => WallClock::following_runtime(),
+        };
+        let running = spawn_core(&cfg, &raft, net.as_ref(), recovered, opened.events, wall);
         replay(&running, replay_to).await?;
         let (addr, accept) = listen(&cfg, &running).await?;
         let http = match crate::http::start(&cfg, running.core_tx.clone()).await {
@@ -327,28 +362,40 @@ fn raft_config(cfg: &Config, is_ensemble: bool, settled: &Settled) -> consensus:
     raft_cfg
 }
 
-/// Starts the raft thread on the opened log. The thread hands its events straight to the core's
-/// event queue (unbounded, as raft must never wait on the core: heartbeats and votes go out from
-/// the same thread).
+/// Starts the raft thread on the opened log (with `Runner::Task`, the raft loop on a task).
+/// Raft hands its events straight to the core's event queue (unbounded, as raft must never wait
+/// on the core: heartbeats and votes go out from the same thread).
 async fn open_raft(
     cfg: &Config,
     is_ensemble: bool,
     store: Option<consensus::storage::LogStore>,
     settled: &Settled,
+    runner: Runner,
 ) -> anyhow::Result<Opened> {
     let raft_cfg = raft_config(cfg, is_ensemble, settled);
-    let transport = settled.net.as_ref().map(|n| n.transport());
+    let transport: Box<dyn consensus::Transport> = match settled.net.as_ref() {
+        Some(net) => Box::new(net.transport()),
+        None => Box::new(consensus::NoPeers),
+    };
     let (events_tx, events) = mpsc::unbounded_channel::<consensus::Event>();
-    let sink = move |ev| events_tx.send(ev).is_ok();
-    let started = tokio::task::spawn_blocking(move || {
-        let transport: Box<dyn consensus::Transport> = match transport {
-            Some(t) => Box::new(t),
-            None => Box::new(consensus::NoPeers),
-        };
-        consensus::start_opened(raft_cfg, store, transport, Box::new(sink))
-    })
-    .await?
-    .context("opening the raft log")?;
+    let sink = Box::new(move |ev| events_tx.send(ev).is_ok());
+    let started = match runner {
+        Runner::Thread => tokio::task::spawn_blocking(move || {
+            consensus::start_opened(raft_cfg, store, transport, sink)
+        })
+        .await?
+        .context("opening the raft log")?,
+        #[cfg(feature = "testing")]
+        Runner::Task => {
+            let (started, stepper) = tokio::task::spawn_blocking(move || {
+                consensus::start_stepped(raft_cfg, store, transport, sink)
+            })
+            .await?
+            .context("opening the raft log")?;
+            tokio::spawn(stepper.run());
+            started
+        }
+    };
     Ok(Opened { started, events })
 }
 
@@ -397,6 +444,7 @@ fn spawn_core(
     net: Option<&consensus::PeerNet>,
     recovered: Recovered,
     events: mpsc::UnboundedReceiver<consensus::Event>,
+    wall: WallClock,
 ) -> Running {
     let (core_tx, core_rx) = mpsc::channel(64 * 1024);
     let ensemble = net.map(|n| crate::core::Ensemble::new(n.clone(), core_tx.clone()));
@@ -408,6 +456,7 @@ fn spawn_core(
         recovered.applied,
         recovered.term,
         ensemble,
+        wall,
     );
     let latency = core.latency();
     // ZooKeeper's start-up summaries (FileTxnSnapLog.restore): the snapshot's load, then the

@@ -33,7 +33,7 @@ use znode_tree::{ReadCtx, Txn};
 use super::conns::Conn;
 use super::requests::Pending;
 use super::submit::stamp;
-use super::{now_ms, Core};
+use super::Core;
 use crate::forward::LeaderLink;
 use crate::forward_codec::ToLeader;
 use crate::msg::{ConnId, CoreMsg};
@@ -377,7 +377,7 @@ impl Core {
         let entry = stamp(
             SessionId::NONE,
             0,
-            now_ms(),
+            self.wall.now_ms(),
             Vec::new(),
             Txn::SetConfig { members },
         );

@@ -13,7 +13,7 @@ use znode_tree::Txn;
 
 use super::conns::Conn;
 use super::submit::stamp;
-use super::{now_ms, Core};
+use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::{Outbound, OutboundTx};
 use crate::session::SessionId;
@@ -80,7 +80,7 @@ impl Core {
             let entry = stamp(
                 session_id,
                 0,
-                now_ms(),
+                self.wall.now_ms(),
                 Vec::new(),
                 Txn::CreateSession {
                     timeout_ms,

@@ -65,7 +65,7 @@ use tracing::{info, warn};
 
 use znode_tree::{Tree, WatchRegistry};
 
-use crate::clock::now_ms;
+use crate::clock::WallClock;
 use crate::config::Config;
 use crate::msg::CoreMsg;
 use crate::outbound::Outbound;
@@ -87,6 +87,8 @@ use views::Meters;
 pub struct Core {
     /// The server's configuration, shared with start-up and the connection tasks.
     cfg: Arc<Config>,
+    /// The wall clock: entries' time stamps, session ids, the views' dates.
+    wall: WallClock,
     /// The raft thread: proposals and ReadIndex requests go there (`submit`).
     raft: consensus::Handle,
     /// The znode tree: the replicated state, changed only by applying committed entries (`apply`).
@@ -122,12 +124,14 @@ impl Core {
         applied_index: u64,
         applied_term: u64,
         ensemble: Option<Ensemble>,
+        wall: WallClock,
     ) -> Core {
         let now = Instant::now();
         let ensemble_member = ensemble.is_some();
         let mut core = Core {
-            sessions: Sessions::recover(&cfg, &tree, now_ms(), now),
+            sessions: Sessions::recover(&cfg, &tree, wall.now_ms(), now),
             cfg,
+            wall,
             raft,
             tree,
             watches: WatchRegistry::new(),

@@ -24,7 +24,7 @@ use tracing::{info, warn};
 use znode_tree::{Tree, Txn};
 
 use super::submit::stamp;
-use super::{now_ms, Core};
+use super::Core;
 use crate::config::Config;
 use crate::msg::ConnId;
 use crate::session::{checkpoint, SessionId, SessionTracker};
@@ -293,7 +293,13 @@ impl Core {
         }
         for session in self.sessions.expire_due(&self.tree, now) {
             info!(%session, "session timed out; proposing its close");
-            let entry = stamp(session, 0, now_ms(), Vec::new(), Txn::CloseSession);
+            let entry = stamp(
+                session,
+                0,
+                self.wall.now_ms(),
+                Vec::new(),
+                Txn::CloseSession,
+            );
             // A refusal is logged by `propose`.
             let _ = self.propose(&entry);
         }

@@ -10,7 +10,7 @@ use wire::{Id, RequestHeader};
 use znode_tree::{Entry, Txn};
 
 use super::requests::{Pending, Queued};
-use super::{now_ms, Core};
+use super::Core;
 use crate::forward_codec::ToLeader;
 use crate::msg::ConnId;
 use crate::session::SessionId;
@@ -43,7 +43,7 @@ impl Core {
         let entry = stamp(
             conn.session_id,
             header.xid,
-            now_ms(),
+            self.wall.now_ms(),
             conn.auth.clone(),
             txn,
         );

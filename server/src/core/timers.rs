@@ -9,7 +9,7 @@ use znode_tree::Txn;
 
 use super::sessions::CHECKPOINT_EVERY;
 use super::submit::stamp;
-use super::{now_ms, Core};
+use super::Core;
 use crate::config::Config;
 use crate::session::SessionId;
 
@@ -65,7 +65,7 @@ impl Core {
         if !self.role.is_leader {
             return;
         }
-        let now = now_ms();
+        let now = self.wall.now_ms();
         for path in self.tree.expired_nodes(now) {
             let entry = stamp(
                 SessionId::NONE,

@@ -19,7 +19,7 @@ use tokio::time::{Duration, Instant};
 use wire::{FourLetterWord, OpCode};
 use znode_tree::{Tree, WatchRegistry};
 
-use super::{now_ms, Core};
+use super::Core;
 use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, Parts, ServerView, WatchSummary};
 use crate::latency::Latency;
@@ -155,7 +155,7 @@ pub(super) fn four_letter(
             sent: 0,
             session_id: 0,
             last_op: op_name(OpCode::Notification).to_string(),
-            established_ms: now_ms(),
+            established_ms: core.wall.now_ms(),
             timeout_ms: 0,
             last_cxid: 0,
             last_zxid: 0,
@@ -334,7 +334,7 @@ fn leader(core: &Core) -> fourlw::LeaderView {
             .map(|p| fourlw::ObserverView {
                 sid: p.id,
                 last_zxid: p.matched as i64,
-                established_ms: now_ms() - leader_uptime.as_millis() as i64,
+                established_ms: core.wall.now_ms() - leader_uptime.as_millis() as i64,
             })
             .collect(),
     }
@@ -426,7 +426,7 @@ fn extras(core: &Core, v: &mut ServerView) {
 /// `cons`, `stat`: every client connection.
 fn connections(core: &mut Core) -> Vec<ConnView> {
     let now = Instant::now();
-    let now_ms = now_ms();
+    let now_ms = core.wall.now_ms();
     core.conn_views()
         .map(
             |LiveConn {
@@ -461,7 +461,7 @@ fn connections(core: &mut Core) -> Vec<ConnView> {
 /// `dump`: sessions by expiry bucket, and each session's ephemerals.
 fn sessions(core: &Core, v: &mut ServerView) {
     let now = Instant::now();
-    let now_ms = now_ms();
+    let now_ms = core.wall.now_ms();
     let mut buckets: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
     for s in core.tree().sessions() {
         if let Some(deadline) = core.session_deadline(s.id) {
