@@ -53,7 +53,7 @@ impl Inner {
     /// Asks the loop to stop and joins its threads. A stepped loop is not waited for: it runs on
     /// a task of the caller's runtime, which a drop may be blocking (see `Handle::shutdown`).
     fn stop(&self) {
-        let _ = self.tx.send(Request::Shutdown);
+        self.tx.send(Request::Shutdown);
         let threads: Vec<_> =
             std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
         for t in threads {
@@ -84,10 +84,11 @@ impl Handle {
         if self.inner.shared.is_stopped() {
             return Err(ConsensusError::Stopped);
         }
-        self.inner
-            .tx
-            .send(Request::Command(cmd))
-            .map_err(|_| ConsensusError::Stopped)
+        if self.inner.tx.send(Request::Command(cmd)) {
+            Ok(())
+        } else {
+            Err(ConsensusError::Stopped)
+        }
     }
 
     /// Queues `data` for replication; never blocks. The entry comes back through

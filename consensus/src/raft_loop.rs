@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, SendError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use raft::eraftpb::Message;
 
 use crate::driver::{Command, Driver, Output, SnapshotJob, SnapshotSaved};
@@ -48,8 +48,9 @@ pub(crate) struct RequestTx {
 }
 
 impl RequestTx {
-    pub(crate) fn send(&self, req: Request) -> Result<(), SendError<Request>> {
-        let sent = self.tx.send(req);
+    /// `false` when the loop is gone.
+    pub(crate) fn send(&self, req: Request) -> bool {
+        let sent = self.tx.send(req).is_ok();
         if let Some(wake) = &self.wake {
             wake.notify_one();
         }
@@ -447,7 +448,7 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: RequestTx) {
                     ms = started.elapsed().as_millis() as u64,
                     "snapshot written"
                 );
-                let _ = saved.send(Request::SnapshotSaved(done));
+                saved.send(Request::SnapshotSaved(done));
             }
             Err(e) => tracing::error!(index = job.index, "snapshot write failed: {e}"),
         }

@@ -336,7 +336,7 @@ async fn settle_identity(
 /// raft's settings for this server: its timing and, for a new ensemble, the initial members.
 fn raft_config(cfg: &Config, is_ensemble: bool, settled: &Settled) -> consensus::Config {
     let my_id = cfg.my_id.unwrap_or(1);
-    let mut raft_cfg = consensus::Config::standalone(&cfg.raft_dir());
+    let mut raft_cfg = consensus::Config::standalone(cfg.raft_dir());
     raft_cfg.id = my_id;
     if is_ensemble {
         let (tick, election, heartbeat) = cfg.raft_timing();
