@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use raft::eraftpb::{ConfChangeV2, Message};
 
 use crate::driver::{Command, Driver};
-use crate::raft_loop::{self, Request};
+use crate::raft_loop::{self, Request, RequestTx};
 use crate::snapshot_file::ScannedSnapshot;
 use crate::status::{PeerProgress, Shared, Status};
 use crate::storage::LogStore;
@@ -29,18 +29,31 @@ pub struct Started {
 }
 
 struct Inner {
-    tx: Sender<Request>,
+    tx: RequestTx,
     shared: Arc<Shared>,
     max_uncommitted: u64,
     election_timeout: Duration,
     threads: Mutex<Vec<JoinHandle<()>>>,
     db_dir: PathBuf,
     snapshot_dir: PathBuf,
+    /// A loop on the caller's task (`start_stepped`) has no thread to join: this disconnects when
+    /// it has ended.
+    stepper_done: Option<Receiver<()>>,
 }
 
 impl Inner {
     fn shutdown(&self) {
-        let _ = self.tx.send(Request::Shutdown);
+        self.stop();
+        if let Some(done) = &self.stepper_done {
+            // Returns once the stepper's task has ended (its sender dropped).
+            let _ = done.recv();
+        }
+    }
+
+    /// Asks the loop to stop and joins its threads. A stepped loop is not waited for: it runs on
+    /// a task of the caller's runtime, which a drop may be blocking (see `Handle::shutdown`).
+    fn stop(&self) {
+        self.tx.send(Request::Shutdown);
         let threads: Vec<_> =
             std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
         for t in threads {
@@ -56,7 +69,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.shutdown();
+        self.stop();
     }
 }
 
@@ -71,10 +84,11 @@ impl Handle {
         if self.inner.shared.is_stopped() {
             return Err(ConsensusError::Stopped);
         }
-        self.inner
-            .tx
-            .send(Request::Command(cmd))
-            .map_err(|_| ConsensusError::Stopped)
+        if self.inner.tx.send(Request::Command(cmd)) {
+            Ok(())
+        } else {
+            Err(ConsensusError::Stopped)
+        }
     }
 
     /// Queues `data` for replication; never blocks. The entry comes back through
@@ -278,7 +292,9 @@ impl Handle {
     }
 
     /// Stops the loop after it has persisted and delivered what it holds, and joins its threads
-    /// (pending snapshot writes finish first). Idempotent.
+    /// (pending snapshot writes finish first). Idempotent. For a stepped node (`start_stepped`)
+    /// it waits for the stepper's task to end: call it off that runtime's threads
+    /// (`spawn_blocking`).
     pub fn shutdown(&self) {
         self.inner.shutdown();
     }
@@ -331,7 +347,7 @@ pub fn start_opened(
 ) -> Result<Started, ConsensusError> {
     let (driver, snapshot) = Driver::open_with(&cfg, store)?;
     let membership = driver.membership();
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let (tx, rx) = raft_loop::requests(None);
     let shared = Arc::new(Shared::default());
     let threads = raft_loop::spawn(
         driver,
@@ -341,21 +357,69 @@ pub fn start_opened(
         transport,
         shared.clone(),
     )?;
-    let handle = Handle {
-        inner: Arc::new(Inner {
-            tx,
-            shared,
-            max_uncommitted: cfg.max_uncommitted_bytes,
-            election_timeout: cfg.election_timeout(),
-            threads: Mutex::new(threads),
-            db_dir: cfg.db_dir(),
-            snapshot_dir: cfg.snapshot_dir(),
-        }),
-    };
     Ok(Started {
-        handle,
+        handle: Handle::new(&cfg, tx, shared, threads, None),
         events: crossbeam_channel::never(),
         snapshot,
         membership,
     })
+}
+
+/// As `start_opened`, but with no raft thread: the caller runs the returned
+/// [`Stepper`](crate::Stepper) on a task of its tokio runtime, and raft's tick follows that
+/// runtime's clock. For tests on paused time (`tokio::time::pause`): a node whose loop runs on
+/// another thread, in real time, while the test's clock jumps, would see its applier's timers
+/// fire around a write it is still persisting.
+#[cfg(feature = "testing")]
+pub fn start_stepped(
+    cfg: Config,
+    store: Option<LogStore>,
+    transport: Box<dyn Transport>,
+    sink: Box<dyn EventSink>,
+) -> Result<(Started, raft_loop::Stepper), ConsensusError> {
+    let (driver, snapshot) = Driver::open_with(&cfg, store)?;
+    let membership = driver.membership();
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let (tx, rx) = raft_loop::requests(Some(wake));
+    let shared = Arc::new(Shared::default());
+    let (done_tx, done_rx) = crossbeam_channel::bounded(0);
+    let stepper = raft_loop::stepper(
+        driver,
+        cfg.tick,
+        (tx.clone(), rx),
+        sink,
+        transport,
+        shared.clone(),
+        done_tx,
+    )?;
+    let started = Started {
+        handle: Handle::new(&cfg, tx, shared, Vec::new(), Some(done_rx)),
+        events: crossbeam_channel::never(),
+        snapshot,
+        membership,
+    };
+    Ok((started, stepper))
+}
+
+impl Handle {
+    fn new(
+        cfg: &Config,
+        tx: RequestTx,
+        shared: Arc<Shared>,
+        threads: Vec<JoinHandle<()>>,
+        stepper_done: Option<Receiver<()>>,
+    ) -> Handle {
+        Handle {
+            inner: Arc::new(Inner {
+                tx,
+                shared,
+                max_uncommitted: cfg.max_uncommitted_bytes,
+                election_timeout: cfg.election_timeout(),
+                threads: Mutex::new(threads),
+                db_dir: cfg.db_dir(),
+                snapshot_dir: cfg.snapshot_dir(),
+                stepper_done,
+            }),
+        }
+    }
 }

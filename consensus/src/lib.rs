@@ -93,12 +93,16 @@ mod transport;
 
 pub use config::Config;
 pub use error::ConsensusError;
+#[cfg(feature = "testing")]
+pub use handle::start_stepped;
 pub use handle::{start, start_opened, start_with_sink, start_with_transport, Handle, Started};
 pub use net::{Inbound, NetConfig, PeerNet, TcpTransport};
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Message,
     MessageType,
 };
+#[cfg(feature = "testing")]
+pub use raft_loop::Stepper;
 pub use snapshot_file::ScannedSnapshot;
 pub use status::{PeerProgress, Status};
 pub use transport::{EventSink, NoPeers, Transport};

@@ -1,6 +1,11 @@
 //! The raft thread: pumps commands, saved snapshots and the tick clock into a [`Driver`], and the
 //! snapshot writer thread it hands files to. Everything raft-specific lives in the driver; this
 //! file owns only threads, channels and time.
+//!
+//! With the `testing` feature the same loop can run on a task of the caller's tokio runtime
+//! instead of a thread of its own ([`Stepper`]), its tick on tokio's clock: a test that pauses
+//! that clock then drives raft's time too, and nothing in the node runs on a clock it does not
+//! control.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -32,6 +37,25 @@ pub(crate) enum Request {
     /// The snapshot writer thread has written a file.
     SnapshotSaved(SnapshotSaved),
     Shutdown,
+}
+
+/// Where requests to the raft loop go: its channel, and, for a loop that runs on a task
+/// ([`Stepper`]), the notice that wakes it (a thread waits on the channel itself).
+#[derive(Clone)]
+pub(crate) struct RequestTx {
+    tx: Sender<Request>,
+    wake: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl RequestTx {
+    /// `false` when the loop is gone.
+    pub(crate) fn send(&self, req: Request) -> bool {
+        let sent = self.tx.send(req).is_ok();
+        if let Some(wake) = &self.wake {
+            wake.notify_one();
+        }
+        sent
+    }
 }
 
 /// The driver's output on the raft thread: the transport, the applier's channel, the writer
@@ -126,14 +150,22 @@ impl Output for ThreadOutput {
     }
 }
 
-pub(crate) fn spawn(
+/// The requests' channel, and the `RequestTx` handles send on.
+pub(crate) fn requests(wake: Option<Arc<tokio::sync::Notify>>) -> (RequestTx, Receiver<Request>) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    (RequestTx { tx, wake }, rx)
+}
+
+/// Starts the snapshot writer thread and readies the loop: a sole voter with committed entries
+/// to deliver first campaigns here (see below).
+fn prepare(
     mut driver: Driver,
     tick: Duration,
-    requests: (Sender<Request>, Receiver<Request>),
+    requests: (RequestTx, Receiver<Request>),
     events: Box<dyn EventSink>,
     transport: Box<dyn Transport>,
     shared: Arc<Shared>,
-) -> Result<Vec<JoinHandle<()>>, ConsensusError> {
+) -> Result<(RaftLoop, JoinHandle<()>), ConsensusError> {
     let (requests_tx, requests) = requests;
     let (job_tx, job_rx) = crossbeam_channel::unbounded();
     let writer_dir = driver.snapshot_dir().to_path_buf();
@@ -158,13 +190,27 @@ pub(crate) fn spawn(
         driver.ready(&mut out)?;
     }
     out.publish(&driver);
-    let mut raft_loop = RaftLoop {
+    let raft_loop = RaftLoop {
         driver,
         out,
         requests,
         tick,
         shutting_down: false,
     };
+    Ok((raft_loop, writer))
+}
+
+/// Starts the raft thread (and the snapshot writer thread); returns both to be joined.
+pub(crate) fn spawn(
+    driver: Driver,
+    tick: Duration,
+    requests: (RequestTx, Receiver<Request>),
+    events: Box<dyn EventSink>,
+    transport: Box<dyn Transport>,
+    shared: Arc<Shared>,
+) -> Result<Vec<JoinHandle<()>>, ConsensusError> {
+    let id = driver.id();
+    let (mut raft_loop, writer) = prepare(driver, tick, requests, events, transport, shared)?;
     let raft = std::thread::Builder::new()
         .name(format!("raft-{id}"))
         .spawn(move || {
@@ -262,10 +308,113 @@ impl RaftLoop {
     }
 }
 
+/// The raft loop without a thread of its own, for a caller that runs it on a task of its tokio
+/// runtime (`start_stepped`): its tick is on tokio's clock, so a test that pauses and advances
+/// that clock drives raft's time as well as its own. The loop is the thread's: handle what the
+/// handles sent, then a Ready, and tick when a tick is due; it waits for a request or the next
+/// tick, not on the channel. Its Readies write the log on the runtime's thread, synchronously.
+/// The snapshot writer keeps its thread: nothing waits on its clock.
+#[cfg(feature = "testing")]
+pub struct Stepper {
+    raft_loop: RaftLoop,
+    wake: Arc<tokio::sync::Notify>,
+    writer: JoinHandle<()>,
+    /// Dropped when the loop has ended and the writer is joined: `Handle::shutdown` waits for it.
+    done: Sender<()>,
+}
+
+#[cfg(feature = "testing")]
+impl Stepper {
+    /// Runs the loop until `Handle::shutdown` (or the last handle's drop), then stops the writer
+    /// thread. Spawn it on the runtime whose clock is to drive raft.
+    pub async fn run(mut self) {
+        let id = self.raft_loop.driver.id();
+        let span = tracing::info_span!("raft", node = id);
+        let _stopped = StopOnExit(self.raft_loop.out.shared.clone());
+        let result =
+            tracing::Instrument::instrument(self.raft_loop.run_on_task(&self.wake), span).await;
+        if let Err(e) = result {
+            tracing::error!("raft loop stopped: {e}");
+        }
+        // Dropping the loop drops the writer's queue: it finishes what it holds and ends.
+        let Stepper {
+            raft_loop,
+            writer,
+            done,
+            ..
+        } = self;
+        drop(raft_loop);
+        let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+        drop(done);
+    }
+}
+
+/// Prepares the loop for a task of the caller's (see [`Stepper`]); `requests` must wake it
+/// (`requests(Some(..))`), and `done` is dropped when it ends.
+#[cfg(feature = "testing")]
+pub(crate) fn stepper(
+    driver: Driver,
+    tick: Duration,
+    requests: (RequestTx, Receiver<Request>),
+    events: Box<dyn EventSink>,
+    transport: Box<dyn Transport>,
+    shared: Arc<Shared>,
+    done: Sender<()>,
+) -> Result<Stepper, ConsensusError> {
+    let wake = requests
+        .0
+        .wake
+        .clone()
+        .expect("a stepped loop's requests wake it");
+    let (raft_loop, writer) = prepare(driver, tick, requests, events, transport, shared)?;
+    Ok(Stepper {
+        raft_loop,
+        wake,
+        writer,
+        done,
+    })
+}
+
+#[cfg(feature = "testing")]
+impl RaftLoop {
+    /// `run`, on a task: waits for a request's notice or the next tick on tokio's clock.
+    async fn run_on_task(&mut self, wake: &tokio::sync::Notify) -> Result<(), ConsensusError> {
+        let mut next_tick = tokio::time::Instant::now() + self.tick;
+        loop {
+            self.driver.ready(&mut self.out)?;
+            if self.shutting_down {
+                break;
+            }
+            if self.requests.is_empty() {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep_until(next_tick) => {}
+                }
+            }
+            for _ in 0..MAX_COMMANDS_PER_READY {
+                match self.requests.try_recv() {
+                    Ok(req) => self.request(req)?,
+                    Err(crossbeam_channel::TryRecvError::Empty) => break,
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                        self.shutting_down = true;
+                        break;
+                    }
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= next_tick {
+                self.driver.tick();
+                next_tick = now + self.tick;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The snapshot writer thread: file IO and fsyncs stay off the raft thread, at background
 /// priority (`background`). It also deletes the files the raft thread no longer needs, which on a
 /// file system that trims freed blocks holds the caller for as long as the device takes.
-fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: Sender<Request>) {
+fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: RequestTx) {
     crate::background::lower_current_thread_priority();
     while let Ok(first) = jobs.recv() {
         let mut write: Option<SnapshotJob> = None;
@@ -299,7 +448,7 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: Sender<Reques
                     ms = started.elapsed().as_millis() as u64,
                     "snapshot written"
                 );
-                let _ = saved.send(Request::SnapshotSaved(done));
+                saved.send(Request::SnapshotSaved(done));
             }
             Err(e) => tracing::error!(index = job.index, "snapshot write failed: {e}"),
         }

@@ -9,14 +9,16 @@
 //! - `connection` runs one client's reader and writer tasks and talks to the core only through
 //!   `msg` (`CoreMsg`, `ConnId`);
 //! - `core` is the one task that owns all state and orders replies and events; `core/` has a
-//!   room per role (handshake, requests, auth, reads, submit, apply, timers, conns, views);
+//!   room per role, each owning its part of the state (sessions, conns, apply, snapshots,
+//!   ensemble, reconfig, views) or none (handshake, requests, auth, reads, submit, timers);
 //! - `http` serves the AdminServer's JSON commands and the Prometheus `/metrics` from the same
 //!   view the four-letter words use;
 //! - `session` decides expiry; `fourlw` renders the four-letter words that `core::views` gathers;
-//! - `config` and `cli` turn zoo.cfg and flags into one `Config`; `sasl` runs the DIGEST-MD5
-//!   exchange with the users `jaas` reads from a JAAS file; `throttle` bounds the requests held
-//!   at once (`globalOutstandingLimit`); `outbound` is a connection's reply queue; `stats` counts;
-//!   `latency` times every write's stages and keeps ZooKeeper's latency summaries;
+//! - `config` (a folder by concern) and `cli` turn zoo.cfg and flags into one `Config`; `sasl`
+//!   runs the DIGEST-MD5 exchange with the users `jaas` reads from a JAAS file; `throttle` bounds
+//!   the requests held at once (`globalOutstandingLimit`); `outbound` is a connection's reply
+//!   queue; `stats` counts; `latency` times every write's stages and keeps ZooKeeper's latency
+//!   summaries;
 //! - `data_dir` creates the data directories owner-only; `identity` decides whose data a
 //!   directory holds; `forward` and `forward_codec` carry a
 //!   member's writes and session touches to the leader;
@@ -28,7 +30,8 @@
 //!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change;
 //!   `quorum_security` makes the peer transport's protection of them and of `quorum_auth`
 //!   (quorum SASL);
-//! - `clock` is the one reading of the wall clock (`now_ms`), for the core and `forward`.
+//! - `clock` is the one reading of the wall clock (`now_ms`), for the core (through `WallClock`)
+//!   and `forward`.
 //!
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
 //! invariants.

@@ -7,18 +7,36 @@
 //! ephemerals at the same zxid.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 use tokio::time::{Duration, Instant};
+
+/// A session's id, as the server handles it. The protocol crates (`wire`, `znode-tree`) keep
+/// a bare `i64`; the core converts at its edge. Displayed as ZooKeeper logs it: `0x` and hex
+/// (two's complement for the negative ids a server id of 128 or more makes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct SessionId(pub i64);
+
+impl SessionId {
+    /// "No session": a connection before its handshake, an entry the server itself proposes.
+    pub const NONE: SessionId = SessionId(0);
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
 
 #[derive(Debug)]
 pub struct SessionTracker {
     tick: Duration,
     origin: Instant,
-    deadlines: rustc_hash::FxHashMap<i64, Instant>,
+    deadlines: rustc_hash::FxHashMap<SessionId, Instant>,
     /// (deadline, session) in deadline order, so finding the due ones is cheap.
-    by_deadline: BTreeSet<(Instant, i64)>,
+    by_deadline: BTreeSet<(Instant, SessionId)>,
     /// Sessions whose CloseSession has been proposed: frames for them are ignored.
-    closing: BTreeSet<i64>,
+    closing: BTreeSet<SessionId>,
 }
 
 impl SessionTracker {
@@ -43,7 +61,7 @@ impl SessionTracker {
 
     /// Records activity on a session: its deadline moves to `now + timeout` (rounded up to
     /// the next tick). A closing session is not revived.
-    pub fn touch(&mut self, session: i64, timeout_ms: i32, now: Instant) {
+    pub fn touch(&mut self, session: SessionId, timeout_ms: i32, now: Instant) {
         if self.closing.contains(&session) {
             return;
         }
@@ -60,7 +78,7 @@ impl SessionTracker {
     }
 
     /// Sessions whose deadline has passed. They are marked closing and leave the tracker.
-    pub fn take_expired(&mut self, now: Instant) -> Vec<i64> {
+    pub fn take_expired(&mut self, now: Instant) -> Vec<SessionId> {
         let mut due = Vec::new();
         while let Some(&(deadline, session)) = self.by_deadline.first() {
             if deadline > now {
@@ -75,7 +93,7 @@ impl SessionTracker {
     }
 
     /// Marks a session closing (explicit closeSession): no more touches revive it.
-    pub fn mark_closing(&mut self, session: i64) {
+    pub fn mark_closing(&mut self, session: SessionId) {
         if let Some(d) = self.deadlines.remove(&session) {
             self.by_deadline.remove(&(d, session));
         }
@@ -89,25 +107,25 @@ impl SessionTracker {
         self.closing.clear();
     }
 
-    pub fn is_closing(&self, session: i64) -> bool {
+    pub fn is_closing(&self, session: SessionId) -> bool {
         self.closing.contains(&session)
     }
 
     /// The session is gone from the tree: forget it entirely.
-    pub fn forget(&mut self, session: i64) {
+    pub fn forget(&mut self, session: SessionId) {
         if let Some(d) = self.deadlines.remove(&session) {
             self.by_deadline.remove(&(d, session));
         }
         self.closing.remove(&session);
     }
 
-    pub fn deadline(&self, session: i64) -> Option<Instant> {
+    pub fn deadline(&self, session: SessionId) -> Option<Instant> {
         self.deadlines.get(&session).copied()
     }
 
     /// Time left for every tracked session, for the restart checkpoint.
-    pub fn remaining(&self, now: Instant) -> Vec<(i64, Duration)> {
-        let mut v: Vec<(i64, Duration)> = self
+    pub fn remaining(&self, now: Instant) -> Vec<(SessionId, Duration)> {
+        let mut v: Vec<(SessionId, Duration)> = self
             .deadlines
             .iter()
             .map(|(s, d)| (*s, d.saturating_duration_since(now)))
@@ -118,7 +136,7 @@ impl SessionTracker {
 
     /// Starts a session's clock with `left` to go (a recovered session), rounded to a tick
     /// like any other deadline.
-    pub fn resume(&mut self, session: i64, left: Duration, now: Instant) {
+    pub fn resume(&mut self, session: SessionId, left: Duration, now: Instant) {
         self.touch(session, left.as_millis().min(i32::MAX as u128) as i32, now);
     }
 }
@@ -138,12 +156,14 @@ pub mod checkpoint {
 
     use tokio::time::Duration;
 
+    use super::SessionId;
+
     pub const FILE: &str = "sessions.remaining";
 
-    pub fn write(dir: &Path, remaining: &[(i64, Duration)]) -> std::io::Result<()> {
+    pub fn write(dir: &Path, remaining: &[(SessionId, Duration)]) -> std::io::Result<()> {
         let mut text = String::with_capacity(remaining.len() * 28);
         for (session, left) in remaining {
-            text.push_str(&format!("{:x} {}\n", *session as u64, left.as_millis()));
+            text.push_str(&format!("{:x} {}\n", session.0 as u64, left.as_millis()));
         }
         let tmp = dir.join(format!("{FILE}.tmp"));
         let mut f = consensus::private_fs::create_file(&tmp)?;
@@ -153,7 +173,7 @@ pub mod checkpoint {
     }
 
     /// Missing or unreadable lines are skipped: such a session simply gets a full timeout.
-    pub fn read(dir: &Path) -> HashMap<i64, Duration> {
+    pub fn read(dir: &Path) -> HashMap<SessionId, Duration> {
         let Ok(text) = std::fs::read_to_string(dir.join(FILE)) else {
             return HashMap::new();
         };
@@ -161,7 +181,7 @@ pub mod checkpoint {
             .filter_map(|l| {
                 let (id, ms) = l.split_once(' ')?;
                 Some((
-                    u64::from_str_radix(id, 16).ok()? as i64,
+                    SessionId(u64::from_str_radix(id, 16).ok()? as i64),
                     Duration::from_millis(ms.parse().ok()?),
                 ))
             })
@@ -173,39 +193,43 @@ pub mod checkpoint {
 mod tests {
     use super::*;
 
+    const fn s(id: i64) -> SessionId {
+        SessionId(id)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn session_expires_between_timeout_and_timeout_plus_tick() {
         let mut t = SessionTracker::new(Duration::from_millis(2000));
         let start = Instant::now();
-        t.touch(7, 4000, start);
+        t.touch(s(7), 4000, start);
         assert!(t
             .take_expired(start + Duration::from_millis(3999))
             .is_empty());
-        let d = t.deadline(7).unwrap();
+        let d = t.deadline(s(7)).unwrap();
         assert!(
             d >= start + Duration::from_millis(4000) && d <= start + Duration::from_millis(6000)
         );
-        assert_eq!(t.take_expired(d), vec![7]);
-        assert!(t.is_closing(7));
+        assert_eq!(t.take_expired(d), vec![s(7)]);
+        assert!(t.is_closing(s(7)));
     }
 
     #[test]
     fn checkpoint_round_trips_and_skips_garbage() {
         let dir = tempfile::tempdir().unwrap();
         let v = vec![
-            (-5i64, Duration::from_millis(1234)),
-            (0x0100_0000_0000_0001, Duration::from_millis(0)),
+            (s(-5), Duration::from_millis(1234)),
+            (s(0x0100_0000_0000_0001), Duration::from_millis(0)),
         ];
         checkpoint::write(dir.path(), &v).unwrap();
         let back = checkpoint::read(dir.path());
         assert_eq!(back.len(), 2);
-        assert_eq!(back[&-5], Duration::from_millis(1234));
-        assert_eq!(back[&0x0100_0000_0000_0001], Duration::ZERO);
+        assert_eq!(back[&s(-5)], Duration::from_millis(1234));
+        assert_eq!(back[&s(0x0100_0000_0000_0001)], Duration::ZERO);
         std::fs::write(dir.path().join(checkpoint::FILE), "zz 1\n7 x\n8 9\n").unwrap();
         let back = checkpoint::read(dir.path());
         assert_eq!(
             back.into_iter().collect::<Vec<_>>(),
-            vec![(8, Duration::from_millis(9))]
+            vec![(s(8), Duration::from_millis(9))]
         );
     }
 
@@ -213,19 +237,22 @@ mod tests {
     async fn touch_moves_the_deadline_and_closing_sessions_stay_closed() {
         let mut t = SessionTracker::new(Duration::from_millis(100));
         let start = Instant::now();
-        t.touch(1, 1000, start);
-        t.touch(1, 1000, start + Duration::from_millis(900));
+        t.touch(s(1), 1000, start);
+        t.touch(s(1), 1000, start + Duration::from_millis(900));
         assert!(t
             .take_expired(start + Duration::from_millis(1500))
             .is_empty());
-        assert_eq!(t.take_expired(start + Duration::from_millis(2100)), vec![1]);
-        t.touch(1, 1000, start + Duration::from_millis(2200));
+        assert_eq!(
+            t.take_expired(start + Duration::from_millis(2100)),
+            vec![s(1)]
+        );
+        t.touch(s(1), 1000, start + Duration::from_millis(2200));
         assert!(
-            t.deadline(1).is_none(),
+            t.deadline(s(1)).is_none(),
             "a closing session is not revived by a late frame"
         );
-        t.forget(1);
-        assert!(!t.is_closing(1));
+        t.forget(s(1));
+        assert!(!t.is_closing(s(1)));
     }
 
     /// Touches within one tick keep the deadline they had (and skip the reordering); the first
@@ -235,20 +262,30 @@ mod tests {
     async fn touches_within_a_tick_keep_the_deadline_and_a_later_tick_moves_it() {
         let mut t = SessionTracker::new(Duration::from_millis(100));
         let start = Instant::now();
-        t.touch(1, 1000, start);
-        t.touch(2, 1000, start);
-        let first = t.deadline(1).unwrap();
+        t.touch(s(1), 1000, start);
+        t.touch(s(2), 1000, start);
+        let first = t.deadline(s(1)).unwrap();
         for ms in [10, 40, 90] {
-            t.touch(1, 1000, start + Duration::from_millis(ms));
-            assert_eq!(t.deadline(1), Some(first), "touched {ms} ms in");
+            t.touch(s(1), 1000, start + Duration::from_millis(ms));
+            assert_eq!(t.deadline(s(1)), Some(first), "touched {ms} ms in");
         }
-        t.touch(1, 1000, start + Duration::from_millis(150));
-        let moved = t.deadline(1).unwrap();
+        t.touch(s(1), 1000, start + Duration::from_millis(150));
+        let moved = t.deadline(s(1)).unwrap();
         assert_eq!(moved - first, Duration::from_millis(100));
         assert_eq!(t.by_deadline.len(), 2);
-        assert_eq!(t.take_expired(first), vec![2]);
+        assert_eq!(t.take_expired(first), vec![s(2)]);
         assert!(t.take_expired(moved - Duration::from_millis(1)).is_empty());
-        assert_eq!(t.take_expired(moved), vec![1]);
+        assert_eq!(t.take_expired(moved), vec![s(1)]);
         assert!(t.by_deadline.is_empty());
+    }
+
+    #[test]
+    fn a_session_id_displays_as_zookeeper_logs_it() {
+        assert_eq!(s(0x1f).to_string(), "0x1f");
+        assert_eq!(s(-1).to_string(), "0xffffffffffffffff");
+        assert_eq!(
+            s(0x0100_0000_0000_0001).to_string(),
+            format!("{:#x}", 0x0100_0000_0000_0001i64)
+        );
     }
 }

@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 
 use znode_tree::Tree;
 
+use crate::clock::WallClock;
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
 use crate::core::Core;
@@ -42,10 +43,72 @@ pub struct Server {
     http: crate::http::Endpoints,
 }
 
+/// Whose data the directory holds, as start-up settled it (identity.rs), and the peer port of an
+/// ensemble member, bound on the way (the probes need it).
+struct Settled {
+    identity: Identity,
+    /// A new ensemble: this member lists the initial voters and learners in raft.
+    bootstrap: bool,
+    /// The identity file is to be (re)written once raft has opened the log.
+    write_identity: bool,
+    /// Joining a group born just now, whose log holds nothing this member missed.
+    fresh_join: bool,
+    net: Option<consensus::PeerNet>,
+}
+
+/// Where the raft loop runs and which wall clock the core reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    /// The raft thread, and the system's wall clock: every server.
+    Thread,
+    /// A task of the runtime's, and a wall clock that follows tokio's: `start_stepped`.
+    #[cfg(feature = "testing")]
+    Task,
+}
+
+/// What `open_raft` starts: the handle, the snapshot to restore, and the raft thread's events.
+struct Opened {
+    started: consensus::Started,
+    events: mpsc::UnboundedReceiver<consensus::Event>,
+}
+
+/// The recovered tree and where it stands in the log.
+struct Recovered {
+    tree: Tree,
+    applied: u64,
+    term: u64,
+    /// How long restoring the snapshot took (ZooKeeper's `startup_snap_load_time`).
+    took: std::time::Duration,
+}
+
 impl Server {
     /// Recovers state from the data directory, then starts serving on the configured address
     /// (port 0 picks a free port; see `local_addr`).
+    ///
+    /// In order: whose data this is (`settle_identity`), the raft log opened and the raft thread
+    /// started (`open_raft`), the tree restored from the newest snapshot (`recover_tree`), the
+    /// core task (`spawn_core`), the log replayed into it (`replay`), and only then the client
+    /// port (`listen`) and the HTTP endpoints.
     pub async fn start(cfg: Config) -> anyhow::Result<Server> {
+        Server::start_on(cfg, Runner::Thread).await
+    }
+
+    /// As `start`, but every clock the server reads is the tokio runtime's: the raft loop is
+    /// stepped on a task of the runtime (`consensus::start_stepped`), not a thread of its own in
+    /// real time, and the core's wall clock follows tokio's. A test on paused time
+    /// (`tokio::time::pause`, `advance`, or waiting, which advances it) then drives session
+    /// expiry, the TTL and container sweeps and the session checkpoint, as mini-redis's server
+    /// tests drive its expiry. A standalone server only.
+    #[cfg(feature = "testing")]
+    pub async fn start_stepped(cfg: Config) -> anyhow::Result<Server> {
+        anyhow::ensure!(
+            cfg.servers.len() <= 1 || cfg.ignore_peers,
+            "a stepped start runs a standalone server only"
+        );
+        Server::start_on(cfg, Runner::Task).await
+    }
+
+    async fn start_on(cfg: Config, runner: Runner) -> anyhow::Result<Server> {
         let is_ensemble = cfg.servers.len() > 1 && !cfg.ignore_peers;
         if cfg.servers.len() > 1 && cfg.ignore_peers {
             warn!(
@@ -56,210 +119,57 @@ impl Server {
         let cfg = Arc::new(cfg);
         crate::data_dir::prepare(&cfg)?;
         let dir = cfg.raft_dir();
-
-        // Whose data is this? (identity.rs: refuse a foreign or standalone dir in an ensemble.)
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
         let store = open_log(&dir)?;
         let initialized = store.as_ref().is_some_and(log_is_initialized);
-        let decision = identity::decide(&cfg, stored, initialized);
-        let my_id = cfg.my_id.unwrap_or(1);
-        // Loaded once: a rebind below (another cluster id) keeps the same stores and watcher.
-        let security = if is_ensemble {
-            crate::quorum_security::build(&cfg).map_err(anyhow::Error::msg)?
-        } else {
-            consensus::net::PeerSecurity::open()
-        };
-        let mut net = if is_ensemble {
-            let cluster_id = match &decision {
-                Decision::Resume(id) => id.cluster_id,
-                _ => identity::cluster_id_of(&cfg),
-            };
-            Some(bind_peer_port(&cfg, cluster_id, initialized, &security).await?)
-        } else {
-            None
-        };
-        let mut fresh_join = false;
-        let (bootstrap, identity, write_identity) = match decision {
-            Decision::Resume(id) => (false, id, false),
-            Decision::Adopt(id) => (false, id, true),
-            Decision::Bootstrap(id) => (true, id, true),
-            Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),
-            Decision::AskPeers => {
-                let bound = net.as_ref().expect("an ensemble binds its peer port");
-                let (bootstrap, cluster_id, at_birth) = ask_peers(&cfg, bound).await?;
-                fresh_join = at_birth;
-                let mut identity = Identity::new_for(&cfg);
-                if cluster_id != identity.cluster_id {
-                    // Joining an ensemble that a reconfig grew: its links carry its id.
-                    info!(
-                        cluster = format_args!("{cluster_id:016x}"),
-                        "taking the ensemble's cluster id"
-                    );
-                    bound.shutdown();
-                    net = Some(bind_peer_port(&cfg, cluster_id, initialized, &security).await?);
-                    identity.cluster_id = cluster_id;
-                }
-                (bootstrap, identity, true)
-            }
-        };
-        info!(
-            member = my_id,
-            cluster = format_args!("{:016x}", identity.cluster_id),
-            incarnation = format_args!("{:016x}", identity.incarnation),
-            mode = %identity.mode,
-            bootstrap,
-            "data directory identity"
-        );
-
-        let mut raft_cfg = consensus::Config::standalone(&dir);
-        raft_cfg.id = my_id;
-        if is_ensemble {
-            let (tick, election, heartbeat) = cfg.raft_timing();
-            raft_cfg.tick = tick;
-            raft_cfg.election_tick = election as usize;
-            raft_cfg.heartbeat_tick = heartbeat as usize;
-            // Only a member of a new ensemble bootstraps; one that joins (or resumes) lists no
-            // one, so it waits for the leader instead of starting a group of its own.
-            raft_cfg.voters = if bootstrap { cfg.voters() } else { Vec::new() };
-            raft_cfg.fresh_join = fresh_join;
-            raft_cfg.learners = if bootstrap {
-                cfg.observers()
-            } else {
-                Vec::new()
-            };
-        } else {
-            raft_cfg.voters = vec![my_id];
-        }
-        let transport = net.as_ref().map(|n| n.transport());
-        // The raft thread hands its events straight to the core's event queue (unbounded, as
-        // raft must never wait on the core: heartbeats and votes go out from the same thread).
-        let (events_tx, events_rx) = mpsc::unbounded_channel::<consensus::Event>();
-        let sink = move |ev| events_tx.send(ev).is_ok();
-        let started = tokio::task::spawn_blocking(move || {
-            let transport: Box<dyn consensus::Transport> = match transport {
-                Some(t) => Box::new(t),
-                None => Box::new(consensus::NoPeers),
-            };
-            consensus::start_opened(raft_cfg, store, transport, Box::new(sink))
-        })
-        .await?
-        .context("opening the raft log")?;
-        let raft = started.handle.clone();
-        if write_identity {
-            identity
+        let settled = settle_identity(&cfg, is_ensemble, stored, initialized).await?;
+        let opened = open_raft(&cfg, is_ensemble, store, &settled, runner).await?;
+        let raft = opened.started.handle.clone();
+        if settled.write_identity {
+            settled
+                .identity
                 .write(&dir)
                 .with_context(|| format!("writing {}", Identity::path(&dir).display()))?;
         }
+        let net = settled.net;
         if let Some(net) = &net {
             net.attach(Arc::new(raft.clone()));
             tokio::spawn(publish_local_info(net.clone(), raft.clone()));
         }
-
-        let snap_load_started = std::time::Instant::now();
-        let (tree, applied, term) = match started.snapshot {
-            Some(snap) => {
-                let tree = cfg
-                    .tree_from_saved_snapshot(&snap)
-                    .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
-                info!(
-                    index = snap.index,
-                    nodes = tree.node_count(),
-                    "restored snapshot"
-                );
-                (tree, snap.index, snap.term)
-            }
-            None => (Tree::new(cfg.tree_config()), 0, 0),
-        };
-        let snap_load_took = snap_load_started.elapsed();
+        let recovered = recover_tree(&cfg, opened.started.snapshot)?;
         // A member replays what is known committed; a group of one all it has (its own votes
         // commit it).
         let replay_to = if is_ensemble {
-            raft.status().commit.max(applied)
+            raft.status().commit.max(recovered.applied)
         } else {
             raft.status().last_index
         };
-
-        let (core_tx, core_rx) = mpsc::channel(64 * 1024);
-        let ensemble = net
-            .as_ref()
-            .map(|n| crate::core::Ensemble::new(n.clone(), core_tx.clone()));
-        let core = Core::new(cfg.clone(), tree, raft.clone(), applied, term, ensemble);
-        let latency = core.latency();
-        // ZooKeeper's start-up summaries (FileTxnSnapLog.restore): the snapshot's load, then the
-        // log's replay below.
-        latency.startup_snap_load.record_ms(snap_load_took);
-        if let Some(net) = &net {
-            crate::forward::serve_followers(net.clone(), raft.clone(), core_tx.clone());
-        }
-        let params = Arc::new(ConnParams {
-            max_frame: cfg.jute_max_buffer,
-            four_letter_words: cfg.four_letter_words.clone(),
-            response_sizes: core.response_sizes(),
-            throttle: Throttle::new(cfg.global_outstanding_limit),
-            latency: latency.clone(),
-        });
-        // A member's core logs under its id, so that the members of an in-process ensemble (the
-        // tests) can be told apart; a standalone server has no span.
-        let span = if is_ensemble {
-            tracing::info_span!("member", id = my_id)
-        } else {
-            tracing::Span::none()
+        let wall = match runner {
+            Runner::Thread => WallClock::System,
+            #[cfg(feature = "testing")]
+            Runner::Task => WallClock::following_runtime(),
         };
-        let core = tokio::spawn(tracing::Instrument::instrument(
-            core.run(core_rx, events_rx),
-            span,
-        ));
-
-        // Replay the log into the tree before anyone can connect.
-        let replay_started = std::time::Instant::now();
-        let (tx, rx) = oneshot::channel();
-        core_tx
-            .send(CoreMsg::WaitApplied {
-                index: replay_to,
-                reply: tx,
-            })
-            .await?;
-        rx.await.context("core stopped during replay")?;
-        info!(applied = replay_to, "log replayed");
-        latency
-            .db_init
-            .record_ms(snap_load_took + replay_started.elapsed());
-        // The transactions applied so far: clients cannot connect yet, so all were replayed (a
-        // new term's no-op entry is none).
-        let replayed = latency.applied_txns();
-        if replayed > 0 {
-            latency
-                .startup_txns_load
-                .record_ms(replay_started.elapsed());
-            latency.startup_txns_loaded.record(replayed);
-        }
-
-        let bind = SocketAddr::new(cfg.client_port_address, cfg.client_port);
-        let listener = TcpListener::bind(bind)
-            .await
-            .with_context(|| format!("binding the client port {bind}"))?;
-        let addr = listener.local_addr()?;
-        info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
-
-        let accept = tokio::spawn(accept_loop(listener, core_tx.clone(), cfg.clone(), params));
-        let (tick, election, _) = cfg.raft_timing();
-        let http = match crate::http::start(&cfg, core_tx.clone()).await {
+        let running = spawn_core(&cfg, &raft, net.as_ref(), recovered, opened.events, wall);
+        replay(&running, replay_to).await?;
+        let (addr, accept) = listen(&cfg, &running).await?;
+        let http = match crate::http::start(&cfg, running.core_tx.clone()).await {
             Ok(http) => http,
             Err(e) => {
                 accept.abort();
-                let _ = core_tx.send(CoreMsg::Shutdown).await;
-                let _ = core.await;
+                let _ = running.core_tx.send(CoreMsg::Shutdown).await;
+                let _ = running.core.await;
                 let r = raft.clone();
                 let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
                 return Err(e);
             }
         };
+        let (tick, election, _) = cfg.raft_timing();
         Ok(Server {
             addr,
-            core_tx,
+            core_tx: running.core_tx,
             raft,
             accept,
-            core,
+            core: running.core,
             net,
             election_timeout: tick * election,
             http,
@@ -354,6 +264,279 @@ impl Server {
             }
         }
     }
+}
+
+/// Decides whose data the directory holds (identity.rs: refuse a foreign or standalone dir in an
+/// ensemble), asking the peers when a member has none; an ensemble member binds its peer port on
+/// the way. `initialized`: the raft directory holds a log to resume.
+async fn settle_identity(
+    cfg: &Config,
+    is_ensemble: bool,
+    stored: Option<Identity>,
+    initialized: bool,
+) -> anyhow::Result<Settled> {
+    let dir = cfg.raft_dir();
+    let decision = identity::decide(cfg, stored, initialized);
+    // Loaded once: a rebind below (another cluster id) keeps the same stores and watcher.
+    let security = if is_ensemble {
+        crate::quorum_security::build(cfg).map_err(anyhow::Error::msg)?
+    } else {
+        consensus::net::PeerSecurity::open()
+    };
+    let mut net = if is_ensemble {
+        let cluster_id = match &decision {
+            Decision::Resume(id) => id.cluster_id,
+            _ => identity::cluster_id_of(cfg),
+        };
+        Some(bind_peer_port(cfg, cluster_id, initialized, &security).await?)
+    } else {
+        None
+    };
+    let mut fresh_join = false;
+    let (bootstrap, identity, write_identity) = match decision {
+        Decision::Resume(id) => (false, id, false),
+        Decision::Adopt(id) => (false, id, true),
+        Decision::Bootstrap(id) => (true, id, true),
+        Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),
+        Decision::AskPeers => {
+            let bound = net.as_ref().expect("an ensemble binds its peer port");
+            let (bootstrap, cluster_id, at_birth) = ask_peers(cfg, bound).await?;
+            fresh_join = at_birth;
+            let mut identity = Identity::new_for(cfg);
+            if cluster_id != identity.cluster_id {
+                // Joining an ensemble that a reconfig grew: its links carry its id.
+                info!(
+                    cluster = format_args!("{cluster_id:016x}"),
+                    "taking the ensemble's cluster id"
+                );
+                bound.shutdown();
+                net = Some(bind_peer_port(cfg, cluster_id, initialized, &security).await?);
+                identity.cluster_id = cluster_id;
+            }
+            (bootstrap, identity, true)
+        }
+    };
+    info!(
+        member = cfg.my_id.unwrap_or(1),
+        cluster = format_args!("{:016x}", identity.cluster_id),
+        incarnation = format_args!("{:016x}", identity.incarnation),
+        mode = %identity.mode,
+        bootstrap,
+        "data directory identity"
+    );
+    Ok(Settled {
+        identity,
+        bootstrap,
+        write_identity,
+        fresh_join,
+        net,
+    })
+}
+
+/// raft's settings for this server: its timing and, for a new ensemble, the initial members.
+fn raft_config(cfg: &Config, is_ensemble: bool, settled: &Settled) -> consensus::Config {
+    let my_id = cfg.my_id.unwrap_or(1);
+    let mut raft_cfg = consensus::Config::standalone(cfg.raft_dir());
+    raft_cfg.id = my_id;
+    if is_ensemble {
+        let (tick, election, heartbeat) = cfg.raft_timing();
+        raft_cfg.tick = tick;
+        raft_cfg.election_tick = election as usize;
+        raft_cfg.heartbeat_tick = heartbeat as usize;
+        // Only a member of a new ensemble bootstraps; one that joins (or resumes) lists no
+        // one, so it waits for the leader instead of starting a group of its own.
+        raft_cfg.voters = if settled.bootstrap {
+            cfg.voters()
+        } else {
+            Vec::new()
+        };
+        raft_cfg.fresh_join = settled.fresh_join;
+        raft_cfg.learners = if settled.bootstrap {
+            cfg.observers()
+        } else {
+            Vec::new()
+        };
+    } else {
+        raft_cfg.voters = vec![my_id];
+    }
+    raft_cfg
+}
+
+/// Starts the raft thread on the opened log (with `Runner::Task`, the raft loop on a task).
+/// Raft hands its events straight to the core's event queue (unbounded, as raft must never wait
+/// on the core: heartbeats and votes go out from the same thread).
+async fn open_raft(
+    cfg: &Config,
+    is_ensemble: bool,
+    store: Option<consensus::storage::LogStore>,
+    settled: &Settled,
+    runner: Runner,
+) -> anyhow::Result<Opened> {
+    let raft_cfg = raft_config(cfg, is_ensemble, settled);
+    let transport: Box<dyn consensus::Transport> = match settled.net.as_ref() {
+        Some(net) => Box::new(net.transport()),
+        None => Box::new(consensus::NoPeers),
+    };
+    let (events_tx, events) = mpsc::unbounded_channel::<consensus::Event>();
+    let sink = Box::new(move |ev| events_tx.send(ev).is_ok());
+    let started = match runner {
+        Runner::Thread => tokio::task::spawn_blocking(move || {
+            consensus::start_opened(raft_cfg, store, transport, sink)
+        })
+        .await?
+        .context("opening the raft log")?,
+        #[cfg(feature = "testing")]
+        Runner::Task => {
+            let (started, stepper) = tokio::task::spawn_blocking(move || {
+                consensus::start_stepped(raft_cfg, store, transport, sink)
+            })
+            .await?
+            .context("opening the raft log")?;
+            tokio::spawn(stepper.run());
+            started
+        }
+    };
+    Ok(Opened { started, events })
+}
+
+/// The tree as of the newest snapshot raft kept (empty without one), read a piece at a time.
+fn recover_tree(
+    cfg: &Config,
+    snapshot: Option<consensus::ScannedSnapshot>,
+) -> anyhow::Result<Recovered> {
+    let started = std::time::Instant::now();
+    let (tree, applied, term) = match snapshot {
+        Some(snap) => {
+            let tree = cfg
+                .tree_from_saved_snapshot(&snap)
+                .with_context(|| format!("restoring the snapshot at index {}", snap.index))?;
+            info!(
+                index = snap.index,
+                nodes = tree.node_count(),
+                "restored snapshot"
+            );
+            (tree, snap.index, snap.term)
+        }
+        None => (Tree::new(cfg.tree_config()), 0, 0),
+    };
+    Ok(Recovered {
+        tree,
+        applied,
+        term,
+        took: started.elapsed(),
+    })
+}
+
+/// The core task, running, and what the listener hands each connection.
+struct Running {
+    core_tx: mpsc::Sender<CoreMsg>,
+    core: JoinHandle<()>,
+    params: Arc<ConnParams>,
+    latency: Arc<crate::latency::Latency>,
+    snap_load_took: std::time::Duration,
+}
+
+/// Spawns the core task over the recovered tree, and (on an ensemble member) the tasks that serve
+/// other members' forward links.
+fn spawn_core(
+    cfg: &Arc<Config>,
+    raft: &consensus::Handle,
+    net: Option<&consensus::PeerNet>,
+    recovered: Recovered,
+    events: mpsc::UnboundedReceiver<consensus::Event>,
+    wall: WallClock,
+) -> Running {
+    let (core_tx, core_rx) = mpsc::channel(64 * 1024);
+    let ensemble = net.map(|n| crate::core::Ensemble::new(n.clone(), core_tx.clone()));
+    let is_ensemble = ensemble.is_some();
+    let core = Core::new(
+        cfg.clone(),
+        recovered.tree,
+        raft.clone(),
+        recovered.applied,
+        recovered.term,
+        ensemble,
+        wall,
+    );
+    let latency = core.latency();
+    // ZooKeeper's start-up summaries (FileTxnSnapLog.restore): the snapshot's load, then the
+    // log's replay (`replay`).
+    latency.startup_snap_load.record_ms(recovered.took);
+    if let Some(net) = net {
+        crate::forward::serve_followers(net.clone(), raft.clone(), core_tx.clone());
+    }
+    let params = Arc::new(ConnParams {
+        max_frame: cfg.jute_max_buffer,
+        four_letter_words: cfg.four_letter_words.clone(),
+        response_sizes: core.response_sizes(),
+        throttle: Throttle::new(cfg.global_outstanding_limit),
+        latency: latency.clone(),
+    });
+    // A member's core logs under its id, so that the members of an in-process ensemble (the
+    // tests) can be told apart; a standalone server has no span.
+    let span = if is_ensemble {
+        tracing::info_span!("member", id = cfg.my_id.unwrap_or(1))
+    } else {
+        tracing::Span::none()
+    };
+    let core = tokio::spawn(tracing::Instrument::instrument(
+        core.run(core_rx, events),
+        span,
+    ));
+    Running {
+        core_tx,
+        core,
+        params,
+        latency,
+        snap_load_took: recovered.took,
+    }
+}
+
+/// Waits for the core to apply the log up to `replay_to`, before anyone can connect.
+async fn replay(running: &Running, replay_to: u64) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let (tx, rx) = oneshot::channel();
+    running
+        .core_tx
+        .send(CoreMsg::WaitApplied {
+            index: replay_to,
+            reply: tx,
+        })
+        .await?;
+    rx.await.context("core stopped during replay")?;
+    info!(applied = replay_to, "log replayed");
+    let latency = &running.latency;
+    latency
+        .db_init
+        .record_ms(running.snap_load_took + started.elapsed());
+    // The transactions applied so far: clients cannot connect yet, so all were replayed (a new
+    // term's no-op entry is none).
+    let replayed = latency.applied_txns();
+    if replayed > 0 {
+        latency.startup_txns_load.record_ms(started.elapsed());
+        latency.startup_txns_loaded.record(replayed);
+    }
+    Ok(())
+}
+
+/// Opens the client port and its accept loop.
+async fn listen(
+    cfg: &Arc<Config>,
+    running: &Running,
+) -> anyhow::Result<(SocketAddr, JoinHandle<()>)> {
+    let bind = SocketAddr::new(cfg.client_port_address, cfg.client_port);
+    let listener = TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("binding the client port {bind}"))?;
+    let addr = listener.local_addr()?;
+    info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
+    let accept = tokio::spawn(accept_loop(
+        listener,
+        running.core_tx.clone(),
+        cfg.clone(),
+        running.params.clone(),
+    ));
+    Ok((addr, accept))
 }
 
 /// Opens the raft directory's log if one was ever created (`None`: no store yet). The store stays

@@ -36,7 +36,11 @@ async fn an_undecodable_committed_entry_stops_the_server_with_an_error_not_a_pan
         let deadline = Instant::now() + Duration::from_secs(20);
         let index = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match started.events.recv_timeout(left).expect("the entry commits") {
+            match started
+                .events
+                .recv_timeout(left)
+                .expect("the entry commits")
+            {
                 Event::Committed(batch) => {
                     if let Some(e) = batch.iter().find(|e| e.data.starts_with(b"\xff\xfe")) {
                         break e.index;

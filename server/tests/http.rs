@@ -514,8 +514,11 @@ async fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout(
     let mut stuck = TcpStream::connect(addr).await.unwrap();
     stuck.write_all(b"GET /big HTTP/1.1\r\n\r\n").await.unwrap();
     let started = tokio::time::Instant::now();
-    // Give the server the moment it needs to fill the buffers and block.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The reply's status line shows the server holds the slot and writes: reading it frees a few
+    // bytes of the 64 MB, and the server stays blocked.
+    let mut status = [0u8; 17];
+    stuck.read_exact(&mut status).await.unwrap();
+    assert_eq!(&status, b"HTTP/1.1 200 OK\r\n");
     let mut second = TcpStream::connect(addr).await.unwrap();
     assert!(closed_at_once(&mut second, Duration::from_secs(1)).await);
     assert!(

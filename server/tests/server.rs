@@ -15,6 +15,10 @@ use wire::ops::exists::ExistsRequest;
 use wire::{Acl, ErrorCode, Record, Request, WatcherEvent};
 use zookeeper_client::{Acls, AddWatchMode, CreateMode, EventType};
 
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
 /// A raw create with the open ACL.
 fn create_req(path: &str, data: Option<&[u8]>, flags: i32) -> Request {
     Request::Create(CreateRequest {
@@ -134,11 +138,16 @@ async fn closing_a_session_deletes_its_ephemerals_and_fires_watches_in_order() {
     server.shutdown().await;
 }
 
-#[tokio::test]
+/// On paused time, with the server on the test's clock (`start_stepped`, `hold_clock`), the
+/// expiry is timed exactly. ZooKeeper rounds deadlines up to the next tick (`docs/protocol.md`
+/// §11.1): a 400 ms session last heard at the tick boundary expires 500 ms later.
+#[tokio::test(start_paused = true)]
 async fn an_expired_session_loses_its_ephemerals_and_cannot_reconnect() {
+    let _clock = common::hold_clock();
     let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path()).await;
+    let server = common::start_stepped(dir.path()).await;
     let addr = server.local_addr();
+    let zk = client(addr).await;
     let mut raw = RawClient::connect(addr, 400).await;
     assert_eq!(raw.timeout, 400);
     raw.send(1, &create_req("/eph", Some(b"x"), 1)).await;
@@ -148,17 +157,22 @@ async fn an_expired_session_loses_its_ephemerals_and_cannot_reconnect() {
     let (session_id, passwd) = (raw.session_id, raw.passwd.clone());
     drop(raw); // no closeSession: the session lives on until it times out
 
-    let zk = client(addr).await;
-    assert!(zk.check_stat("/eph").await.unwrap().is_some());
-    let mut gone = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if zk.check_stat("/eph").await.unwrap().is_none() {
-            gone = true;
-            break;
-        }
-    }
-    assert!(gone, "the ephemeral of an expired session is deleted");
+    let (stat, deleted) = zk.check_and_watch_stat("/eph").await.unwrap();
+    assert!(stat.is_some());
+    let silent = common::advance_until(ms(10), ms(2000), || async {
+        zk.check_stat("/eph").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        silent >= ms(500) && silent <= ms(510),
+        "expired {silent:?} after the session's last frame"
+    );
+    let ev = deleted.changed().await;
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (EventType::NodeDeleted, "/eph"),
+        "the ephemeral of an expired session is deleted"
+    );
 
     let (resp, client) = RawClient::connect_with(
         addr,
@@ -392,10 +406,14 @@ async fn persistent_recursive_watch_sees_every_descendant_change() {
     server.shutdown().await;
 }
 
-#[tokio::test]
+/// On paused time (`start_stepped`, `hold_clock`), with the sweep every 200 ms (`test_config`):
+/// an emptied container goes at the first sweep, a TTL node at the first sweep after its TTL
+/// (300 ms) has passed since its last change: the second.
+#[tokio::test(start_paused = true)]
 async fn ttl_nodes_and_empty_containers_are_removed_by_the_server() {
+    let _clock = common::hold_clock();
     let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path()).await;
+    let server = common::start_stepped(dir.path()).await;
     let zk = client(server.local_addr()).await;
     let ttl = CreateMode::Persistent
         .with_acls(Acls::anyone_all())
@@ -409,17 +427,36 @@ async fn ttl_nodes_and_empty_containers_are_removed_by_the_server() {
     zk.create("/c", b"", &container).await.unwrap();
     zk.create("/c/child", b"", &persistent()).await.unwrap();
     zk.delete("/c/child", None).await.unwrap();
-    let mut gone = false;
-    for _ in 0..60 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if zk.check_stat("/ttl").await.unwrap().is_none()
-            && zk.check_stat("/c").await.unwrap().is_none()
-        {
-            gone = true;
-            break;
-        }
-    }
-    assert!(gone, "expired TTL node and empty container are deleted");
+    let (_, ttl_gone) = zk.check_and_watch_stat("/ttl").await.unwrap();
+    let (_, container_gone) = zk.check_and_watch_stat("/c").await.unwrap();
+
+    let emptied = common::advance_until(ms(10), ms(2000), || async {
+        zk.check_stat("/c").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        emptied >= ms(200) && emptied <= ms(210),
+        "the empty container went {emptied:?} after its last child"
+    );
+    let ev = container_gone.changed().await;
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (EventType::NodeDeleted, "/c")
+    );
+    let lived = emptied
+        + common::advance_until(ms(10), ms(2000), || async {
+            zk.check_stat("/ttl").await.unwrap().is_none()
+        })
+        .await;
+    assert!(
+        lived >= ms(400) && lived <= ms(420),
+        "the TTL node went {lived:?} after its creation"
+    );
+    let ev = ttl_gone.changed().await;
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (EventType::NodeDeleted, "/ttl")
+    );
     server.shutdown().await;
 }
 
@@ -791,41 +828,40 @@ async fn mntr_reports_the_sizes_of_replies_sent_and_srst_clears_them() {
     server.shutdown().await;
 }
 
-#[tokio::test]
+/// On paused time (`start_stepped`, `hold_clock`): the checkpoint written at shut-down carries the
+/// time the session had left, and the restarted server resumes its clock from there, rounded up
+/// to a tick like any deadline.
+#[tokio::test(start_paused = true)]
 async fn a_restart_resumes_each_sessions_remaining_time() {
+    let _clock = common::hold_clock();
     let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path()).await;
+    let server = common::start_stepped(dir.path()).await;
     let mut raw = RawClient::connect(server.local_addr(), 4000).await;
     assert_eq!(raw.timeout, 4000);
     raw.send(1, &create_req("/held", None, 1)).await;
     assert_eq!(raw.recv().await.unwrap().0.err, 0);
-    drop(raw); // silent from now on
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    drop(raw); // silent from now on: its deadline is 4.1 s away (4 s, rounded up to a tick)
+    tokio::time::advance(ms(2500)).await;
     server.shutdown().await;
-    tokio::time::sleep(Duration::from_millis(1000)).await; // downtime does not count
+    tokio::time::advance(ms(1000)).await; // downtime does not count
 
-    let server = start(dir.path()).await;
-    let restarted = std::time::Instant::now();
+    let server = common::start_stepped(dir.path()).await;
     let zk = client(server.local_addr()).await;
+    let (stat, deleted) = zk.check_and_watch_stat("/held").await.unwrap();
+    assert!(stat.is_some(), "the session outlives the restart");
+    let took = common::advance_until(ms(10), ms(5000), || async {
+        zk.check_stat("/held").await.unwrap().is_none()
+    })
+    .await;
+    // 1.6 s were left, 1.7 s once rounded up to a tick; a fresh timeout would have taken 4 s.
     assert!(
-        zk.check_stat("/held").await.unwrap().is_some(),
-        "the session outlives the restart"
+        took >= ms(1700) && took <= ms(1710),
+        "expired {took:?} after the restart, not 1.7 s"
     );
-    loop {
-        if zk.check_stat("/held").await.unwrap().is_none() {
-            break;
-        }
-        assert!(
-            restarted.elapsed() < Duration::from_secs(10),
-            "the session never expired"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // About 1.5 s were left; a fresh timeout would have taken 4 s or more.
-    let took = restarted.elapsed();
-    assert!(
-        took < Duration::from_millis(3600),
-        "expired {took:?} after the restart, as if its clock had been reset"
+    let ev = deleted.changed().await;
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (EventType::NodeDeleted, "/held")
     );
     server.shutdown().await;
 }

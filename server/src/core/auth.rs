@@ -50,7 +50,7 @@ impl Core {
                 self.send_header(id, xid, 0, 0);
             }
             Err(code) => {
-                self.stats.auth_failed += 1;
+                self.meters.stats.auth_failed += 1;
                 self.send_header(id, xid, 0, code.code());
                 self.close_conn(id);
             }
@@ -87,7 +87,7 @@ impl Core {
             }) => {
                 info!(
                     peer = %remote,
-                    session = format_args!("{session_id:#x}"),
+                    session = %session_id,
                     authorization_id,
                     "SASL authentication succeeded"
                 );
@@ -103,7 +103,7 @@ impl Core {
                 self.send(id, reply(0, Some(token)));
             }
             Err(e) => {
-                warn!(peer = %remote, session = format_args!("{session_id:#x}"), error = %e, "SASL authentication failed");
+                warn!(peer = %remote, session = %session_id, error = %e, "SASL authentication failed");
                 let sasl_required = cfg
                     .enforce_auth_schemes
                     .as_ref()

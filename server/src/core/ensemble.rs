@@ -30,12 +30,31 @@ use wire::ops::data::GetDataRequest;
 use wire::{Request, Response};
 use znode_tree::{ReadCtx, Txn};
 
+use super::conns::Conn;
 use super::requests::Pending;
 use super::submit::stamp;
-use super::{now_ms, Core};
+use super::Core;
 use crate::forward::LeaderLink;
 use crate::forward_codec::ToLeader;
 use crate::msg::{ConnId, CoreMsg};
+use crate::session::SessionId;
+
+/// Who leads, as raft last said; changed only by `role_changed`.
+#[derive(Default)]
+pub(super) struct Role {
+    /// Whether this server leads: only a leader expires sessions and nodes.
+    pub(super) is_leader: bool,
+    /// The leader raft last named (0: none known) and its term.
+    pub(super) leader_id: u64,
+    pub(super) term: u64,
+    /// When this member became leader (mntr's zk_leader_uptime; ensemble members only).
+    pub(super) leader_since: Option<Instant>,
+    /// The term in which this leader wrote (or found) the membership in /zookeeper/config.
+    pub(super) membership_published: Option<u64>,
+    /// Whether this process has followed another leader: a standalone server that leads from its
+    /// own start keeps the checkpointed session clocks, one that took over restarts them.
+    pub(super) followed_another: bool,
+}
 
 /// What the core keeps when it is a member of an ensemble (`None` for a standalone server).
 pub struct Ensemble {
@@ -45,8 +64,6 @@ pub struct Ensemble {
     /// The link to the current leader, opened at the first write after a leader is known.
     pub(super) link: Option<LeaderLink>,
     pub(super) next_epoch: u64,
-    /// Sessions heard from since the last touch sent to the leader, with their timeouts.
-    pub(super) touched: HashMap<i64, i32>,
     /// Reconnects on a follower waiting for a ReadIndex (ZooKeeper's follower asks its leader,
     /// `REVALIDATE`): the answer shows a live leader still leads, and the session may have been
     /// created on another member a moment ago. By ReadIndex context.
@@ -56,7 +73,7 @@ pub struct Ensemble {
 /// A reconnect waiting to learn from a live leader whether its session exists.
 pub(super) struct Revalidation {
     pub(super) conn: ConnId,
-    pub(super) session_id: i64,
+    pub(super) session_id: SessionId,
     pub(super) passwd: Option<Vec<u8>>,
     /// Set by the ReadIndex answer: check once applied reaches it.
     pub(super) index: Option<u64>,
@@ -78,7 +95,6 @@ impl Ensemble {
             core_tx,
             link: None,
             next_epoch: 1,
-            touched: HashMap::new(),
             revalidating: HashMap::new(),
         }
     }
@@ -102,7 +118,7 @@ impl Core {
     /// Whether this member knows a leader and is in the configuration: a member that does not
     /// may serve read-only sessions (`readonlymode.enabled`).
     pub(crate) fn leader_known(&self) -> bool {
-        self.ensemble.is_none() || (self.leader_id != 0 && !self.membership.removed)
+        self.ensemble.is_none() || (self.role.leader_id != 0 && !self.membership.removed)
     }
 
     /// Whether this member has applied an entry of its leader's term: the leader's first entry of
@@ -113,7 +129,7 @@ impl Core {
     /// (UPTODATE): it would show them an older tree, and drop them when the snapshot installs
     /// (BUGS.md P8).
     fn caught_up(&self) -> bool {
-        self.ensemble.is_none() || self.applied_term >= self.term
+        self.ensemble.is_none() || self.applied.term >= self.role.term
     }
 
     pub(crate) fn is_ensemble(&self) -> bool {
@@ -122,16 +138,13 @@ impl Core {
 
     /// Syncs waiting on this member (for mntr's zk_pending_syncs).
     pub(crate) fn pending_syncs(&self) -> usize {
-        self.conns
-            .values()
-            .flat_map(|c| c.queue.iter())
-            .filter(|q| matches!(q.pending, Pending::Sync { .. }))
-            .count()
+        self.conns.pending_syncs()
     }
 
     /// How long this member has led (zero when it does not).
     pub(crate) fn leader_uptime(&self) -> std::time::Duration {
-        self.leader_since
+        self.role
+            .leader_since
             .map_or(std::time::Duration::ZERO, |t| t.elapsed())
     }
 
@@ -139,7 +152,7 @@ impl Core {
     /// went on; `None` when there is no leader or the link cannot take it (then the link is
     /// treated as lost).
     pub(super) fn forward(&mut self, frame: ToLeader) -> Option<u64> {
-        let leader = self.leader_id;
+        let leader = self.role.leader_id;
         let me = self.cfg.my_id.unwrap_or(0);
         let ens = self.ensemble.as_mut()?;
         if leader == 0 || leader == me {
@@ -165,43 +178,17 @@ impl Core {
         }
     }
 
-    /// A client's session was heard from: the leader hears of it at the next tick.
-    pub(super) fn touch_session(&mut self, session_id: i64, timeout_ms: i32, now: Instant) {
-        self.tracker.touch(session_id, timeout_ms, now);
-        if let Some(ens) = self.ensemble.as_mut() {
-            if !self.is_leader {
-                ens.touched.insert(session_id, timeout_ms);
-            }
-        }
-    }
-
     /// On the core's ticker: send the sessions heard from since the last tick to the leader.
     pub(super) fn send_touches(&mut self) {
-        if self.is_leader {
+        if self.role.is_leader || self.ensemble.is_none() || self.role.leader_id == 0 {
             return;
         }
-        let Some(ens) = self.ensemble.as_mut() else {
-            return;
-        };
-        if ens.touched.is_empty() || self.leader_id == 0 {
+        let sessions = self.sessions.take_touched();
+        if sessions.is_empty() {
             return;
         }
-        let mut sessions: Vec<(i64, i32)> = ens.touched.drain().collect();
-        sessions.sort_unstable();
+        let sessions = sessions.into_iter().map(|(s, t)| (s.0, t)).collect();
         self.forward(ToLeader::Touch(sessions));
-    }
-
-    /// The leader hears that another member's clients are alive.
-    pub(super) fn peer_touch(&mut self, sessions: Vec<(i64, i32)>) {
-        if !self.is_leader {
-            return;
-        }
-        let now = Instant::now();
-        for (id, timeout) in sessions {
-            if self.tree.session(id).is_some() && !self.tracker.is_closing(id) {
-                self.tracker.touch(id, timeout, now);
-            }
-        }
     }
 
     /// The link `epoch` broke: whatever went on it has an unknown outcome.
@@ -226,11 +213,11 @@ impl Core {
         }
         self.refuse_connecting();
         // A closeSession that went on the link may never commit: the session lives on.
-        self.tracker.clear_closing();
+        self.sessions.clear_closing();
     }
 
     /// Closes every client connection `pred` picks; returns how many.
-    fn close_conns_where(&mut self, pred: impl Fn(&super::conns::Conn) -> bool) -> usize {
+    fn close_conns_where(&mut self, pred: impl Fn(&Conn) -> bool) -> usize {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
@@ -247,23 +234,42 @@ impl Core {
     /// for a revalidation have nothing in flight: a new leader is asked again, see
     /// `ensemble_role_changed`.)
     fn refuse_connecting(&mut self) {
-        let connecting: Vec<ConnId> = self.connecting.drain().map(|(_, id)| id).collect();
-        for id in connecting {
+        for id in self.sessions.take_connecting() {
             self.refuse_connection(id);
         }
     }
 
-    /// Raft's view of the leader changed (ensemble members only; standalone keeps its rules in
-    /// `apply`).
-    pub(super) fn ensemble_role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
-        let changed =
-            leader_id != self.leader_id || term != self.term || is_leader != self.is_leader;
-        let was_leader = self.is_leader;
-        self.leader_id = leader_id;
-        self.term = term;
-        self.is_leader = is_leader;
-        self.leader_since = if is_leader {
-            self.leader_since.or(Some(Instant::now()))
+    /// Raft's view of the leader changed.
+    pub(super) fn role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
+        if self.ensemble.is_some() {
+            self.ensemble_role_changed(is_leader, leader_id, term);
+            return;
+        }
+        self.role.leader_id = leader_id;
+        self.role.term = term;
+        if !is_leader && leader_id != 0 {
+            self.role.followed_another = true;
+        }
+        if is_leader && !self.role.is_leader && self.role.followed_another {
+            // A leader that took over from another server never saw the sessions' activity, so it
+            // restarts every timer (ZooKeeper does the same). A server that leads from its own
+            // start resumes the checkpointed clocks instead.
+            self.sessions.restart_all(&self.tree, Instant::now());
+        }
+        self.role.is_leader = is_leader;
+    }
+
+    /// Raft's view of the leader changed on a member of an ensemble.
+    fn ensemble_role_changed(&mut self, is_leader: bool, leader_id: u64, term: u64) {
+        let changed = leader_id != self.role.leader_id
+            || term != self.role.term
+            || is_leader != self.role.is_leader;
+        let was_leader = self.role.is_leader;
+        self.role.leader_id = leader_id;
+        self.role.term = term;
+        self.role.is_leader = is_leader;
+        self.role.leader_since = if is_leader {
+            self.role.leader_since.or(Some(Instant::now()))
         } else {
             None
         };
@@ -272,8 +278,8 @@ impl Core {
         }
         if let Some(ens) = self.ensemble.as_mut() {
             ens.link = None; // dropping it closes the old link
-            ens.touched.clear();
         }
+        self.sessions.forget_touched();
         // Writes and syncs in flight may have been dropped by raft, or may still commit.
         let doomed = self.close_conns_where(|c| {
             c.queue
@@ -287,7 +293,7 @@ impl Core {
             );
         }
         self.refuse_connecting();
-        self.tracker.clear_closing();
+        self.sessions.clear_closing();
         if leader_id == 0 {
             if let Some(ens) = self.ensemble.as_mut() {
                 ens.revalidating.clear(); // their connections close below
@@ -317,12 +323,7 @@ impl Core {
         if is_leader && !was_leader {
             // The sessions' activity was seen by the old leader, not by us: everyone starts
             // afresh, as in ZooKeeper.
-            let now = Instant::now();
-            let sessions: Vec<(i64, i32)> =
-                self.tree.sessions().map(|s| (s.id, s.timeout_ms)).collect();
-            for (id, timeout) in sessions {
-                self.tracker.touch(id, timeout, now);
-            }
+            self.sessions.restart_all(&self.tree, Instant::now());
             self.publish_membership();
         }
     }
@@ -330,7 +331,9 @@ impl Core {
     /// On the ticker: a leader whose membership write was refused (raft may not have published
     /// its leadership yet when the core heard of it) tries again.
     pub(super) fn ensure_membership_published(&mut self) {
-        if self.ensemble.is_some() && self.is_leader && self.membership_published != Some(self.term)
+        if self.ensemble.is_some()
+            && self.role.is_leader
+            && self.role.membership_published != Some(self.role.term)
         {
             self.publish_membership();
         }
@@ -341,7 +344,7 @@ impl Core {
     pub(super) fn publish_membership(&mut self) {
         if self.cfg.reconfig_enabled && !self.membership.members.servers.is_empty() {
             // With reconfig the tree is the membership; zoo.cfg only seeds a new ensemble.
-            self.membership_published = Some(self.term);
+            self.role.membership_published = Some(self.role.term);
             return;
         }
         let members: String = self
@@ -368,12 +371,18 @@ impl Core {
             .rfind("version=")
             .map_or(&current[..], |at| &current[..at]);
         if listed == members {
-            self.membership_published = Some(self.term);
+            self.role.membership_published = Some(self.role.term);
             return;
         }
-        let entry = stamp(0, 0, now_ms(), Vec::new(), Txn::SetConfig { members });
+        let entry = stamp(
+            SessionId::NONE,
+            0,
+            self.wall.now_ms(),
+            Vec::new(),
+            Txn::SetConfig { members },
+        );
         if self.propose(&entry).is_ok() {
-            self.membership_published = Some(self.term);
+            self.role.membership_published = Some(self.role.term);
         }
     }
 
@@ -386,10 +395,10 @@ impl Core {
     pub(super) fn revalidate(
         &mut self,
         conn: ConnId,
-        session_id: i64,
+        session_id: SessionId,
         passwd: Option<Vec<u8>>,
     ) -> bool {
-        if self.ensemble.is_none() || self.is_leader {
+        if self.ensemble.is_none() || self.role.is_leader {
             return false;
         }
         let Some(timeout_ms) = self.conns.get(&conn).map(|c| c.timeout_ms) else {
@@ -420,11 +429,10 @@ impl Core {
     /// Asks for a ReadIndex for `r` under a fresh context. A refusal (no leader known at this
     /// instant) is asked again by the ticker.
     fn ask_revalidation(&mut self, mut r: Revalidation, now: Instant) {
-        let ctx = self.next_read_ctx;
-        self.next_read_ctx += 1;
+        let ctx = self.conns.next_read_ctx();
         r.index = None;
         r.asked = now;
-        r.early = self.applied_term < self.term;
+        r.early = self.applied.term < self.role.term;
         if let Err(e) = self.raft.read_index(ctx) {
             debug!(ctx, error = %e, "revalidation's read index refused; asking again later");
         }
@@ -442,7 +450,7 @@ impl Core {
         let now = Instant::now();
         for r in again {
             debug!(
-                session = format_args!("{:#x}", r.session_id),
+                session = %r.session_id,
                 "revalidation unanswered; asking for a read index again"
             );
             self.ask_revalidation(r, now);
@@ -465,7 +473,7 @@ impl Core {
         let expired = ens.take_revalidations(|r| now >= r.until);
         for r in expired {
             info!(
-                session = format_args!("{:#x}", r.session_id),
+                session = %r.session_id,
                 "no leader confirmed a reconnect within its session timeout; closing it"
             );
             self.refuse_connection(r.conn);
@@ -492,8 +500,8 @@ impl Core {
     /// Completes the revalidations whose index this member has applied; asks again for those
     /// asked before the leader had committed in its term, once it has.
     pub(super) fn finish_revalidations(&mut self) {
-        let applied = self.applied_index;
-        let term_committed = self.applied_term >= self.term;
+        let applied = self.applied.index;
+        let term_committed = self.applied.term >= self.role.term;
         let Some(ens) = self.ensemble.as_mut() else {
             return;
         };

@@ -1,30 +1,22 @@
 //! The handshake: a ConnectRequest becomes a new session (proposed as CreateSession), a
-//! reconnect to a live session, or a refusal; and where session ids and passwords come from.
+//! reconnect to a live session, or a refusal; and where session passwords come from (ids come
+//! from `sessions`).
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use wire::{ConnectRequest, ConnectResponse, Id};
+use wire::{ConnectRequest, ConnectResponse};
 use znode_tree::Txn;
 
 use super::conns::Conn;
 use super::submit::stamp;
-use super::{now_ms, Core};
+use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::{Outbound, OutboundTx};
-use crate::stats::ConnStats;
-
-/// ZooKeeper's first session id: the server id in the top byte, then milliseconds since
-/// the epoch shifted into the middle (`SessionTrackerImpl.initializeNextSessionId`), so ids
-/// stay unique across restarts without persisting a counter.
-pub(super) fn initial_session_id(server_id: u64, now_ms: i64) -> i64 {
-    let time_part = ((now_ms as u64) << 24) >> 8;
-    ((server_id << 56) | time_part) as i64
-}
+use crate::session::SessionId;
 
 impl Core {
     pub(super) fn connect(
@@ -35,7 +27,7 @@ impl Core {
         out: OutboundTx,
         ready: oneshot::Sender<bool>,
     ) {
-        self.stats.packets_received += 1;
+        self.meters.stats.packets_received += 1;
         let sent_read_only = req.read_only.is_some();
         // A member cut off from its quorum serves clients that accept a read-only server
         // (canBeReadOnly), when readonlymode.enabled is on, as ZooKeeper's ReadOnlyZooKeeperServer.
@@ -62,37 +54,33 @@ impl Core {
             return;
         }
         let timeout_ms = self.cfg.negotiate_timeout(req.timeout);
-        let conn = Conn {
+        let conn = Conn::new(
+            id,
             remote,
             out,
-            session_id: 0,
             timeout_ms,
-            auth: vec![Id::new("ip", &remote.ip().to_string())],
-            sasl: None,
-            queue: VecDeque::new(),
             sent_read_only,
             read_only,
-            ready: Some(ready),
-            stats: ConnStats::new(Instant::now()),
-            closed: false,
-        };
+            ready,
+        );
+        let _in_conn = conn.span.clone().entered();
         self.conns.insert(id, conn);
 
         if read_only {
-            self.read_only_connect(id, req.session_id, req.passwd);
+            self.read_only_connect(id, SessionId(req.session_id), req.passwd);
             return;
         }
 
         if req.session_id == 0 {
-            let session_id = self.allocate_session_id();
+            let session_id = self.sessions.allocate(&self.tree);
             let mut password = [0u8; 16];
             rand::Rng::fill(&mut rand::thread_rng(), &mut password[..]);
-            self.conns.get_mut(&id).unwrap().session_id = session_id;
-            self.connecting.insert(session_id, id);
+            self.conns.get_mut(&id).unwrap().set_session(session_id);
+            self.sessions.connecting(session_id, id);
             let entry = stamp(
                 session_id,
                 0,
-                now_ms(),
+                self.wall.now_ms(),
                 Vec::new(),
                 Txn::CreateSession {
                     timeout_ms,
@@ -100,12 +88,12 @@ impl Core {
                 },
             );
             if self.submit(&entry).is_err() {
-                self.connecting.remove(&session_id);
+                self.sessions.not_connecting(session_id);
                 self.refuse_connection(id);
             }
             return;
         }
-        self.reconnect(id, req.session_id, req.passwd, true);
+        self.reconnect(id, SessionId(req.session_id), req.passwd, true);
     }
 
     /// Reconnect: the password must match a live session that is not closing. A follower first
@@ -120,7 +108,7 @@ impl Core {
     pub(super) fn reconnect(
         &mut self,
         id: ConnId,
-        session_id: i64,
+        session_id: SessionId,
         passwd: Option<Vec<u8>>,
         may_revalidate: bool,
     ) {
@@ -129,18 +117,18 @@ impl Core {
         };
         let (remote, timeout_ms, sent_read_only) =
             (conn.remote, conn.timeout_ms, conn.sent_read_only);
-        let known = self.tree.session(session_id).map(|s| s.password);
+        let known = self.tree.session(session_id.0).map(|s| s.password);
         if may_revalidate && self.revalidate(id, session_id, passwd.clone()) {
             return;
         }
         let valid = match known {
             Some(password) => {
-                passwd.as_deref() == Some(&password[..]) && !self.tracker.is_closing(session_id)
+                passwd.as_deref() == Some(&password[..]) && !self.sessions.is_closing(session_id)
             }
             None => false,
         };
         if !valid {
-            debug!(peer = %remote, session = format_args!("{:#x}", session_id), "session expired or password wrong");
+            debug!(peer = %remote, session = %session_id, "session expired or password wrong");
             self.send(
                 id,
                 Outbound::Connect(ConnectResponse {
@@ -155,20 +143,18 @@ impl Core {
             return;
         }
         // Only one connection holds a session: the older one goes.
-        if let Some(old) = self.by_session.insert(session_id, id) {
-            if old != id {
-                self.close_conn(old);
-            }
+        if let Some(old) = self.sessions.hold(session_id, id) {
+            self.close_conn(old);
         }
         let password = self
             .tree
-            .session(session_id)
+            .session(session_id.0)
             .map(|s| s.password)
             .unwrap_or_default();
         self.touch_session(session_id, timeout_ms, Instant::now());
         let conn = self.conns.get_mut(&id).unwrap();
-        conn.session_id = session_id;
-        info!(peer = %remote, session = format_args!("{:#x}", session_id), timeout_ms, "session reconnected");
+        conn.set_session(session_id);
+        info!(peer = %remote, session = %session_id, timeout_ms, "session reconnected");
         self.finish_handshake(id, password);
     }
 
@@ -179,7 +165,7 @@ impl Core {
         let resp = ConnectResponse {
             protocol_version: 0,
             timeout: conn.timeout_ms,
-            session_id: conn.session_id,
+            session_id: conn.session_id.0,
             passwd: Some(password.to_vec()),
             read_only: conn.sent_read_only.then_some(conn.read_only),
         };
@@ -192,17 +178,17 @@ impl Core {
     /// A read-only session: a new one gets a session id and password of this member's own, known
     /// to no log (ZooKeeper's read-only server also makes local sessions); an existing session
     /// this member knows reconnects read-only. Nothing is proposed: there is no leader.
-    fn read_only_connect(&mut self, id: ConnId, session_id: i64, passwd: Option<Vec<u8>>) {
-        let password = if session_id == 0 {
-            let session_id = self.allocate_session_id();
+    fn read_only_connect(&mut self, id: ConnId, session_id: SessionId, passwd: Option<Vec<u8>>) {
+        let password = if session_id == SessionId::NONE {
+            let session_id = self.sessions.allocate(&self.tree);
             let mut password = [0u8; 16];
             rand::Rng::fill(&mut rand::thread_rng(), &mut password[..]);
-            self.conns.get_mut(&id).unwrap().session_id = session_id;
+            self.conns.get_mut(&id).unwrap().set_session(session_id);
             password
         } else {
-            match self.tree.session(session_id) {
+            match self.tree.session(session_id.0) {
                 Some(s) if passwd.as_deref() == Some(&s.password[..]) => {
-                    self.conns.get_mut(&id).unwrap().session_id = session_id;
+                    self.conns.get_mut(&id).unwrap().set_session(session_id);
                     s.password
                 }
                 _ => {
@@ -212,15 +198,10 @@ impl Core {
             }
         };
         let session_id = self.conns[&id].session_id;
-        if let Some(old) = self.by_session.insert(session_id, id) {
-            if old != id {
-                self.close_conn(old);
-            }
+        if let Some(old) = self.sessions.hold(session_id, id) {
+            self.close_conn(old);
         }
-        info!(
-            session = format_args!("{session_id:#x}"),
-            "read-only session (no quorum)"
-        );
+        info!(session = %session_id, "read-only session (no quorum)");
         self.finish_handshake(id, password);
     }
 
@@ -231,20 +212,5 @@ impl Core {
             }
         }
         self.close_conn(id);
-    }
-
-    fn allocate_session_id(&mut self) -> i64 {
-        loop {
-            let id = self.next_session_id;
-            self.next_session_id = self.next_session_id.wrapping_add(1);
-            // i64::MIN marks containers' owner; 0 means "no session".
-            if id != 0
-                && id != i64::MIN
-                && self.tree.session(id).is_none()
-                && !self.connecting.contains_key(&id)
-            {
-                return id;
-            }
-        }
     }
 }

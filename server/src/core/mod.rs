@@ -22,12 +22,24 @@
 //! The core reads clocks and randomness (entry timestamps, session ids and passwords); the
 //! tree it drives does not, so every replica computes the same state from the same log.
 //!
-//! The core is one struct split by role into rooms, each an `impl Core` block:
-//! `handshake` (connect, reconnect, session ids), `requests` (the per-connection FIFO),
-//! `auth` (auth packets, SASL, enforce.auth), `reads` (answering reads in FIFO order),
-//! `submit` (the one place an entry is stamped and leaves for raft), `apply` (committed entries,
-//! their events and replies, snapshots), `timers` (expiry, TTL/container sweeps, checkpoint),
-//! `conns` (connection bookkeeping and sending) and `views` (what the four-letter words show).
+//! The core is one struct split by role into rooms, each an `impl Core` block; a room's state is
+//! a field of `Core` of its own type, which the room changes and the others read or call:
+//!
+//! | room | owns | does |
+//! |---|---|---|
+//! | `sessions` | `Sessions` | the sessions' clocks, which connection holds each, ids, expiry |
+//! | `conns` | `Conns` | connections by id, ReadIndex contexts to their syncs; close, send |
+//! | `apply` | `Applied` | committed entries, their events and replies; installed snapshots |
+//! | `snapshots` | `Snapshots` | when a snapshot is due, its view, its encoder thread |
+//! | `ensemble` | `Role`, `Ensemble` | who leads, serving or not, the forward link, revalidation |
+//! | `reconfig` | `Membership` | `/zookeeper/config`, reconfig, raft's membership following it |
+//! | `views` | `Meters` | counters and latencies; what the four-letter words show |
+//! | `handshake` | | connect, reconnect, refusal |
+//! | `requests` | | classification and the per-connection FIFO |
+//! | `auth` | | auth packets, SASL, enforce.auth |
+//! | `reads` | | answering reads and syncs in FIFO order; a sync's ReadIndex |
+//! | `submit` | | the one place an entry is stamped and leaves for raft |
+//! | `timers` | | the ticker: what runs on it, TTL/container sweeps |
 
 mod apply;
 mod auth;
@@ -38,98 +50,70 @@ mod reads;
 mod reaper;
 mod reconfig;
 mod requests;
+mod sessions;
+mod snapshots;
 mod submit;
 mod timers;
 mod views;
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
-use tokio::sync::{mpsc, oneshot};
-use tokio::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tracing::{info, warn};
 
 use znode_tree::{Tree, WatchRegistry};
 
-use crate::clock::now_ms;
+use crate::clock::WallClock;
 use crate::config::Config;
-use crate::msg::{ConnId, CoreMsg};
+use crate::msg::CoreMsg;
 use crate::outbound::Outbound;
-use crate::session::{checkpoint, SessionTracker};
-use crate::stats::{ResponseSizes, ServerStats};
+use crate::session::checkpoint;
+use crate::stats::ResponseSizes;
 
-use conns::Conn;
+use apply::Applied;
+use conns::Conns;
 pub(crate) use ensemble::Ensemble;
-use timers::CHECKPOINT_EVERY;
+use ensemble::Role;
+use sessions::Sessions;
+use snapshots::Snapshots;
+use timers::Schedule;
+use views::Meters;
 
-/// The state the core task owns. Every field is touched only on the core task.
+/// The state the core task owns, every field touched only on the core task. Each group of state
+/// belongs to the room named beside it, which is the one that changes it; the others read it or go
+/// through the room's methods.
 pub struct Core {
     /// The server's configuration, shared with start-up and the connection tasks.
     cfg: Arc<Config>,
-    /// The znode tree: the replicated state, changed only by applying committed entries.
+    /// The wall clock: entries' time stamps, session ids, the views' dates.
+    wall: WallClock,
+    /// The raft thread: proposals and ReadIndex requests go there (`submit`).
+    raft: consensus::Handle,
+    /// The znode tree: the replicated state, changed only by applying committed entries (`apply`).
     tree: Tree,
     /// Which connection watches what; fired when an applied entry changes a node.
     watches: WatchRegistry,
-    /// The raft thread: proposals and ReadIndex requests go there (see `submit`).
-    raft: consensus::Handle,
-    /// Every connection that finished its handshake read, by id.
-    conns: FxHashMap<ConnId, Conn>,
-    /// Which connection holds each established local session.
-    by_session: FxHashMap<i64, ConnId>,
-    /// New sessions whose CreateSession entry is in flight, by session id.
-    connecting: FxHashMap<i64, ConnId>,
-    /// Session deadlines and the sessions whose close is in flight.
-    tracker: SessionTracker,
-    /// The next session id to try (see `handshake::initial_session_id`).
-    next_session_id: i64,
-    /// The next ReadIndex context a sync waits on.
-    next_read_ctx: u64,
-    /// The raft index of the last entry applied to the tree (its zxid).
-    applied_index: u64,
-    /// The raft term of that entry.
-    applied_term: u64,
-    /// The index of the last snapshot taken or installed.
-    last_snapshot_index: u64,
-    /// Snapshot encoder threads running (`maybe_snapshot` waits for none).
-    snapshot_encoding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// Drops each snapshot view at normal priority once encoded (`reaper.rs`); spawned with the
-    /// first snapshot.
-    view_reaper: Option<reaper::Reaper<znode_tree::SnapshotView>>,
-    /// Whether raft last said this server leads: only a leader expires sessions and nodes.
-    is_leader: bool,
-    /// The leader raft last named (0: none known) and its term.
-    leader_id: u64,
-    term: u64,
-    /// When this member became leader (mntr's zk_leader_uptime).
-    leader_since: Option<Instant>,
-    /// The term in which this leader wrote (or found) the membership in /zookeeper/config.
-    membership_published: Option<u64>,
-    /// Membership of an ensemble: the forward link and what goes with it (`None`: standalone).
+    /// How far the tree is applied, and who waits for it to get further (`apply`).
+    applied: Applied,
+    /// The sessions: their clocks, which connection holds each, the ones being created
+    /// (`sessions`).
+    sessions: Sessions,
+    /// Every connection that finished its handshake read, and the ReadIndex answers their syncs
+    /// wait for (`conns`).
+    conns: Conns,
+    /// Who leads, as raft last said (`ensemble`).
+    role: Role,
+    /// Membership of an ensemble: the forward link and what goes with it (`None`: standalone;
+    /// `ensemble`).
     ensemble: Option<Ensemble>,
     /// The membership `/zookeeper/config` holds and the reconfig work in flight (`reconfig`).
     membership: reconfig::Membership,
-    /// Connections whose head sync has its ReadIndex but waits for this member to apply that far.
-    sync_ready: std::collections::HashSet<ConnId>,
-    /// Remaining session time read from the checkpoint, for sessions not yet replayed.
-    resume_left: HashMap<i64, Duration>,
-    /// Whether this process has followed another leader (see the RoleChanged handling).
-    followed_another: bool,
-    /// Server-wide counters for the four-letter words.
-    stats: ServerStats,
-    /// Filled in by the connection writers, which see the encoded replies.
-    response_sizes: Arc<ResponseSizes>,
-    /// Per-stage write latency and ZooKeeper's latency summaries (`latency.rs`), shared with
-    /// the connection writers.
-    latency: Arc<crate::latency::Latency>,
-    /// Set by `stmk`, read by `gtmk`. paddock logs through `tracing` filters, not ZooKeeper's
-    /// trace mask, so the mask is only kept and reported, as a tool that sets it expects.
-    trace_mask: i64,
-    /// When the core started, for the uptime the four-letter words report.
-    started: Instant,
-    /// Start-up's waits for the replay to reach an index (`CoreMsg::WaitApplied`).
-    applied_waiters: Vec<(u64, oneshot::Sender<()>)>,
+    /// The snapshots taken and the one being encoded (`snapshots`).
+    snapshots: Snapshots,
+    /// Counters, reply sizes, latencies and the trace mask the four-letter words report (`views`).
+    meters: Meters,
 }
 
 impl Core {
@@ -140,56 +124,24 @@ impl Core {
         applied_index: u64,
         applied_term: u64,
         ensemble: Option<Ensemble>,
+        wall: WallClock,
     ) -> Core {
-        let tick = Duration::from_millis(cfg.tick_time_ms as u64);
-        let mut tracker = SessionTracker::new(tick);
         let now = Instant::now();
-        // Recovered sessions resume with the time they had left at the last checkpoint;
-        // one missing from it (created just before a crash) gets a full timeout.
-        // Sessions created in the log after the snapshot get theirs when replay applies them.
-        let mut resume_left = checkpoint::read(&cfg.raft_dir());
-        for s in tree.sessions() {
-            let full = Duration::from_millis(s.timeout_ms.max(0) as u64);
-            tracker.resume(
-                s.id,
-                resume_left.remove(&s.id).unwrap_or(full).min(full),
-                now,
-            );
-        }
-        let server_id = cfg.my_id.unwrap_or(1).min(254);
         let ensemble_member = ensemble.is_some();
         let mut core = Core {
-            next_session_id: handshake::initial_session_id(server_id, now_ms()),
+            sessions: Sessions::recover(&cfg, &tree, wall.now_ms(), now),
             cfg,
+            wall,
+            raft,
             tree,
             watches: WatchRegistry::new(),
-            raft,
-            conns: FxHashMap::default(),
-            by_session: FxHashMap::default(),
-            connecting: FxHashMap::default(),
-            tracker,
-            next_read_ctx: 1,
-            applied_index,
-            applied_term,
-            last_snapshot_index: applied_index,
-            snapshot_encoding: Default::default(),
-            view_reaper: None,
-            is_leader: false,
-            leader_id: 0,
-            term: 0,
-            leader_since: None,
-            membership_published: None,
+            applied: Applied::new(applied_index, applied_term),
+            conns: Conns::new(),
+            role: Role::default(),
             ensemble,
             membership: Default::default(),
-            sync_ready: Default::default(),
-            followed_another: false,
-            resume_left,
-            stats: ServerStats::default(),
-            response_sizes: Arc::default(),
-            latency: Arc::new(crate::latency::Latency::new(ensemble_member)),
-            trace_mask: crate::fourlw::DEFAULT_TRACE_MASK,
-            started: now,
-            applied_waiters: Vec::new(),
+            snapshots: Snapshots::new(applied_index),
+            meters: Meters::new(ensemble_member, now),
         };
         // The membership as of the restored snapshot; replaying the log updates it.
         core.membership_from_tree();
@@ -204,12 +156,9 @@ impl Core {
         mut rx: mpsc::Receiver<CoreMsg>,
         mut events: mpsc::UnboundedReceiver<consensus::Event>,
     ) {
-        let tick = Duration::from_millis((self.cfg.tick_time_ms as u64 / 2).clamp(10, 500));
-        let mut ticker = tokio::time::interval(tick);
+        let mut ticker = tokio::time::interval(self.tick_every());
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let container_every = Duration::from_millis(self.cfg.container_check_interval_ms.max(100));
-        let mut next_container_check = Instant::now() + container_every;
-        let mut next_checkpoint = Instant::now() + CHECKPOINT_EVERY;
+        let mut schedule = Schedule::new(&self.cfg, Instant::now());
         loop {
             tokio::select! {
                 biased;
@@ -217,7 +166,7 @@ impl Core {
                     if self.consensus_event(ev).is_break() {
                         break;
                     }
-                    self.release_applied_waiters();
+                    self.applied.release();
                 }
                 msg = rx.recv() => match msg {
                     None => break,
@@ -227,35 +176,15 @@ impl Core {
                         }
                     }
                 },
-                _ = ticker.tick() => {
-                    let now = Instant::now();
-                    self.expire_sessions(now);
-                    self.send_touches();
-                    self.ensure_membership_published();
-                    self.reconcile_membership();
-                    self.finish_waiting_reconfigs();
-                    self.retry_syncs(now);
-                    self.retry_revalidations(now);
-                    // A snapshot that waited for the previous one's encoding is due even if no
-                    // write follows (the end of a fill).
-                    self.maybe_snapshot();
-                    if now >= next_container_check {
-                        next_container_check = now + container_every;
-                        self.propose_expired_nodes();
-                    }
-                    if now >= next_checkpoint {
-                        next_checkpoint = now + CHECKPOINT_EVERY;
-                        self.write_checkpoint(now);
-                    }
-                }
+                _ = ticker.tick() => self.on_tick(Instant::now(), &mut schedule),
             }
         }
-        for (_, conn) in self.conns.drain() {
+        for conn in self.conns.drain() {
             let _ = conn.out.try_send(Outbound::Close);
         }
         if let Err(e) = checkpoint::write(
             &self.cfg.raft_dir(),
-            &self.tracker.remaining(Instant::now()),
+            &self.sessions.remaining(Instant::now()),
         ) {
             warn!(error = %e, "session checkpoint not written at shut-down");
         }
@@ -278,7 +207,10 @@ impl Core {
                 req,
                 received,
                 slot,
-            } => self.request(conn, header, req, received, slot),
+            } => {
+                let _in_conn = self.conns.span(conn).entered();
+                self.request(conn, header, req, received, slot);
+            }
             CoreMsg::Closed { conn } => self.closed(conn),
             CoreMsg::FourLetter {
                 word,
@@ -304,8 +236,7 @@ impl Core {
                 });
             }
             CoreMsg::WaitApplied { index, reply } => {
-                self.applied_waiters.push((index, reply));
-                self.release_applied_waiters();
+                self.applied.wait_for(index, reply);
             }
             CoreMsg::ForwardLost { epoch } => self.forward_lost(epoch),
             CoreMsg::PeerTouch { sessions } => self.peer_touch(sessions),
@@ -316,11 +247,11 @@ impl Core {
 
     /// Handed to every connection's writer.
     pub(crate) fn response_sizes(&self) -> Arc<ResponseSizes> {
-        self.response_sizes.clone()
+        self.meters.response_sizes.clone()
     }
 
     /// Handed to every connection's writer, and to start-up for its own timings.
     pub(crate) fn latency(&self) -> Arc<crate::latency::Latency> {
-        self.latency.clone()
+        self.meters.latency.clone()
     }
 }

@@ -1,7 +1,10 @@
 //! Answering reads in their turn: `drain` answers what is ready at the head of a connection's
 //! FIFO (reads, errors, syncs whose ReadIndex is applied) and stops at the first unapplied write.
+//! And the syncs' ReadIndex: its answer, the wait for this member to apply that far, and asking
+//! again when raft dropped the request.
 
 use tokio::time::Instant;
+use tracing::debug;
 
 use wire::ops::who_am_i::WhoAmIResponse;
 use wire::{ErrorCode, ReplyHeader, Request, RequestHeader, Response};
@@ -13,6 +16,44 @@ use crate::msg::ConnId;
 use crate::outbound::Outbound;
 
 impl Core {
+    /// The ReadIndex answer a sync (or a read barrier) waited for: answered now if this member
+    /// has applied that far, once it has otherwise.
+    pub(super) fn read_index_ready(&mut self, ctx: u64, index: u64) {
+        let Some(id) = self.conns.read_ready(ctx, index) else {
+            return;
+        };
+        self.drain(id);
+        // A member behind the leader answers once it has applied that far.
+        if self.conns.head_is_sync(id) {
+            self.conns.sync_waits_for_apply(id);
+        }
+    }
+
+    /// Syncs answered by the leader but waiting for this member to apply that far.
+    pub(super) fn drain_ready_syncs(&mut self) {
+        for id in self.conns.take_syncs_waiting_for_apply() {
+            self.drain(id);
+            if self.conns.head_is_sync(id) {
+                self.conns.sync_waits_for_apply(id);
+            }
+        }
+    }
+
+    /// raft-rs drops a ReadIndex silently in a few cases (a leader that has not committed in its
+    /// term yet, no leader at the moment it arrives): a sync unanswered for two election timeouts
+    /// asks again with a fresh context, so it cannot hang its connection forever.
+    pub(super) fn retry_syncs(&mut self, now: Instant) {
+        let (tick, election, _) = self.cfg.raft_timing();
+        let patience = tick * election * 2;
+        for (id, old) in self.conns.unanswered_reads(now, patience) {
+            let ctx = self.conns.ask_read_again(id, old, now);
+            debug!(ctx, "sync unanswered; asking for a read index again");
+            if self.raft.read_index(ctx).is_err() {
+                self.close_conn(id);
+            }
+        }
+    }
+
     /// Answers queued reads (and ready syncs) at the head of a connection's FIFO, stopping at
     /// the first write that is not yet applied.
     pub(super) fn drain(&mut self, id: ConnId) {
@@ -22,7 +63,7 @@ impl Core {
             };
             let ready = match conn.queue.front().map(|q| &q.pending) {
                 None | Some(Pending::Write { .. }) => false,
-                Some(Pending::Sync { index, .. }) => index.is_some_and(|i| i <= self.applied_index),
+                Some(Pending::Sync { index, .. }) => index.is_some_and(|i| i <= self.applied.index),
                 Some(Pending::Read { .. } | Pending::Error { .. }) => true,
             };
             if !ready {
@@ -106,7 +147,7 @@ impl Core {
                 _ => {
                     let auth = conn.auth.clone();
                     let ctx = ReadCtx {
-                        session_id,
+                        session_id: session_id.0,
                         auth: &auth,
                     };
                     znode_tree::read_with_watch(&self.tree, &mut self.watches, &ctx, id, &req)
@@ -114,7 +155,8 @@ impl Core {
             }
         };
         let now = self.record_latency(id, received);
-        self.latency
+        self.meters
+            .latency
             .read_answered(now.saturating_duration_since(received));
         let (err, body) = match result {
             Ok(body) => (0, Some(body)),

@@ -38,6 +38,7 @@ use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::Outbound;
 use crate::reconfig::{self as rc, Members};
+use crate::session::SessionId;
 
 const CONFIG_NODE: &str = "/zookeeper/config";
 
@@ -165,7 +166,7 @@ impl Core {
                 Err(code)
             }
         };
-        if let Some(&id) = self.by_session.get(&entry.session_id) {
+        if let Some(id) = self.sessions.holder(SessionId(entry.session_id)) {
             self.answer_reconfig(id, zxid, entry, result);
         }
         if let Some(was) = was_removed {
@@ -198,7 +199,7 @@ impl Core {
                 // in flight (the leader-change rule): both answer now, the change being committed
                 // in the log and finished by the (next) leader.
                 let leaving = !members.servers.iter().any(|s| s.id == me);
-                let leader_leaves = !waiting.voters.contains(&self.leader_id);
+                let leader_leaves = !waiting.voters.contains(&self.role.leader_id);
                 if leaving
                     || leader_leaves
                     || self.membership_matches(&waiting.voters, &waiting.learners)
@@ -339,7 +340,7 @@ impl Core {
         let me = self.cfg.my_id.unwrap_or(0);
         let removed = self.membership.removed;
         if removed && !was_removed {
-            let all: Vec<ConnId> = self.conns.keys().copied().collect();
+            let all: Vec<ConnId> = self.conns.ids();
             warn!(
                 member = me,
                 connections = all.len(),
@@ -396,7 +397,7 @@ impl Core {
     /// towards the tree's. Only with reconfigEnabled: otherwise zoo.cfg is the membership and raft
     /// keeps the bootstrapped one.
     pub(super) fn reconcile_membership(&mut self) {
-        if self.ensemble.is_none() || !self.is_leader || !self.cfg.reconfig_enabled {
+        if self.ensemble.is_none() || !self.role.is_leader || !self.cfg.reconfig_enabled {
             return;
         }
         let members = &self.membership.members;

@@ -75,10 +75,10 @@ impl Core {
             return;
         }
         let (session_id, timeout_ms) = (conn.session_id, conn.timeout_ms);
-        self.stats.packets_received += 1;
+        self.meters.stats.packets_received += 1;
         conn.stats.received += 1;
         // ZooKeeper drops frames of a closing session without a reply (§5.2).
-        if self.tracker.is_closing(session_id) {
+        if self.sessions.is_closing(session_id) {
             return;
         }
         if !self.authenticated_as_required(id, header.op_type) {
@@ -86,7 +86,7 @@ impl Core {
             // connection closes; the session lives on until it expires.
             warn!(
                 peer = %self.conns[&id].remote,
-                session = format_args!("{session_id:#x}"),
+                session = %session_id,
                 "request before authenticating with a required scheme; closing the connection"
             );
             let code = ErrorCode::SessionClosedRequireSaslAuth.code();
@@ -155,27 +155,16 @@ impl Core {
                 self.reply_error_and_close(id, header.xid, ErrorCode::Unimplemented);
             }
             Request::Sync(sync) => {
-                let ctx = self.next_read_ctx;
-                self.next_read_ctx += 1;
-                let conn = self.conns.get_mut(&id).unwrap();
-                conn.queue.push_back(Queued {
-                    pending: Pending::Sync {
-                        xid: header.xid,
-                        path: sync.path,
-                        ctx,
-                        index: None,
-                        received,
-                        asked: Instant::now(),
-                        reply: true,
-                    },
-                    _slot: Some(slot),
-                });
+                let ctx = self
+                    .conns
+                    .queue_sync(id, header.xid, sync.path, received, true, Some(slot))
+                    .expect("checked above");
                 if self.raft.read_index(ctx).is_err() {
                     self.close_conn(id);
                 }
             }
             Request::CloseSession => {
-                self.tracker.mark_closing(session_id);
+                self.sessions.mark_closing(session_id);
                 self.propose_write(id, header, Txn::CloseSession, received, slot);
             }
             Request::Reconfig(r) => self.reconfig_request(id, header, r, received, slot),
@@ -253,23 +242,12 @@ impl Core {
     /// no read is stale, on any member. `false` when no ReadIndex can be asked (no leader): the
     /// connection is closed, as for a sync.
     fn barrier(&mut self, id: ConnId, received: Instant) -> bool {
-        let ctx = self.next_read_ctx;
-        self.next_read_ctx += 1;
-        let Some(conn) = self.conns.get_mut(&id) else {
+        let Some(ctx) = self
+            .conns
+            .queue_sync(id, 0, String::new(), received, false, None)
+        else {
             return false;
         };
-        conn.queue.push_back(Queued {
-            pending: Pending::Sync {
-                xid: 0,
-                path: String::new(),
-                ctx,
-                index: None,
-                received,
-                asked: Instant::now(),
-                reply: false,
-            },
-            _slot: None,
-        });
         if self.raft.read_index(ctx).is_err() {
             self.close_conn(id);
             return false;

@@ -10,17 +10,18 @@ use wire::{Id, RequestHeader};
 use znode_tree::{Entry, Txn};
 
 use super::requests::{Pending, Queued};
-use super::{now_ms, Core};
+use super::Core;
 use crate::forward_codec::ToLeader;
 use crate::msg::ConnId;
+use crate::session::SessionId;
 use crate::throttle::Slot;
 
 /// The log entry for `txn`, as the proposer stamps it. `time_ms` is the proposer's wall clock,
 /// read once by the caller (the TTL sweep stamps with the time it decided by), so every replica
 /// applies the same time.
-pub(super) fn stamp(session_id: i64, xid: i32, time_ms: i64, auth: Vec<Id>, txn: Txn) -> Entry {
+pub(super) fn stamp(session: SessionId, xid: i32, time_ms: i64, auth: Vec<Id>, txn: Txn) -> Entry {
     Entry {
-        session_id,
+        session_id: session.0,
         xid,
         time_ms,
         auth,
@@ -42,7 +43,7 @@ impl Core {
         let entry = stamp(
             conn.session_id,
             header.xid,
-            now_ms(),
+            self.wall.now_ms(),
             conn.auth.clone(),
             txn,
         );
@@ -75,7 +76,7 @@ impl Core {
     /// Where a client's entry goes: raft here on the leader (and on a standalone server), the
     /// leader's forward link elsewhere. `Ok(Some(epoch))` names the link it went on.
     pub(super) fn submit(&mut self, entry: &Entry) -> Result<Option<u64>, ()> {
-        if self.ensemble.is_none() || self.is_leader {
+        if self.ensemble.is_none() || self.role.is_leader {
             return self.propose(entry).map(|_| None).map_err(|_| ());
         }
         match self.forward(ToLeader::Propose(entry.encode())) {

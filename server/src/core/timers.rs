@@ -1,103 +1,81 @@
-//! What the core does on its ticker: expire sessions, sweep containers and TTL nodes (both
-//! only on the leader, as proposals), and save the sessions' remaining time for a restart.
+//! The core's ticker: what runs on it and how often. Each room does its own part (the sessions'
+//! clocks, touches, syncs and revalidations asked again, membership, snapshots); this room sweeps
+//! containers and TTL nodes (only on the leader, as proposals) and says when the checkpoint and
+//! the sweep are due.
 
 use tokio::time::{Duration, Instant};
-use tracing::{debug, info, warn};
 
 use znode_tree::Txn;
 
-use super::requests::Pending;
+use super::sessions::CHECKPOINT_EVERY;
 use super::submit::stamp;
-use super::{now_ms, Core};
-use crate::session::checkpoint;
+use super::Core;
+use crate::config::Config;
+use crate::session::SessionId;
 
-/// How often the sessions' remaining time is saved for a restart (see `session::checkpoint`).
-pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// When the ticker's less frequent work is next due.
+pub(super) struct Schedule {
+    container_every: Duration,
+    next_container_check: Instant,
+    next_checkpoint: Instant,
+}
+
+impl Schedule {
+    pub(super) fn new(cfg: &Config, now: Instant) -> Schedule {
+        let container_every = Duration::from_millis(cfg.container_check_interval_ms.max(100));
+        Schedule {
+            container_every,
+            next_container_check: now + container_every,
+            next_checkpoint: now + CHECKPOINT_EVERY,
+        }
+    }
+}
 
 impl Core {
-    pub(super) fn expire_sessions(&mut self, now: Instant) {
-        if !self.is_leader {
-            return;
+    /// The core's tick: half of tickTime, between 10 and 500 ms.
+    pub(super) fn tick_every(&self) -> Duration {
+        Duration::from_millis((self.cfg.tick_time_ms as u64 / 2).clamp(10, 500))
+    }
+
+    /// One tick of the core's ticker.
+    pub(super) fn on_tick(&mut self, now: Instant, schedule: &mut Schedule) {
+        self.expire_sessions(now);
+        self.send_touches();
+        self.ensure_membership_published();
+        self.reconcile_membership();
+        self.finish_waiting_reconfigs();
+        self.retry_syncs(now);
+        self.retry_revalidations(now);
+        // A snapshot that waited for the previous one's encoding is due even if no write follows
+        // (the end of a fill).
+        self.maybe_snapshot();
+        if now >= schedule.next_container_check {
+            schedule.next_container_check = now + schedule.container_every;
+            self.propose_expired_nodes();
         }
-        for session_id in self.tracker.take_expired(now) {
-            if self.tree.session(session_id).is_none() {
-                self.tracker.forget(session_id);
-                continue;
-            }
-            info!(
-                session = format_args!("{:#x}", session_id),
-                "session timed out; proposing its close"
-            );
-            let entry = stamp(session_id, 0, now_ms(), Vec::new(), Txn::CloseSession);
-            // A refusal is logged by `propose`.
-            let _ = self.propose(&entry);
+        if now >= schedule.next_checkpoint {
+            schedule.next_checkpoint = now + CHECKPOINT_EVERY;
+            self.write_checkpoint(now);
         }
     }
 
     /// The leader proposes the deletion of empty containers and TTL nodes that are due;
     /// the tree checks again at apply time, so a child created meanwhile keeps the node.
     pub(super) fn propose_expired_nodes(&mut self) {
-        if !self.is_leader {
+        if !self.role.is_leader {
             return;
         }
-        let now = now_ms();
+        let now = self.wall.now_ms();
         for path in self.tree.expired_nodes(now) {
-            let entry = stamp(0, 0, now, Vec::new(), Txn::DeleteExpired { path });
+            let entry = stamp(
+                SessionId::NONE,
+                0,
+                now,
+                Vec::new(),
+                Txn::DeleteExpired { path },
+            );
             // A refusal is logged by `propose`; the next sweep finds the node again.
             let _ = self.propose(&entry);
         }
-    }
-
-    /// raft-rs drops a ReadIndex silently in a few cases (a leader that has not committed in its
-    /// term yet, no leader at the moment it arrives): a sync unanswered for two election timeouts
-    /// asks again with a fresh context, so it cannot hang its connection forever.
-    pub(super) fn retry_syncs(&mut self, now: Instant) {
-        let (tick, election, _) = self.cfg.raft_timing();
-        let patience = tick * election * 2;
-        let mut stale = Vec::new();
-        for (id, conn) in self.conns.iter() {
-            for q in conn.queue.iter() {
-                if let Pending::Sync {
-                    ctx,
-                    index: None,
-                    asked,
-                    ..
-                } = &q.pending
-                {
-                    if now.saturating_duration_since(*asked) >= patience {
-                        stale.push((*id, *ctx));
-                    }
-                }
-            }
-        }
-        for (id, old) in stale {
-            let ctx = self.next_read_ctx;
-            self.next_read_ctx += 1;
-            if let Some(conn) = self.conns.get_mut(&id) {
-                for q in conn.queue.iter_mut() {
-                    if let Pending::Sync { ctx: c, asked, .. } = &mut q.pending {
-                        if *c == old {
-                            *c = ctx;
-                            *asked = now;
-                        }
-                    }
-                }
-            }
-            debug!(ctx, "sync unanswered; asking for a read index again");
-            if self.raft.read_index(ctx).is_err() {
-                self.close_conn(id);
-            }
-        }
-    }
-
-    /// Saves the sessions' remaining time on a blocking thread (see `session::checkpoint`).
-    pub(super) fn write_checkpoint(&self, now: Instant) {
-        let dir = self.cfg.raft_dir();
-        let remaining = self.tracker.remaining(now);
-        tokio::task::spawn_blocking(move || {
-            if let Err(e) = checkpoint::write(&dir, &remaining) {
-                warn!(error = %e, "session checkpoint not written");
-            }
-        });
     }
 }

@@ -13,16 +13,49 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::time::{Duration, Instant};
 use wire::{FourLetterWord, OpCode};
 use znode_tree::{Tree, WatchRegistry};
 
-use super::{now_ms, Core};
+use super::Core;
 use crate::config::{Config, FourLetterWhitelist};
 use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, Parts, ServerView, WatchSummary};
+use crate::latency::Latency;
 use crate::msg::{ConnId, ViewReset};
-use crate::stats::{ConnStats, ServerStats};
+use crate::session::SessionId;
+use crate::stats::{ConnStats, ResponseSizes, ServerStats};
+
+/// What the core measures for the views: the server's counters (every room counts into them),
+/// reply sizes and write latencies (shared with the connection writers), the trace mask and the
+/// core's start.
+pub(super) struct Meters {
+    /// Server-wide counters for the four-letter words.
+    pub(super) stats: ServerStats,
+    /// Filled in by the connection writers, which see the encoded replies.
+    pub(super) response_sizes: Arc<ResponseSizes>,
+    /// Per-stage write latency and ZooKeeper's latency summaries (`latency.rs`), shared with
+    /// the connection writers.
+    pub(super) latency: Arc<Latency>,
+    /// Set by `stmk`, read by `gtmk`. paddock logs through `tracing` filters, not ZooKeeper's
+    /// trace mask, so the mask is only kept and reported, as a tool that sets it expects.
+    trace_mask: i64,
+    /// When the core started, for the uptime the four-letter words report.
+    started: Instant,
+}
+
+impl Meters {
+    pub(super) fn new(ensemble_member: bool, now: Instant) -> Meters {
+        Meters {
+            stats: ServerStats::default(),
+            response_sizes: Arc::default(),
+            latency: Arc::new(Latency::new(ensemble_member)),
+            trace_mask: fourlw::DEFAULT_TRACE_MASK,
+            started: now,
+        }
+    }
+}
 
 /// One connection as the listings show it (`cons`, `crst`).
 struct LiveConn<'a> {
@@ -122,7 +155,7 @@ pub(super) fn four_letter(
             sent: 0,
             session_id: 0,
             last_op: op_name(OpCode::Notification).to_string(),
-            established_ms: now_ms(),
+            established_ms: core.wall.now_ms(),
             timeout_ms: 0,
             last_cxid: 0,
             last_zxid: 0,
@@ -301,7 +334,7 @@ fn leader(core: &Core) -> fourlw::LeaderView {
             .map(|p| fourlw::ObserverView {
                 sid: p.id,
                 last_zxid: p.matched as i64,
-                established_ms: now_ms() - leader_uptime.as_millis() as i64,
+                established_ms: core.wall.now_ms() - leader_uptime.as_millis() as i64,
             })
             .collect(),
     }
@@ -316,7 +349,7 @@ fn counts(core: &Core, v: &mut ServerView) {
     v.approximate_data_size = tree.approximate_data_size();
     v.global_sessions = tree.sessions().count() as u64;
     v.local_sessions = 0;
-    let (last, min, max) = core.response_sizes.get();
+    let (last, min, max) = core.meters.response_sizes.get();
     v.last_client_response_size = last;
     v.min_client_response_size = min;
     v.max_client_response_size = max;
@@ -366,33 +399,34 @@ fn extras(core: &Core, v: &mut ServerView) {
         ),
         (
             "paddock_applied_index".into(),
-            core.applied_index.to_string(),
+            core.applied.index.to_string(),
         ),
         (
             "paddock_last_snapshot_index".into(),
-            core.last_snapshot_index.to_string(),
+            core.snapshots.last_index.to_string(),
         ),
         (
             "paddock_snapshots_encoding".into(),
-            core.snapshot_encoding
-                .load(std::sync::atomic::Ordering::Acquire)
-                .to_string(),
+            core.snapshots.encoding().to_string(),
         ),
         (
             "looking_count".into(),
-            core.latency.looking_count().to_string(),
+            core.meters.latency.looking_count().to_string(),
         ),
     ]
     .into_iter()
-    .chain(core.latency.mntr())
+    .chain(core.meters.latency.mntr())
     .collect();
-    v.summaries = core.latency.summaries(&core.raft().entry_times().fsync);
+    v.summaries = core
+        .meters
+        .latency
+        .summaries(&core.raft().entry_times().fsync);
 }
 
 /// `cons`, `stat`: every client connection.
 fn connections(core: &mut Core) -> Vec<ConnView> {
     let now = Instant::now();
-    let now_ms = now_ms();
+    let now_ms = core.wall.now_ms();
     core.conn_views()
         .map(
             |LiveConn {
@@ -427,7 +461,7 @@ fn connections(core: &mut Core) -> Vec<ConnView> {
 /// `dump`: sessions by expiry bucket, and each session's ephemerals.
 fn sessions(core: &Core, v: &mut ServerView) {
     let now = Instant::now();
-    let now_ms = now_ms();
+    let now_ms = core.wall.now_ms();
     let mut buckets: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
     for s in core.tree().sessions() {
         if let Some(deadline) = core.session_deadline(s.id) {
@@ -567,32 +601,32 @@ impl Core {
         &self.cfg
     }
     fn trace_mask(&self) -> i64 {
-        self.trace_mask
+        self.meters.trace_mask
     }
     fn set_trace_mask(&mut self, mask: i64) {
-        self.trace_mask = mask;
+        self.meters.trace_mask = mask;
     }
     /// `srst`: the server-wide counters, reply sizes included (ZooKeeper's `ServerStats.reset`).
     fn reset_stats(&mut self) {
-        self.stats.reset();
-        self.response_sizes.reset();
+        self.meters.stats.reset();
+        self.meters.response_sizes.reset();
     }
     fn stats(&self) -> &ServerStats {
-        &self.stats
+        &self.meters.stats
     }
     fn uptime(&self) -> Duration {
-        self.started.elapsed()
+        self.meters.started.elapsed()
     }
     fn raft(&self) -> &consensus::Handle {
         &self.raft
     }
     fn session_deadline(&self, session: i64) -> Option<Instant> {
-        self.tracker.deadline(session)
+        self.sessions.deadline(SessionId(session))
     }
     fn conn_views(&mut self) -> impl Iterator<Item = LiveConn<'_>> {
         self.conns.values_mut().map(|c| LiveConn {
             remote: c.remote,
-            session_id: c.session_id,
+            session_id: c.session_id.0,
             timeout_ms: c.timeout_ms,
             queued: c.queue.len(),
             stats: &mut c.stats,
@@ -601,7 +635,7 @@ impl Core {
     fn conn_ids_and_sessions(&self) -> Vec<(ConnId, i64)> {
         self.conns
             .iter()
-            .map(|(id, c)| (*id, c.session_id))
+            .map(|(id, c)| (*id, c.session_id.0))
             .collect()
     }
     fn conn_count(&self) -> usize {

@@ -74,6 +74,58 @@ pub async fn start_with(cfg: Config) -> Server {
     Server::start(cfg).await.expect("server starts")
 }
 
+/// A standalone server whose every clock is the runtime's (`Server::start_stepped`), for tests on
+/// paused time (`#[tokio::test(start_paused = true)]` with `hold_clock`): its sessions, sweeps and
+/// checkpoint then run on the test's clock.
+pub async fn start_stepped(dir: &Path) -> Server {
+    Server::start_stepped(test_config(dir))
+        .await
+        .expect("server starts")
+}
+
+/// Keeps paused time still except when the test advances it (`tokio::time::advance`), for as long
+/// as it lives.
+///
+/// Paused, tokio moves its clock to the next timer whenever the runtime has nothing to run, and
+/// waiting for a socket counts: readiness found while parked does not stop the jump. So every
+/// round trip between a client and the server would add up to a core tick of virtual time, a
+/// different amount each run. A running blocking task holds that auto-advance off (tokio's
+/// documented way, `time::pause`, "Preventing auto-advance"): sockets are then waited for in real
+/// time while the clock stands, and the test alone says when time passes.
+pub struct HeldClock {
+    _release: std::sync::mpsc::Sender<()>,
+}
+
+pub fn hold_clock() -> HeldClock {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    tokio::task::spawn_blocking(move || {
+        let _ = held.recv();
+    });
+    HeldClock { _release: release }
+}
+
+/// With the clock held: advances it `step` at a time until `done` (a request through the server,
+/// so that it has answered everything the last step set off) says so, and returns how much
+/// virtual time that took. The answer may come a step late: a request and a timer can wake the
+/// core in the same turn, and it takes its inbox before its ticker.
+pub async fn advance_until<F, Fut>(step: Duration, limit: Duration, mut done: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = tokio::time::Instant::now();
+    loop {
+        if done().await {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "still not done after {limit:?} of virtual time"
+        );
+        tokio::time::advance(step).await;
+    }
+}
+
 pub async fn client(addr: SocketAddr) -> zookeeper_client::Client {
     zookeeper_client::Client::connector()
         .with_session_timeout(Duration::from_secs(10))

@@ -1,0 +1,288 @@
+//! The keys that protect the server, and the rules that keep it fail-closed: quorum TLS
+//! (`sslQuorum`, `portUnification`, `ssl.quorum.*`) and quorum SASL (`quorum.auth.*`); client
+//! authentication (the super digest, SASL users, `enforce.auth.*`, auth providers); and the keys
+//! that ask for protection paddock does not have (client-port TLS, HTTPS on the AdminServer,
+//! another digest algorithm), which refuse the start rather than run less protected than asked.
+
+use std::fmt;
+
+use super::builder::Builder;
+use super::zoo_cfg::{non_empty_path, parse_bool};
+use super::{ConfigError, Entry, Origin};
+
+/// The quorum's protection as configured, before any file is read.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct QuorumSecurityConfig {
+    /// `sslQuorum`: connect to peers over TLS, and accept only TLS unless `port_unification`.
+    pub ssl_quorum: bool,
+    /// `portUnification`: accept plaintext and TLS links on the peer port (a rolling upgrade).
+    pub port_unification: bool,
+    /// `sslQuorumReloadCertFiles`: new links use the stores' files as they change.
+    pub reload_cert_files: bool,
+    /// The `ssl.quorum.*` keys, by the part after the prefix (`keyStore.location`, ...).
+    pub ssl_keys: std::collections::BTreeMap<String, String>,
+    /// `quorum.auth.*`.
+    pub sasl: crate::quorum_auth::QuorumSaslSettings,
+}
+
+impl QuorumSecurityConfig {
+    /// Whether TLS material is needed: to connect with TLS, or to accept it on a unified port.
+    pub fn wants_tls(&self) -> bool {
+        self.ssl_quorum || self.port_unification
+    }
+}
+
+/// Store passwords stay out of logs and `conf` dumps.
+impl fmt::Debug for QuorumSecurityConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<String> = self
+            .ssl_keys
+            .iter()
+            .map(|(k, v)| {
+                if k.to_ascii_lowercase().contains("password") && !k.ends_with("passwordPath") {
+                    format!("{k}=******")
+                } else {
+                    format!("{k}={v}")
+                }
+            })
+            .collect();
+        f.debug_struct("QuorumSecurityConfig")
+            .field("ssl_quorum", &self.ssl_quorum)
+            .field("port_unification", &self.port_unification)
+            .field("reload_cert_files", &self.reload_cert_files)
+            .field("ssl_keys", &keys)
+            .field("sasl", &self.sasl)
+            .finish()
+    }
+}
+
+/// The value is a password hash (guessable offline), so the error says what is wrong with it
+/// and never repeats it; the caller names the key and the line.
+pub(super) fn validate_super_digest(d: &str) -> Result<(), String> {
+    let wrong = match d.split_once(':') {
+        None => "has no ':'",
+        Some(("", _)) => "has an empty user name before ':'",
+        Some((_, "")) => "has an empty hash after ':'",
+        Some(_) => return Ok(()),
+    };
+    Err(format!(
+        "the value {wrong}: it must be user:base64-sha1, as DigestAuthenticationProvider prints it \
+         (the value is not shown: it is a secret)"
+    ))
+}
+
+/// `zookeeper.sessionRequireClientSASLAuth`, `zookeeper.enforce.auth.enabled` and
+/// `zookeeper.enforce.auth.schemes`, combined as ZooKeeper's `AuthenticationHelper` does.
+#[derive(Default)]
+pub(super) struct EnforceAuth {
+    pub(super) require_sasl: bool,
+    pub(super) enabled: bool,
+    pub(super) schemes: Option<String>,
+}
+
+impl EnforceAuth {
+    /// The schemes a connection must have authenticated with, or `None` when nothing is enforced.
+    pub(super) fn schemes(&self) -> Result<Option<Vec<String>>, ConfigError> {
+        if self.require_sasl {
+            // The older switch wins and means exactly "sasl", whatever the other two say.
+            return Ok(Some(vec!["sasl".to_string()]));
+        }
+        if !self.enabled {
+            return Ok(None);
+        }
+        let schemes: Vec<String> = self
+            .schemes
+            .as_deref()
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if schemes.is_empty() {
+            return Err(ConfigError::Invalid(
+                "enforce.auth.enabled is true, so enforce.auth.schemes must be configured".into(),
+            ));
+        }
+        // paddock's authentication providers; x509 needs a TLS port, which paddock lacks.
+        if let Some(missing) = schemes
+            .iter()
+            .find(|s| !matches!(s.as_str(), "ip" | "digest" | "sasl"))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "enforce.auth.schemes: authentication scheme {missing} is not available"
+            )));
+        }
+        Ok(Some(schemes))
+    }
+}
+
+impl Builder {
+    /// `java.security.auth.login.config`: a JVM property, not a `zookeeper.*` one, so only `-D` can
+    /// set it (a zoo.cfg line would become `zookeeper.java.security...`, which ZooKeeper never
+    /// reads). Java reads `==file` as "this file only", and accepts a file: URL.
+    pub(super) fn jaas_file_key(&mut self, e: &Entry) -> Result<(), String> {
+        if let Origin::Line { .. } = e.origin {
+            tracing::warn!(origin = %e.origin, "ignoring java.security.auth.login.config in a zoo.cfg (ZooKeeper reads it only as a JVM property): pass it as -D");
+            return Ok(());
+        }
+        let path = e.value.trim_start_matches('=');
+        let path = path
+            .strip_prefix("file://")
+            .or_else(|| path.strip_prefix("file:"))
+            .unwrap_or(path);
+        self.sasl.jaas_file = Some(non_empty_path(path)?);
+        Ok(())
+    }
+
+    /// Client authentication: the super digest, SASL users, `enforce.auth.*`, auth providers and
+    /// the digest scheme's settings. `Ok(false)`: not such a key.
+    pub(super) fn client_auth_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        match key {
+            "DigestAuthenticationProvider.superDigest" => {
+                validate_super_digest(v)?;
+                self.cfg.super_digest = Some(v.to_string());
+            }
+            "sasl.serverconfig" => self.sasl.section = Some(v.to_string()),
+            "SASLAuthenticationProvider.superPassword" => {
+                self.sasl.super_password = Some(v.to_string())
+            }
+            "allowSaslFailedClients" => self.sasl.allow_failed_clients = parse_bool(v)?,
+            // isSaslSuperUser reads `zookeeper.superUser` and any `zookeeper.superUser.<suffix>`.
+            k if k == "superUser" || k.starts_with("superUser.") => {
+                if !self.sasl.super_users.iter().any(|u| u == v) {
+                    self.sasl.super_users.push(v.to_string());
+                }
+            }
+            "sessionRequireClientSASLAuth" => self.enforce_auth.require_sasl = parse_bool(v)?,
+            "enforce.auth.enabled" => self.enforce_auth.enabled = parse_bool(v)?,
+            "enforce.auth.schemes" => self.enforce_auth.schemes = Some(v.to_string()),
+            "letAnySaslUserDoX" => self.cfg.let_any_sasl_user_do_x = Some(v.to_string()),
+            k if is_auth_provider_key(k) => check_auth_provider(v)?,
+            "DigestAuthenticationProvider.digestAlg" => {
+                let alg = v.to_ascii_uppercase().replace('-', "");
+                if alg != "SHA1" {
+                    return Err(format!(
+                        "{v:?}: paddock computes digest ids with SHA1 only; another algorithm would \
+                         make every digest ACL fail to match (remove the key, or keep SHA1)"
+                    ));
+                }
+            }
+            "DigestAuthenticationProvider.enabled" => {
+                if !parse_bool(v)? {
+                    return Err(
+                        "paddock cannot turn the digest scheme off; remove the key (digest \
+                         authentication stays on, as ZooKeeper's default)"
+                            .into(),
+                    );
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The quorum's protection: TLS between members and quorum SASL. An unknown `quorum.auth.*`
+    /// key refuses the start. `Ok(false)`: not such a key.
+    pub(super) fn quorum_security_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        let q = &mut self.cfg.quorum_security;
+        match key {
+            "sslQuorum" => q.ssl_quorum = parse_bool(v)?,
+            "portUnification" => q.port_unification = parse_bool(v)?,
+            "sslQuorumReloadCertFiles" => q.reload_cert_files = parse_bool(v)?,
+            k if k.starts_with("ssl.quorum.") => {
+                let suffix = &k["ssl.quorum.".len()..];
+                q.ssl_keys.insert(suffix.to_string(), v.to_string());
+            }
+            "quorum.auth.enableSasl" => q.sasl.enable = parse_bool(v)?,
+            "quorum.auth.learnerRequireSasl" => q.sasl.learner_require = parse_bool(v)?,
+            "quorum.auth.serverRequireSasl" => q.sasl.server_require = parse_bool(v)?,
+            "quorum.auth.learner.saslLoginContext" => q.sasl.learner_context = v.to_string(),
+            "quorum.auth.server.saslLoginContext" => q.sasl.server_context = v.to_string(),
+            "quorum.auth.kerberos.servicePrincipal" => {
+                q.sasl.kerberos_service_principal = Some(v.to_string())
+            }
+            k if k.starts_with("quorum.auth.") => {
+                return Err(
+                    "not a quorum.auth key paddock knows; refusing to start rather than run the \
+                     quorum less protected than asked (see DESIGN.md, Security)"
+                        .into(),
+                );
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Keys that ask for protection paddock does not have: each refuses the start when it asks
+    /// for it, since a start would serve in plaintext what the operator meant to protect.
+    /// `Ok(false)`: not such a key.
+    pub(super) fn missing_protection_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        match key {
+            "secureClientPort" => {
+                return Err(
+                    "paddock has no TLS on the client port yet, so it refuses to start rather than \
+                     serve clients in plaintext; remove secureClientPort (and client.portUnification) \
+                     and keep clients on clientPort, or put a TLS proxy in front of it"
+                        .into(),
+                );
+            }
+            "client.portUnification" => {
+                if parse_bool(v)? {
+                    return Err(
+                        "paddock has no TLS on the client port yet; set it to false or remove it"
+                            .into(),
+                    );
+                }
+            }
+            "ssl.authProvider" => {
+                return Err(
+                    "x509 authentication needs TLS on the client port, which paddock does not have \
+                     yet; remove the key (and x509 ACLs will not match)"
+                        .into(),
+                );
+            }
+            "admin.portUnification" | "admin.forceHttps" | "admin.needClientAuth" => {
+                if parse_bool(v)? {
+                    return Err(
+                        "the AdminServer has no HTTPS in paddock; bind it to loopback \
+                         (admin.serverAddress=127.0.0.1) or turn it off (admin.enableServer=false)"
+                            .into(),
+                    );
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// `authProvider.<anything>` (ZooKeeper's ProviderRegistry reads every such property).
+fn is_auth_provider_key(k: &str) -> bool {
+    k.strip_prefix("authProvider.")
+        .is_some_and(|rest| !rest.is_empty())
+}
+
+/// The authentication providers paddock has built in; any other class refuses the start, as
+/// ZooKeeper's does when it cannot load one.
+fn check_auth_provider(class: &str) -> Result<(), String> {
+    const KNOWN: &[&str] = &[
+        "org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
+        "org.apache.zookeeper.server.auth.IPAuthenticationProvider",
+        "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+    ];
+    if KNOWN.contains(&class) {
+        return Ok(());
+    }
+    if class == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" {
+        return Err(
+            "x509 authentication needs TLS on the client port, which paddock does not have yet; \
+             remove the key"
+                .into(),
+        );
+    }
+    Err(format!(
+        "{class:?} is not an authentication provider paddock has (it has digest, ip and sasl); \
+         remove the key"
+    ))
+}
