@@ -228,6 +228,22 @@ async fn a_tls_quorum_serves_and_keeps_out_members_of_another_ca_and_plaintext_o
     let cfg = member_cfg(&outsider_root, 3, &l, "", &[]);
     outsider_is_kept_out(&members, cfg, &[], marker).await;
 
+    // The peer port's counters say what happened: TLS links from the members, none in plaintext,
+    // and the outsiders refused.
+    let mntr = common::four_letter_try(members[0].addr(), "mntr")
+        .await
+        .unwrap();
+    let value = |key: &str| -> u64 {
+        mntr.lines()
+            .find_map(|l| l.strip_prefix(&format!("zk_{key}\t")))
+            .unwrap_or_else(|| panic!("no {key} in mntr:\n{mntr}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(value("paddock_peer_accepted_tls") >= 2, "{mntr}");
+    assert_eq!(value("paddock_peer_accepted_plaintext"), 0, "{mntr}");
+    assert!(value("paddock_peer_refused") >= 2, "{mntr}");
+
     for m in members.iter_mut() {
         if let Some(s) = m.server.take() {
             s.shutdown().await;

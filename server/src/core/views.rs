@@ -415,12 +415,35 @@ fn extras(core: &Core, v: &mut ServerView) {
         ),
     ]
     .into_iter()
+    .chain(peer_links(core))
     .chain(core.meters.latency.mntr())
     .collect();
     v.summaries = core
         .meters
         .latency
         .summaries(&core.raft().entry_times().fsync);
+}
+
+/// The peer port's counters (an ensemble member only): links accepted over TLS and in plaintext
+/// (the plaintext count stays put once a rolling upgrade to TLS is done), and refusals, failed
+/// quorum logins among them.
+fn peer_links(core: &Core) -> Vec<(String, String)> {
+    let Some(ens) = core.ensemble.as_ref() else {
+        return Vec::new();
+    };
+    let s = ens.net.net_stats();
+    vec![
+        ("paddock_peer_accepted_tls".into(), s.accepted_tls.to_string()),
+        (
+            "paddock_peer_accepted_plaintext".into(),
+            s.accepted_plain.to_string(),
+        ),
+        ("paddock_peer_refused".into(), s.refused.to_string()),
+        (
+            "paddock_peer_login_failures".into(),
+            s.login_failures.to_string(),
+        ),
+    ]
 }
 
 /// `cons`, `stat`: every client connection.

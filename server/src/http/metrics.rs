@@ -270,6 +270,26 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
             "paddock_raft_acks_skipped_total",
             "Append acknowledgements not sent since start because they repeated the last one (commit-only appends).",
         ),
+        (
+            "paddock_peer_accepted_tls",
+            "paddock_peer_accepted_tls_total",
+            "Peer links this member accepted over TLS since start.",
+        ),
+        (
+            "paddock_peer_accepted_plaintext",
+            "paddock_peer_accepted_plaintext_total",
+            "Peer links this member accepted in plaintext since start (none once the quorum is TLS-only).",
+        ),
+        (
+            "paddock_peer_refused",
+            "paddock_peer_refused_total",
+            "Peer links refused since start, by either side: failed TLS or login, a certificate naming another member, a mismatched hello.",
+        ),
+        (
+            "paddock_peer_login_failures",
+            "paddock_peer_login_failures_total",
+            "Quorum SASL logins that failed on links this member accepted.",
+        ),
     ];
     for (key, name, help) in counters {
         if let Some(x) = extra(v, key) {
