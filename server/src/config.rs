@@ -382,6 +382,11 @@ pub struct AdminConfig {
     pub address: IpAddr,
     /// `admin.serverPort`, default 8080; 0 picks a free port (tests).
     pub port: u16,
+    /// `admin.snapshot.enabled`, default true: the `snapshot` command (`http/admin_snapshot.rs`).
+    pub snapshot_enabled: bool,
+    /// `admin.rateLimiterIntervalInMS`: at most one `snapshot` per interval. Default 300 ms, the
+    /// interval ZooKeeper 3.9.5 enforces (its limiter reads the documented 300000 as µs).
+    pub rate_limiter_interval_ms: u64,
     /// `admin.commandURL`, default `/commands`.
     pub command_url: String,
 }
@@ -506,6 +511,8 @@ impl Config {
                 enabled: true,
                 address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 port: 8080,
+                snapshot_enabled: true,
+                rate_limiter_interval_ms: 300,
                 command_url: "/commands".to_string(),
             },
             metrics: None,
@@ -1225,6 +1232,15 @@ impl Builder {
             "admin.enableServer" => self.cfg.admin.enabled = parse_bool(v).map_err(invalid)?,
             "admin.serverAddress" => self.cfg.admin.address = parse_ip(v).map_err(invalid)?,
             "admin.serverPort" => self.cfg.admin.port = parse_port(v).map_err(invalid)?,
+            "admin.snapshot.enabled" => {
+                self.cfg.admin.snapshot_enabled = parse_bool(v).map_err(invalid)?
+            }
+            "admin.rateLimiterIntervalInMS" => {
+                self.cfg.admin.rate_limiter_interval_ms = v
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| invalid(format!("{v:?} is not a number of milliseconds")))?
+            }
             "admin.commandURL" => {
                 if !v.starts_with('/') || v.contains(char::is_whitespace) {
                     return Err(invalid(format!("{v:?} is not a URL path (like /commands)")));
