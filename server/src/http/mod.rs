@@ -211,19 +211,22 @@ where
     if !head_only {
         bytes.extend_from_slice(&resp.body);
     }
-    let write = async {
-        stream.write_all(&bytes).await?;
-        stream.shutdown().await
-    };
-    // A large body (a snapshot) gets a second per MiB beyond the usual bound.
-    let bound = limits.write_timeout + Duration::from_secs(resp.body.len() as u64 >> 20);
-    match tokio::time::timeout(bound, write).await {
-        Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(
+    // The bound is on progress: each MiB must be taken within the write timeout, so a large
+    // body (a snapshot) read at a steady pace is not cut, and a client that stops reading is.
+    let late = || {
+        std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             "the client did not take its reply in time",
-        )),
+        )
+    };
+    for chunk in bytes.chunks(1 << 20) {
+        tokio::time::timeout(limits.write_timeout, stream.write_all(chunk))
+            .await
+            .map_err(|_| late())??;
     }
+    tokio::time::timeout(limits.write_timeout, stream.shutdown())
+        .await
+        .map_err(|_| late())?
 }
 
 enum Head {
