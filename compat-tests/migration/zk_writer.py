@@ -6,11 +6,12 @@ logs an error sub-transaction for them), deletes, a value near 1 MiB and a multi
 sessions closed and sessions left open with their ephemerals (the process that owns them exits
 without closing them), and enough writes to roll several snapshots with a small snapCount.
 
-    python zk_writer.py HOSTS OUT.json [--fill N] [--phase 1|2]
+    python zk_writer.py HOSTS OUT.json [--fill N] [--phase 1|2] [--small]
 
 Phase 1 builds the tree; phase 2 (run later, e.g. after a restart) changes some of it again, so a
 replay crosses several snapshots and logs. OUT.json records the sessions left open (id, password)
-so a test can resume them after an import.
+so a test can resume them after an import. --small keeps every value small (the unit tests'
+fixtures in zk-format/tests/data are written with it).
 """
 
 import json
@@ -129,11 +130,22 @@ def phase1(zk, hosts, fill):
     t.delete("/app/multi/a")
     print("multi failed:", t.commit())
     # Big values: one near 1 MiB, and a multi whose record is above 1 MiB.
+    if SMALL:
+        zk.create("/app/big", b"B" * 1000)
+        zk.create("/app/big2", b"D" * 700)
+    else:
+        big(zk)
+
+
+def big(zk):
     zk.create("/app/big", b"B" * 1_000_000)
     t = zk.transaction()
     t.set_data("/app/big", b"C" * 700_000)
     t.create("/app/big2", b"D" * 700_000)
     print("big multi:", t.commit())
+
+
+def rest(zk, hosts, fill):
     # Ephemerals of a session closed cleanly.
     other = KazooClient(hosts=hosts, timeout=30)
     other.start()
@@ -164,6 +176,9 @@ def phase2(zk, fill):
         pass
 
 
+SMALL = "--small" in sys.argv
+
+
 def main():
     hosts, out_path = sys.argv[1], sys.argv[2]
     fill = int(sys.argv[sys.argv.index("--fill") + 1]) if "--fill" in sys.argv else 300
@@ -174,6 +189,7 @@ def main():
     live = []
     if phase == "1":
         phase1(zk, hosts, fill)
+        rest(zk, hosts, fill)
         zk.ensure_path("/app/live")
         leave_open(hosts, live)
         leave_open(hosts, live)

@@ -3,7 +3,7 @@
 //! `snapshot.<hex zxid>[.gz|.snappy]`, logs `log.<hex zxid of their first transaction>`.
 
 /// What a file in `version-2/` is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FileKind {
     Snapshot,
     Log,
