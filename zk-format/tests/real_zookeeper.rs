@@ -287,8 +287,7 @@ fn damage_is_found_where_it_is() {
     // A snapshot with a byte changed fails its seal; one cut short is refused.
     let (_, _, snap) = all
         .iter()
-        .filter(|(k, _, _)| *k == FileKind::Snapshot)
-        .last()
+        .rfind(|(k, _, _)| *k == FileKind::Snapshot)
         .unwrap();
     let good = std::fs::read(dir.join("version-2").join(snap)).unwrap();
     let mut bad = good.clone();
