@@ -241,12 +241,10 @@ fn nemesis_seed() -> u64 {
             .trim()
             .parse::<u64>()
             .unwrap_or_else(|_| panic!("PADDOCK_NEMESIS_SEED={s:?} is not a u64")),
-        Err(_) => {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        }
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
     } | 1;
     eprintln!("nemesis seed {seed} (PADDOCK_NEMESIS_SEED={seed} replays its choices)");
     seed

@@ -43,7 +43,8 @@ pub fn snapshot_reader(data: &[u8]) -> Outcome {
     let again = snapshot::decode(&w.finish(0, 0)).expect("a re-encoded snapshot decodes");
     assert_eq!(again.nodes, snap.nodes);
     assert_eq!(again.acls, snap.acls);
-    let _ = DataTree::from_snapshot(&snap, MissingAcl::Open).map(|t| t.depth_first().map(|v| v.len()));
+    let _ =
+        DataTree::from_snapshot(&snap, MissingAcl::Open).map(|t| t.depth_first().map(|v| v.len()));
     Outcome::Decoded
 }
 

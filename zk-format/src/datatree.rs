@@ -128,7 +128,7 @@ impl DataTree {
             let id = t.intern(Some(list));
             by_index.insert(*idx, id);
         }
-        for (i, n) in snap.nodes.iter().enumerate() {
+        for n in &snap.nodes {
             let path = if n.path.is_empty() {
                 "/"
             } else {
@@ -141,31 +141,28 @@ impl DataTree {
                     (Some(&id), _) => id,
                     (None, MissingAcl::Open) => t.intern(None),
                     (None, MissingAcl::Refuse) => {
-                        return Err(FormatError::invalid(
+                        return Err(FormatError::Tree(
                             format!(
                                 "node {path:?} refers to ACL index {} that the snapshot's ACL \
                                  cache lacks (ZooKeeper would fail later with \"Failed to fetch \
-                                 acls\")",
+                                 acls\"; paddock import --missing-acl-open gives it OPEN_ACL_UNSAFE)",
                                 n.acl
                             ),
-                            i as u64,
                         ))
                     }
                 }
             };
             if path != "/" {
                 if !path.starts_with('/') || path.ends_with('/') {
-                    return Err(FormatError::invalid(
-                        format!("node path {path:?} is not a ZooKeeper path"),
-                        i as u64,
-                    ));
+                    return Err(FormatError::Tree(format!(
+                        "node path {path:?} is not a ZooKeeper path"
+                    )));
                 }
                 let parent = parent_of(path).unwrap_or("/");
                 if !t.nodes.contains_key(parent) {
-                    return Err(FormatError::invalid(
-                        format!("invalid tree: node {path:?} comes before its parent"),
-                        i as u64,
-                    ));
+                    return Err(FormatError::Tree(format!(
+                        "invalid tree: node {path:?} comes before its parent"
+                    )));
                 }
             }
             let node = ZNode {
@@ -175,14 +172,11 @@ impl DataTree {
             };
             t.add_index(path, &node);
             if t.nodes.insert(path.to_owned(), node).is_some() {
-                return Err(FormatError::invalid(
-                    format!("node {path:?} is listed twice"),
-                    i as u64,
-                ));
+                return Err(FormatError::Tree(format!("node {path:?} is listed twice")));
             }
         }
         if !t.nodes.contains_key("/") {
-            return Err(FormatError::invalid("the snapshot has no root", 0));
+            return Err(FormatError::Tree("the snapshot has no root".into()));
         }
         for &(id, timeout) in &snap.sessions {
             t.sessions.insert(id, timeout);
@@ -572,10 +566,9 @@ impl DataTree {
         for (p, _) in &all {
             if let Some(parent) = parent_of(p) {
                 if *p != "/" && !self.nodes.contains_key(parent) {
-                    return Err(FormatError::invalid(
-                        format!("node {p:?} has no parent after the replay"),
-                        0,
-                    ));
+                    return Err(FormatError::Tree(format!(
+                        "node {p:?} has no parent after the replay"
+                    )));
                 }
             }
         }

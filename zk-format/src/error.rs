@@ -33,6 +33,10 @@ pub enum FormatError {
     Invalid { what: String, offset: u64 },
     #[error("{0}")]
     Compression(String),
+    /// The records decode but do not make a tree (a node before its parent, an ACL index the
+    /// cache lacks); the message names the node.
+    #[error("{0}")]
+    Tree(String),
 }
 
 impl FormatError {
@@ -51,7 +55,7 @@ impl FormatError {
             | FormatError::BadMagic { offset, .. }
             | FormatError::Checksum { offset, .. }
             | FormatError::Invalid { offset, .. } => Some(*offset),
-            FormatError::Compression(_) => None,
+            FormatError::Compression(_) | FormatError::Tree(_) => None,
         }
     }
 }

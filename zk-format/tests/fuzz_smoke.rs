@@ -63,7 +63,10 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
 fn seeds(kind: &str) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for dir in ["raw", "gz", "snappy"] {
-        let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(dir).join("version-2");
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(dir)
+            .join("version-2");
         for e in std::fs::read_dir(d).unwrap() {
             let e = e.unwrap();
             let name = e.file_name().to_string_lossy().into_owned();
@@ -76,7 +79,11 @@ fn seeds(kind: &str) -> Vec<Vec<u8>> {
                 } else {
                     0
                 };
-                let mut v = if kind == "snapshot" { vec![codec] } else { Vec::new() };
+                let mut v = if kind == "snapshot" {
+                    vec![codec]
+                } else {
+                    Vec::new()
+                };
                 v.extend_from_slice(&bytes);
                 out.push(v);
             }
