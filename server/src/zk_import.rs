@@ -34,8 +34,8 @@ use crate::config::Config;
 pub struct ImportArgs {
     /// ZooKeeper's dataDir: the directory holding version-2/ with its snapshots (and its logs,
     /// unless --zookeeper-log names its dataLogDir).
-    #[arg(long = "zookeeper", value_name = "DIR")]
-    pub zookeeper: PathBuf,
+    #[arg(long = "zookeeper", value_name = "DIR", required_unless_present = "join")]
+    pub zookeeper: Option<PathBuf>,
 
     /// ZooKeeper's dataLogDir, when its logs are kept apart from its snapshots.
     #[arg(long = "zookeeper-log", value_name = "DIR")]
@@ -59,6 +59,13 @@ pub struct ImportArgs {
     /// Read, replay and check everything, print what was read, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// For the other members of an ensemble one member imported into: prepare this member's
+    /// empty data directory (--config) to join the ensemble, never to start a group of its own.
+    /// Without it, two empty members started while the importing one is not yet reachable are
+    /// a majority of empty voters and would bootstrap an empty ensemble.
+    #[arg(long, requires = "config", conflicts_with_all = ["zookeeper", "zookeeper_log", "dry_run"])]
+    pub join: bool,
 }
 
 /// What the replay of a ZooKeeper directory produced, before anything is written.
@@ -492,6 +499,32 @@ pub fn write_paddock(cfg: &Config, tree: &znode_tree::Tree, index: u64) -> Resul
     Ok(raft_dir)
 }
 
+/// The data directory of an ensemble member that joins the member that imported: its identity
+/// and an empty raft store that records it joins (`LogStore::set_rejoining`), as a member that
+/// joined empty and has not caught up yet. Start-up then resumes it as such (identity.rs): it
+/// waits for the leader's snapshot and does not vote until it holds its leader's entries.
+pub fn write_joiner(cfg: &Config) -> Result<PathBuf, String> {
+    if !cfg.is_distributed() {
+        return Err("--join is for a member of an ensemble: its zoo.cfg lists the servers".into());
+    }
+    let raft_dir = cfg.raft_dir();
+    if has_entries(&raft_dir) {
+        return Err(format!("{} is not empty", raft_dir.display()));
+    }
+    crate::data_dir::prepare(cfg).map_err(|e| e.to_string())?;
+    let db = raft_dir.join("raftdb");
+    let mut store = consensus::storage::LogStore::open(&db)
+        .map_err(|e| format!("creating the raft log in {}: {e}", db.display()))?;
+    store
+        .set_rejoining(true)
+        .map_err(|e| format!("recording the join in {}: {e}", db.display()))?;
+    drop(store);
+    crate::identity::Identity::new_for(cfg)
+        .write(&raft_dir)
+        .map_err(|e| format!("writing the identity in {}: {e}", raft_dir.display()))?;
+    Ok(raft_dir)
+}
+
 fn config_of(args: &ImportArgs) -> Result<Config, String> {
     match (&args.config, &args.data_dir) {
         (Some(cfg), _) => Config::from_zoo_cfg(cfg).map_err(|e| e.to_string()),
@@ -518,6 +551,20 @@ pub fn run(args: &ImportArgs) -> i32 {
 
 fn run_inner(args: &ImportArgs) -> Result<(), String> {
     let cfg = config_of(args)?;
+    if args.join {
+        let dir = write_joiner(&cfg)?;
+        println!(
+            "written: {} (member {}, empty: it joins the ensemble and catches up from the member \
+             that imported; it never starts a group of its own)",
+            dir.display(),
+            cfg.my_id.unwrap_or(1)
+        );
+        return Ok(());
+    }
+    let zookeeper = args
+        .zookeeper
+        .as_deref()
+        .ok_or("give --zookeeper DIR (or --join)")?;
     // Refused before the reading, which can take minutes for a large tree.
     if !args.dry_run && has_entries(&cfg.raft_dir()) {
         return Err(format!(
@@ -530,8 +577,8 @@ fn run_inner(args: &ImportArgs) -> Result<(), String> {
     } else {
         MissingAcl::Refuse
     };
-    let log_dir = args.zookeeper_log.as_deref().unwrap_or(&args.zookeeper);
-    let imp = read_zookeeper(&args.zookeeper, log_dir, missing)?;
+    let log_dir = args.zookeeper_log.as_deref().unwrap_or(zookeeper);
+    let imp = read_zookeeper(zookeeper, log_dir, missing)?;
     print!("{}", imp.report);
     let index = start_index(imp.max_zxid);
     let (tree, orphans) = to_paddock(&imp, &cfg, index)?;
@@ -554,8 +601,9 @@ fn run_inner(args: &ImportArgs) -> Result<(), String> {
     let dir = write_paddock(&cfg, &tree, index)?;
     let members = if cfg.is_distributed() {
         format!(
-            "member {} of {} voters; start this member, then the others with empty data \
-             directories: they join and catch up from it",
+            "member {} of {} voters; prepare each other member with `paddock import --join \
+             --config <its zoo.cfg>` and start them in any order: they join and catch up from \
+             this one",
             cfg.my_id.unwrap_or(1),
             cfg.voters().len()
         )
