@@ -14,6 +14,9 @@
 #                       fresh ZooKeeper: ZooKeeper serves the same tree, its digest check quiet
 #   admin-snapshot      GET /commands/snapshot (digest auth) from a running paddock: 401 without
 #                       credentials, the headers, and ZooKeeper loads the body with the same tree
+#   zk-restore          the same body POSTed to a fresh ZooKeeper's own /commands/restore: the
+#                       same tree (skipped if Jetty's jars, which its AdminServer needs, cannot be
+#                       fetched)
 #   ensemble            member 1 of a 3-member paddock ensemble imports (--config), the others
 #                       are prepared empty to join (import --join); all three start at once; the
 #                       tree read through member 3 equals the restart
@@ -37,6 +40,7 @@ FILL="${MIGRATION_FILL:-300}"
 W="$COMPAT_WORK"
 PASSED=0
 FAILED=0
+SKIPPED=0
 
 ok() { PASSED=$((PASSED + 1)); echo "migration: ok   $1"; }
 bad() { FAILED=$((FAILED + 1)); echo "migration: FAIL $1${2:+: $2}"; }
@@ -187,6 +191,54 @@ else
 fi
 zk_stop "$ADM"
 
+# --- zk-restore: the same snapshot through ZooKeeper's own restore command ------------------
+# ZooKeeper's AdminServer needs Jetty, which its pom leaves "provided": the metrics suite's pom
+# fetches it (once, into the cache both suites share).
+EXTRA="${ZK_CACHE_ROOT:-$HOME/.cache/paddock}/zookeeper-metrics-admin"
+if [[ ! -f "$EXTRA/.complete" ]]; then
+    mkdir -p "$EXTRA"
+    mvn -q -B -f "$ROOT/compat-tests/metrics/pom.xml" dependency:copy-dependencies \
+        -DoutputDirectory="$EXTRA/lib" >"$EXTRA/mvn.log" 2>&1 && touch "$EXTRA/.complete" || true
+fi
+if [[ -f "$EXTRA/.complete" ]]; then
+    REST="$W/restore"
+    mkdir -p "$REST/data"
+    REST_ADMIN=$(free_port)
+    cat >"$REST/zoo.cfg" <<CFG
+tickTime=2000
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+dataDir=$REST/data
+4lw.commands.whitelist=*
+admin.enableServer=true
+admin.serverAddress=127.0.0.1
+admin.serverPort=$REST_ADMIN
+extendedTypesEnabled=true
+CFG
+    java -Xmx256m -Djute.maxbuffer=4194304 -Dzookeeper.log.dir="$REST" \
+        -cp "$(bash "$ROOT/scripts/zookeeper.sh" classpath):$EXTRA/lib/*" \
+        org.apache.zookeeper.server.ZooKeeperServerMain "$REST/zoo.cfg" >"$REST/zk.log" 2>&1 </dev/null &
+    echo $! >"$REST/zk.pid"
+    COMPAT_ZK_DIRS+=("$REST")
+    deadline=$((SECONDS + 60))
+    until [[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf srvr >&3 && cat <&3" 2>/dev/null)" == "Zookeeper version:"* ]] \
+        || ((SECONDS >= deadline)); do sleep 0.3; done
+    curl -s -o "$W/restore.json" -w '%{http_code}' -X POST --data-binary "@$W/snap.bin" \
+        -H 'Content-Type: application/octet-stream' -H 'Authorization: digest admin:pw' \
+        "http://127.0.0.1:$REST_ADMIN/commands/restore" >"$W/restore.code" || true
+    if [[ "$(cat "$W/restore.code")" == 200 ]] && grep -q '"error" : null' "$W/restore.json" \
+        && dump "127.0.0.1:$ZK_PORT" "$W/rest.json" && compare "$W/pd3.json" "$W/rest.json" >"$W/cmp5.txt"; then
+        ok zk-restore
+        echo "  ZooKeeper's POST /commands/restore: $(tr -d '\n ' <"$W/restore.json"); $(tail -1 "$W/cmp5.txt")"
+    else
+        bad zk-restore "HTTP $(cat "$W/restore.code"): $(head -c 300 "$W/restore.json"); $(tail -3 "$W/cmp5.txt" 2>/dev/null)"
+    fi
+    zk_stop "$REST"
+else
+    SKIPPED=$((SKIPPED + 1))
+    report_skip 1 "zk-restore: ZooKeeper's AdminServer jars could not be fetched (see $EXTRA/mvn.log)"
+fi
+
 # --- ensemble -------------------------------------------------------------------------------
 ENS="$W/ens"
 P1=$(free_port); P2=$(free_port); P3=$(free_port)
@@ -264,5 +316,5 @@ else
     bad torn-tail "$(tail -2 "$d.txt")"
 fi
 
-report "$PASSED" "$FAILED" 0
+report "$PASSED" "$FAILED" "$SKIPPED"
 [[ "$FAILED" == 0 ]]
