@@ -43,6 +43,7 @@ fn replay(dir: &Path, snap_name: &str, snap_zxid: i64) -> (DataTree, u64, Vec<Lo
     let snap = read_snapshot(dir, snap_name);
     assert_eq!(snap.dbid, snapshot::SNAP_DBID);
     let mut tree = DataTree::from_snapshot(&snap, MissingAcl::Refuse).unwrap();
+    tree.check_snapshot_digest(snap_zxid);
     let logs: Vec<(i64, String)> = names(dir)
         .into_iter()
         .filter(|(k, _, _)| *k == FileKind::Log)
@@ -61,9 +62,6 @@ fn replay(dir: &Path, snap_name: &str, snap_zxid: i64) -> (DataTree, u64, Vec<Lo
             n += 1;
         }
         ends.push(file.end);
-    }
-    if n == 0 {
-        tree.check_snapshot_digest(snap_zxid);
     }
     (tree, n, ends)
 }
@@ -126,8 +124,10 @@ fn check_dir(name: &str) {
         .map(|(_, z, n)| (z, n))
         .collect();
     assert!(snaps.len() >= 3, "{name}: several snapshots: {snaps:?}");
+    let mut own_digest_matched = 0;
     for (zxid, snap_name) in &snaps {
         let (tree, n, ends) = replay(&dir, snap_name, *zxid);
+        own_digest_matched += usize::from(tree.stats.snapshot_digest_matched == Some(true));
         let got = client_view(&tree);
         for (p, node) in &want {
             assert_eq!(got.get(p), Some(node), "{name} from {snap_name}: node {p}");

@@ -181,7 +181,7 @@ where
         Ok(Err(e)) => return Err(e),
         Err(_) => return Ok(()),
     };
-    let (resp, head_only) = match head {
+    let (mut resp, head_only) = match head {
         Head::TooLarge => (Response::text(413, "request head too large\n"), false),
         Head::Complete(text) => match parse_request(&text) {
             Err(why) => (Response::text(400, &format!("{why}\n")), false),
@@ -207,22 +207,27 @@ where
         out.push_str(&format!("{k}: {v}\r\n"));
     }
     out.push_str("\r\n");
-    let mut bytes = out.into_bytes();
-    if !head_only {
-        bytes.extend_from_slice(&resp.body);
-    }
+    let head = out.into_bytes();
+    let body: &[u8] = if head_only { &[] } else { &resp.body };
     // The bound is on progress: each MiB must be taken within the write timeout, so a large
     // body (a snapshot) read at a steady pace is not cut, and a client that stops reading is.
+    // The head and the body go out as they are: copying a 200 MB snapshot into one buffer took
+    // a runtime worker, which the core may be waiting for, for tens of milliseconds.
     let late = || {
         std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             "the client did not take its reply in time",
         )
     };
-    for chunk in bytes.chunks(1 << 20) {
+    for chunk in std::iter::once(&head[..]).chain(body.chunks(1 << 20)) {
         tokio::time::timeout(limits.write_timeout, stream.write_all(chunk))
             .await
             .map_err(|_| late())??;
+    }
+    if resp.body.len() > 8 << 20 {
+        // Unmapping a large body takes milliseconds too: not on a runtime worker.
+        let body = std::mem::take(&mut resp.body);
+        tokio::task::spawn_blocking(move || drop(body));
     }
     tokio::time::timeout(limits.write_timeout, stream.shutdown())
         .await
