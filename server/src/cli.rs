@@ -82,6 +82,12 @@ pub enum Command {
     Lock(recipes::cli::LockArgs),
     /// Campaign for leadership (Curator LeaderLatch layout) and run CMD while leader.
     Elect(recipes::cli::ElectArgs),
+    /// Turn a ZooKeeper 3.5-3.9 data directory (snapshots and logs, sessions kept) into a new
+    /// paddock data directory. Writes nothing if the input is damaged.
+    Import(crate::zk_import::ImportArgs),
+    /// Write a stopped server's state as a ZooKeeper 3.9 snapshot (ZooKeeper loads it as
+    /// version-2/snapshot.<zxid> or through its restore command).
+    Export(crate::zk_export::ExportArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -157,6 +163,9 @@ impl Cli {
             Command::Serve(args) => args.into_config(),
             Command::Status(_) => Err(ConfigError::Invalid(
                 "`paddock status` runs no server".into(),
+            )),
+            Command::Import(_) | Command::Export(_) => Err(ConfigError::Invalid(
+                "`paddock import` and `paddock export` run no server".into(),
             )),
             Command::Lock(_) | Command::Elect(_) => Err(ConfigError::InvalidValue {
                 origin: Origin::Flag("command".into()),

@@ -30,6 +30,8 @@
 //!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change;
 //!   `quorum_security` makes the peer transport's protection of them and of `quorum_auth`
 //!   (quorum SASL);
+//! - `zk_import` and `zk_export` are `paddock import` and `paddock export`: a ZooKeeper data
+//!   directory into a paddock one, and paddock's state as a ZooKeeper snapshot (zk-format);
 //! - `clock` is the one reading of the wall clock (`now_ms`), for the core (through `WallClock`)
 //!   and `forward`.
 //!
@@ -62,3 +64,5 @@ pub mod stats;
 pub mod status_cmd;
 pub mod throttle;
 pub mod tls;
+pub mod zk_export;
+pub mod zk_import;

@@ -22,6 +22,8 @@ fn main() -> anyhow::Result<()> {
         Command::Status(ref args) => std::process::exit(paddock::status_cmd::run(args)),
         Command::Lock(args) => std::process::exit(recipes::cli::run_lock(args)),
         Command::Elect(args) => std::process::exit(recipes::cli::run_elect(args)),
+        Command::Import(ref args) => std::process::exit(paddock::zk_import::run(args)),
+        Command::Export(ref args) => std::process::exit(paddock::zk_export::run(args)),
         Command::Serve(_) => {}
     }
     let config = match cli.into_config() {

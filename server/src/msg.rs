@@ -53,6 +53,12 @@ pub enum CoreMsg {
         parts: crate::fourlw::Parts,
         reply: oneshot::Sender<crate::fourlw::ServerView>,
     },
+    /// The AdminServer's `snapshot`: a view of the state as of now, for the ids `auth` if they
+    /// hold every permission on `/` (ZooKeeper's `AuthRequest(ALL, "/")`); `None` if not.
+    ZkSnapshot {
+        auth: Vec<wire::Id>,
+        reply: oneshot::Sender<Option<znode_tree::SnapshotView>>,
+    },
     /// Answered once the applied index reaches `index` (start-up replay).
     WaitApplied {
         index: u64,

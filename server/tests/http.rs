@@ -313,12 +313,19 @@ async fn admin_commands_answer_with_zookeeper_fields() {
         json(addr, "/commands/nosuch").await,
         serde_json::json!({"command": "nosuch", "error": "Unknown command: nosuch"})
     );
-    let snap = json(addr, "/commands/snapshot").await;
-    assert_eq!(snap["command"], "snapshot");
-    assert!(snap["error"]
+    let lsnp = json(addr, "/commands/last_snapshot").await;
+    assert_eq!(lsnp["command"], "last_snapshot");
+    assert!(lsnp["error"]
         .as_str()
         .unwrap()
         .starts_with("not provided by paddock"));
+    // snapshot needs credentials, as ZooKeeper's (tests/zk_snapshot.rs has the rest).
+    let (status, _, body) = path(addr, "/commands/snapshot").await;
+    assert_eq!(status, 401);
+    assert!(
+        body.contains("Auth info is missing for the command"),
+        "{body}"
+    );
     let (status, _, _) = path(addr, "/elsewhere").await;
     assert_eq!(status, 404);
     server.shutdown().await;

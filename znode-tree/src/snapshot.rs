@@ -516,3 +516,90 @@ impl From<DecodeError> for RestoreError {
         RestoreError::Decode(e)
     }
 }
+
+impl SnapshotView {
+    /// The sessions, by id.
+    pub fn sessions(&self) -> &[Session] {
+        &self.sessions
+    }
+
+    /// Znodes in the view, the root included.
+    pub fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// Sum of path and data lengths over the nodes (`Tree::approximate_data_size`).
+    pub fn data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    /// Calls `f` on every node, depth first from the root, siblings in byte order of name, with
+    /// its full path, data, ACL list, stored stat and number of children: what an export to
+    /// another format needs (`paddock export`, the AdminServer's `snapshot`). Stops early when
+    /// `f` breaks.
+    pub fn for_each_node(
+        &self,
+        mut f: impl FnMut(&str, Option<&[u8]>, &[Acl], &StoredStat, usize) -> ControlFlow<()>,
+    ) {
+        depth_first(&self.root, |p, n| {
+            // Paths are built from names, which are UTF-8.
+            let path = std::str::from_utf8(p).unwrap_or_default();
+            f(
+                path,
+                n.data.as_deref(),
+                self.acls.get(n.acl),
+                &n.stat,
+                n.num_children(),
+            )
+        });
+    }
+}
+
+/// A tree built from nodes listed elsewhere, for `paddock import`: sessions and nodes as another
+/// server stored them (ZooKeeper's snapshot and log, replayed), every stat field kept as given.
+/// Nodes come depth first from the root, siblings in byte order of name, as a snapshot's
+/// restore takes them (`bulk::Builder`), so the result is the tree a restore of its own
+/// snapshot would give, digest and indexes included.
+pub struct Listing {
+    tree: Tree,
+    builder: Builder,
+}
+
+impl Listing {
+    /// An empty listing whose tree will have applied everything up to `last_zxid`.
+    pub fn new(config: TreeConfig, last_zxid: i64) -> Listing {
+        let mut tree = Tree::empty(config);
+        tree.last_zxid = last_zxid;
+        Listing {
+            tree,
+            builder: Builder::default(),
+        }
+    }
+
+    pub fn session(&mut self, s: Session) {
+        self.tree.sessions.insert(s.id, s);
+    }
+
+    /// The next node; `stat.cversion` is the stored count of child creates (ZooKeeper's
+    /// `StatPersisted`), not a client's figure.
+    pub fn node(
+        &mut self,
+        path: &str,
+        data: Option<Box<[u8]>>,
+        acl: &[Acl],
+        stat: StoredStat,
+    ) -> Result<(), TreeError> {
+        let idx = self.tree.acls.intern(acl);
+        let node = Node::new(stat, data, idx);
+        self.tree
+            .bulk_push(&mut self.builder, path, node)
+            .map_err(TreeError::Inconsistent)
+    }
+
+    pub fn finish(self) -> Result<Tree, TreeError> {
+        let mut t = self.tree;
+        t.bulk_finish(self.builder)
+            .map_err(TreeError::Inconsistent)?;
+        Ok(t)
+    }
+}

@@ -242,6 +242,13 @@ impl Builder {
             "admin.enableServer" => self.cfg.admin.enabled = parse_bool(v)?,
             "admin.serverAddress" => self.cfg.admin.address = parse_ip(v)?,
             "admin.serverPort" => self.cfg.admin.port = parse_port(v)?,
+            "admin.snapshot.enabled" => self.cfg.admin.snapshot_enabled = parse_bool(v)?,
+            "admin.rateLimiterIntervalInMS" => {
+                self.cfg.admin.rate_limiter_interval_ms = v
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("{v:?} is not a number of milliseconds"))?
+            }
             "admin.commandURL" => {
                 if !v.starts_with('/') || v.contains(char::is_whitespace) {
                     return Err(format!("{v:?} is not a URL path (like /commands)"));

@@ -194,6 +194,11 @@ pub struct AdminConfig {
     pub address: IpAddr,
     /// `admin.serverPort`, default 8080; 0 picks a free port (tests).
     pub port: u16,
+    /// `admin.snapshot.enabled`, default true: the `snapshot` command (`http/admin_snapshot.rs`).
+    pub snapshot_enabled: bool,
+    /// `admin.rateLimiterIntervalInMS`: at most one `snapshot` per interval. Default 300 ms, the
+    /// interval ZooKeeper 3.9.5 enforces (its limiter reads the documented 300000 as µs).
+    pub rate_limiter_interval_ms: u64,
     /// `admin.commandURL`, default `/commands`.
     pub command_url: String,
 }
@@ -272,6 +277,8 @@ impl Config {
                 enabled: true,
                 address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 port: 8080,
+                snapshot_enabled: true,
+                rate_limiter_interval_ms: 300,
                 command_url: "/commands".to_string(),
             },
             metrics: None,

@@ -45,6 +45,7 @@ mod apply;
 mod auth;
 mod conns;
 mod ensemble;
+mod export;
 mod handshake;
 mod reads;
 mod reaper;
@@ -224,6 +225,9 @@ impl Core {
                 tokio::task::spawn_blocking(move || {
                     let _ = reply.send(job.finish());
                 });
+            }
+            CoreMsg::ZkSnapshot { auth, reply } => {
+                let _ = reply.send(self.zk_snapshot_view(&auth));
             }
             CoreMsg::View {
                 reset,

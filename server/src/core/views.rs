@@ -433,7 +433,10 @@ fn peer_links(core: &Core) -> Vec<(String, String)> {
     };
     let s = ens.net.net_stats();
     vec![
-        ("paddock_peer_accepted_tls".into(), s.accepted_tls.to_string()),
+        (
+            "paddock_peer_accepted_tls".into(),
+            s.accepted_tls.to_string(),
+        ),
         (
             "paddock_peer_accepted_plaintext".into(),
             s.accepted_plain.to_string(),

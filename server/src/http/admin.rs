@@ -56,10 +56,6 @@ const NOT_HONOURED: &[(&str, &str)] = &[
         "not provided by paddock: state is restored from the raft log and its snapshots, not from an uploaded ZooKeeper snapshot",
     ),
     (
-        "snapshot",
-        "not provided by paddock: raft takes snapshots every snapCount entries; there is no on-demand ZooKeeper snapshot stream",
-    ),
-    (
         "set_trace_mask",
         "not provided by paddock's AdminServer: use the stmk four-letter word (paddock logs through RUST_LOG filters)",
     ),

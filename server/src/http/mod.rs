@@ -10,6 +10,7 @@
 //! file-system and `/proc` facts are read off the core task.
 
 pub mod admin;
+pub mod admin_snapshot;
 pub mod metrics;
 
 use std::future::Future;
@@ -58,6 +59,20 @@ pub struct Request {
     /// The path without the query string, percent-decoding not applied.
     pub path: String,
     pub query: String,
+    /// The header lines, names as sent (look them up with `header`).
+    pub headers: Vec<(String, String)>,
+    /// The client's address (the AdminServer's `ip` authentication).
+    pub remote: Option<SocketAddr>,
+}
+
+impl Request {
+    /// The first header named `name`, case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A response; sent with `Connection: close`.
@@ -66,6 +81,8 @@ pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
+    /// Headers beyond the content type, length and `Connection: close`.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl Response {
@@ -74,6 +91,7 @@ impl Response {
             status,
             content_type,
             body: body.into(),
+            headers: Vec::new(),
         }
     }
 
@@ -86,6 +104,10 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
         404 => "Not Found",
         405 => "Method Not Allowed",
         413 => "Request Header Fields Too Large",
@@ -135,7 +157,7 @@ where
         };
         let handler = handler.clone();
         tokio::spawn(async move {
-            if let Err(e) = one(stream, limits, &*handler).await {
+            if let Err(e) = one(stream, remote, limits, &*handler).await {
                 debug!(peer = %remote, error = %e, "http connection ended");
             }
             drop(slot);
@@ -143,7 +165,12 @@ where
     }
 }
 
-async fn one<H, F>(mut stream: TcpStream, limits: Limits, handler: &H) -> std::io::Result<()>
+async fn one<H, F>(
+    mut stream: TcpStream,
+    remote: SocketAddr,
+    limits: Limits,
+    handler: &H,
+) -> std::io::Result<()>
 where
     H: Fn(Request) -> F,
     F: Future<Output = Response>,
@@ -154,11 +181,12 @@ where
         Ok(Err(e)) => return Err(e),
         Err(_) => return Ok(()),
     };
-    let (resp, head_only) = match head {
+    let (mut resp, head_only) = match head {
         Head::TooLarge => (Response::text(413, "request head too large\n"), false),
         Head::Complete(text) => match parse_request(&text) {
             Err(why) => (Response::text(400, &format!("{why}\n")), false),
-            Ok(req) if req.method == "GET" || req.method == "HEAD" => {
+            Ok(mut req) if req.method == "GET" || req.method == "HEAD" => {
+                req.remote = Some(remote);
                 let head_only = req.method == "HEAD";
                 (handler(req).await, head_only)
             }
@@ -175,22 +203,35 @@ where
     if resp.status == 405 {
         out.push_str("Allow: GET, HEAD\r\n");
     }
-    out.push_str("\r\n");
-    let mut bytes = out.into_bytes();
-    if !head_only {
-        bytes.extend_from_slice(&resp.body);
+    for (k, v) in &resp.headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
     }
-    let write = async {
-        stream.write_all(&bytes).await?;
-        stream.shutdown().await
-    };
-    match tokio::time::timeout(limits.write_timeout, write).await {
-        Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(
+    out.push_str("\r\n");
+    let head = out.into_bytes();
+    let body: &[u8] = if head_only { &[] } else { &resp.body };
+    // The bound is on progress: each MiB must be taken within the write timeout, so a large
+    // body (a snapshot) read at a steady pace is not cut, and a client that stops reading is.
+    // The head and the body go out as they are: copying a 200 MB snapshot into one buffer took
+    // a runtime worker, which the core may be waiting for, for tens of milliseconds.
+    let late = || {
+        std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             "the client did not take its reply in time",
-        )),
+        )
+    };
+    for chunk in std::iter::once(&head[..]).chain(body.chunks(1 << 20)) {
+        tokio::time::timeout(limits.write_timeout, stream.write_all(chunk))
+            .await
+            .map_err(|_| late())??;
     }
+    if resp.body.len() > 8 << 20 {
+        // Unmapping a large body takes milliseconds too: not on a runtime worker.
+        let body = std::mem::take(&mut resp.body);
+        tokio::task::spawn_blocking(move || drop(body));
+    }
+    tokio::time::timeout(limits.write_timeout, stream.shutdown())
+        .await
+        .map_err(|_| late())?
 }
 
 enum Head {
@@ -242,10 +283,18 @@ pub fn parse_request(head: &str) -> Result<Request, String> {
         return Err(format!("unsupported request target {target:?}"));
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
     Ok(Request {
         method: method.to_string(),
         path: path.to_string(),
         query: query.to_string(),
+        headers,
+        remote: None,
     })
 }
 
@@ -281,11 +330,13 @@ pub async fn start(
                 tracing::info!(%addr, url = %cfg.admin.command_url, "AdminServer started");
                 eps.admin_addr = Some(addr);
                 let cfg = cfg.clone();
+                let limiter = admin_snapshot::Limiter::new(cfg.admin.rate_limiter_interval_ms);
                 eps.tasks
                     .push(tokio::spawn(serve(listener, Limits::DEFAULT, move |req| {
                         let core = core.clone();
                         let cfg = cfg.clone();
-                        async move { admin_route(req, &core, &cfg).await }
+                        let limiter = limiter.clone();
+                        async move { admin_route(req, &core, &cfg, &limiter).await }
                     })));
             }
             Err(e) => tracing::warn!(
@@ -327,6 +378,7 @@ async fn admin_route(
     req: Request,
     core: &mpsc::Sender<CoreMsg>,
     cfg: &Arc<crate::config::Config>,
+    limiter: &admin_snapshot::Limiter,
 ) -> Response {
     let base = cfg.admin.command_url.as_str();
     let rest = req.path.strip_prefix(base);
@@ -338,6 +390,7 @@ async fn admin_route(
         _ => return Response::text(404, &format!("not found: commands are under {base}\n")),
     };
     let json = match admin::resolve(name) {
+        Some("snapshot") => return admin_snapshot::handle(&req, core, cfg, limiter).await,
         None => admin::unknown(name),
         Some(command) => {
             let v = match admin::parts_of(command) {

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# ZooKeeper 3.9.5 to paddock and back (issue 40). A real ZooKeeper is written by kazoo
+# (zk_writer.py: ACLs, multis that commit and fail, containers, TTL nodes, create2, sequentials,
+# a value near 1 MiB and a multi above it, sessions left open with their ephemerals) with a
+# small snapCount, stopped cleanly, written again, and killed with kill -9: its logs span several
+# snapshots. Then, each case a test:
+#   zk-restart          ZooKeeper's own restart on a copy of the files, dumped node by node
+#   import              paddock import reads them, the digest matches, and it writes the data dir
+#   import-equal        paddock serving the import: every node, stat and ACL equal to the restart
+#   sessions-resume     each session left open resumes on paddock with its id and ZooKeeper's
+#                       password, its ephemerals there; closing it deletes them
+#   zxids-continue      a new write's zxid is above every imported one; a sequential continues
+#   export-datadir      paddock export of the stopped server, as version-2/snapshot.<zxid> of a
+#                       fresh ZooKeeper: ZooKeeper serves the same tree, its digest check quiet
+#   admin-snapshot      GET /commands/snapshot (digest auth) from a running paddock: 401 without
+#                       credentials, the headers, and ZooKeeper loads the body with the same tree
+#   zk-restore          the same body POSTed to a fresh ZooKeeper's own /commands/restore: the
+#                       same tree (skipped if Jetty's jars, which its AdminServer needs, cannot be
+#                       fetched)
+#   ensemble            member 1 of a 3-member paddock ensemble imports (--config), the others
+#                       are prepared empty to join (import --join); all three start at once; the
+#                       tree read through member 3 equals the restart
+#   damaged-*           a bad Adler32 mid-log, a log missing between snapshot and tail, an ACL
+#                       index absent from the cache, a snapshot of another dbid: exit 1, a clear
+#                       message, nothing written
+#   torn-tail           a log cut inside its last record imports, the torn record dropped
+# --against-zookeeper does not apply (the suite compares the two).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$HERE/../lib.sh"
+compat_init migration
+compat_args "$@"
+[[ "$TARGET" == paddock ]] || compat_fail "this suite compares paddock with ZooKeeper itself; --against-zookeeper does not apply"
+
+PY="$ROOT/.venv/bin/python"
+[[ -x "$PY" ]] || compat_fail "no $PY: run scripts/install-deps.sh"
+BIN="$(compat_paddock_bin)"
+FILL="${MIGRATION_FILL:-300}"
+W="$COMPAT_WORK"
+PASSED=0
+FAILED=0
+SKIPPED=0
+
+ok() { PASSED=$((PASSED + 1)); echo "migration: ok   $1"; }
+bad() { FAILED=$((FAILED + 1)); echo "migration: FAIL $1${2:+: $2}"; }
+
+ZK_FLAGS="-Dzookeeper.snapCount=60 -Dzookeeper.preAllocSize=16 -Djute.maxbuffer=4194304 -Dznode.container.checkIntervalMs=500"
+ZK_PORT=$(free_port)
+
+zk_start() { # dir [extra jvm flags]
+    ZK_JVMFLAGS="$ZK_FLAGS ${2:-}" bash "$ROOT/scripts/zookeeper.sh" start "$ZK_PORT" "$1" >/dev/null
+    COMPAT_ZK_DIRS+=("$1")
+}
+zk_stop() { bash "$ROOT/scripts/zookeeper.sh" stop "$1" >/dev/null 2>&1 || true; }
+zk_kill() { kill -9 "$(cat "$1/zk.pid")"; rm -f "$1/zk.pid"; sleep 0.5; }
+dump() { "$PY" "$HERE/tree_dump.py" dump "$1" "$2" --auth digest:alice:secret >/dev/null; }
+compare() { "$PY" "$HERE/tree_dump.py" compare "$1" "$2" "${@:3}"; }
+pd_serve() { # name port dir [args]
+    local name=$1 port=$2 dir=$3
+    shift 3
+    start_paddock "$name" "$port" "$dir" --extended-types -D jute.maxbuffer=4194304 \
+        -D admin.enableServer=false "$@"
+}
+
+# --- ZooKeeper writes -----------------------------------------------------------------------
+ZK="$W/zk"
+zk_start "$ZK"
+"$PY" "$HERE/zk_writer.py" "127.0.0.1:$ZK_PORT" "$W/live.json" --fill "$FILL" >"$W/writer1.log" 2>&1 \
+    || compat_fail "the writer failed against ZooKeeper (see $W/writer1.log)"
+sleep 1.5 # the container manager deletes the emptied container and the expired TTL node
+zk_stop "$ZK"
+zk_start "$ZK"
+"$PY" "$HERE/zk_writer.py" "127.0.0.1:$ZK_PORT" "$W/live.json" --fill "$FILL" --phase 2 >"$W/writer2.log" 2>&1 \
+    || compat_fail "the second writer failed against ZooKeeper (see $W/writer2.log)"
+zk_kill "$ZK"
+cp -r "$ZK/zk-data" "$W/orig"
+echo "migration: ZooKeeper wrote $(ls "$W/orig/version-2" | grep -c '^snapshot') snapshots and $(ls "$W/orig/version-2" | grep -c '^log') logs"
+
+# --- zk-restart: the reference --------------------------------------------------------------
+mkdir -p "$W/restart" && cp -r "$W/orig" "$W/restart/zk-data"
+if zk_start "$W/restart" && dump "127.0.0.1:$ZK_PORT" "$W/zk.json"; then
+    ok zk-restart
+else
+    compat_fail "ZooKeeper's own restart on the files failed (see $W/restart/zk.log)"
+fi
+zk_stop "$W/restart"
+
+# --- import ---------------------------------------------------------------------------------
+PD="$W/pd"
+if "$BIN" import --zookeeper "$W/orig" --data-dir "$PD" >"$W/import.txt" 2>&1 \
+    && grep -q '^digest: match' "$W/import.txt"; then
+    ok import
+else
+    bad import "$(tail -3 "$W/import.txt")"
+fi
+sed 's/^/  /' "$W/import.txt"
+MAX_ZXID=$(sed -n 's/.*the largest \(0x[0-9a-f]*\)).*/\1/p' "$W/import.txt")
+
+PD_PORT=$(free_port)
+pd_serve pd "$PD_PORT" "$PD"
+dump "127.0.0.1:$PD_PORT" "$W/pd.json"
+if compare "$W/zk.json" "$W/pd.json" >"$W/cmp1.txt"; then
+    ok import-equal
+    tail -1 "$W/cmp1.txt" | sed 's/^/  /'
+else
+    bad import-equal "$(head -5 "$W/cmp1.txt")"
+fi
+
+# --- sessions-resume ------------------------------------------------------------------------
+if "$PY" - "127.0.0.1:$PD_PORT" "$W/live.json" <<'PY'; then ok sessions-resume; else bad sessions-resume; fi
+import json, sys
+from kazoo.client import KazooClient
+hosts, live = sys.argv[1], json.load(open(sys.argv[2]))
+assert live, "sessions were left open"
+for s in live:
+    sid, pw = s["session"], bytes.fromhex(s["password"])
+    zk = KazooClient(hosts=hosts, client_id=(sid, pw), timeout=30)
+    zk.start(timeout=15)
+    assert zk.client_id[0] == sid, f"session {sid:#x} resumed as {zk.client_id[0]:#x}"
+    mine = f"/app/live/fixed-{hex(sid)}"
+    st = zk.exists(mine)
+    assert st is not None and st.ephemeralOwner == sid, f"{mine}: {st}"
+    zk.stop(); zk.close()  # closeSession: its ephemerals go
+    probe = KazooClient(hosts=hosts); probe.start()
+    assert probe.exists(mine) is None, f"{mine} outlived its session"
+    probe.stop(); probe.close()
+print(f"{len(live)} sessions resumed with ZooKeeper's passwords and closed")
+PY
+
+# --- zxids-continue -------------------------------------------------------------------------
+if "$PY" - "127.0.0.1:$PD_PORT" "$MAX_ZXID" "$W/zk.json" <<'PY'; then ok zxids-continue; else bad zxids-continue; fi
+import json, sys
+from kazoo.client import KazooClient
+hosts, max_zxid, zk_dump = sys.argv[1], int(sys.argv[2], 16), json.load(open(sys.argv[3]))
+zk = KazooClient(hosts=hosts); zk.start(); zk.add_auth("digest", "alice:secret")
+zk.create("/after-import", b"x")
+st = zk.exists("/after-import")
+assert st.czxid > max_zxid, (hex(st.czxid), hex(max_zxid))
+# ZooKeeper's next suffix is the parent's stored cversion: (client cversion + children) / 2.
+seq = zk_dump["/app/seq"]["stat"]
+want = (seq["cversion"] + seq["numChildren"]) // 2
+got = zk.create("/app/seq/job-", b"", sequence=True)
+assert got == f"/app/seq/job-{want:010d}", (got, want)
+print(f"new zxid {st.czxid:#x} above {max_zxid:#x}; next sequential {got}")
+zk.stop(); zk.close()
+PY
+dump "127.0.0.1:$PD_PORT" "$W/pd2.json"
+stop_paddock pd
+
+# --- export-datadir -------------------------------------------------------------------------
+BACK="$W/back"
+mkdir -p "$BACK/zk-data/version-2"
+if "$BIN" export --data-dir "$PD" --out "$BACK/zk-data/version-2" >"$W/export.txt" 2>&1 \
+    && zk_start "$BACK" && dump "127.0.0.1:$ZK_PORT" "$W/back.json" \
+    && compare "$W/pd2.json" "$W/back.json" >"$W/cmp2.txt" \
+    && ! grep -qi 'digest mismatch\|Digests are not matching\|mismatch' "$BACK/zk.log"; then
+    ok export-datadir
+    sed 's/^/  /' "$W/export.txt"
+    tail -1 "$W/cmp2.txt" | sed 's/^/  /'
+else
+    bad export-datadir "$(cat "$W/export.txt" "$W/cmp2.txt" 2>/dev/null | tail -5)"
+fi
+zk_stop "$BACK"
+
+# --- admin-snapshot -------------------------------------------------------------------------
+ADMIN_PORT=$(free_port)
+PD_PORT=$(free_port)
+# The super user (admin:pw) holds ALL on every node, so also on /.
+SUPER="admin:$(printf 'admin:pw' | openssl dgst -binary -sha1 | openssl base64)"
+start_paddock pd-admin "$PD_PORT" "$PD" --extended-types -D jute.maxbuffer=4194304 \
+    -D admin.serverAddress=127.0.0.1 -D admin.serverPort="$ADMIN_PORT" \
+    -D "DigestAuthenticationProvider.superDigest=$SUPER"
+dump "127.0.0.1:$PD_PORT" "$W/pd3.json"
+NOAUTH=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ADMIN_PORT/commands/snapshot")
+curl -s -D "$W/snap.head" -o "$W/snap.bin" -H 'Authorization: digest admin:pw' \
+    "http://127.0.0.1:$ADMIN_PORT/commands/snapshot?streaming=true"
+LAST=$(sed -n 's/^last_zxid: *0x\([0-9a-f]*\).*/\1/p' "$W/snap.head" | tr -d '\r')
+SIZE=$(sed -n 's/^snapshot_size: *\([0-9]*\).*/\1/p' "$W/snap.head" | tr -d '\r')
+stop_paddock pd-admin
+ADM="$W/admin-back"
+mkdir -p "$ADM/zk-data/version-2"
+cp "$W/snap.bin" "$ADM/zk-data/version-2/snapshot.$LAST"
+if [[ "$NOAUTH" == 401 && -n "$LAST" && "$SIZE" == "$(stat -c %s "$W/snap.bin")" ]] \
+    && zk_start "$ADM" && dump "127.0.0.1:$ZK_PORT" "$W/adm.json" \
+    && compare "$W/pd3.json" "$W/adm.json" >"$W/cmp3.txt"; then
+    ok admin-snapshot
+    echo "  snapshot of $SIZE bytes at 0x$LAST; $(tail -1 "$W/cmp3.txt")"
+else
+    bad admin-snapshot "401? $NOAUTH, last_zxid $LAST, size $SIZE; $(tail -3 "$W/cmp3.txt" 2>/dev/null)"
+fi
+zk_stop "$ADM"
+
+# --- zk-restore: the same snapshot through ZooKeeper's own restore command ------------------
+# ZooKeeper's AdminServer needs Jetty, which its pom leaves "provided": the metrics suite's pom
+# fetches it (once, into the cache both suites share).
+EXTRA="${ZK_CACHE_ROOT:-$HOME/.cache/paddock}/zookeeper-metrics-admin"
+if [[ ! -f "$EXTRA/.complete" ]]; then
+    mkdir -p "$EXTRA"
+    mvn -q -B -f "$ROOT/compat-tests/metrics/pom.xml" dependency:copy-dependencies \
+        -DoutputDirectory="$EXTRA/lib" >"$EXTRA/mvn.log" 2>&1 && touch "$EXTRA/.complete" || true
+fi
+if [[ -f "$EXTRA/.complete" ]]; then
+    REST="$W/restore"
+    mkdir -p "$REST/data"
+    REST_ADMIN=$(free_port)
+    cat >"$REST/zoo.cfg" <<CFG
+tickTime=2000
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+dataDir=$REST/data
+4lw.commands.whitelist=*
+admin.enableServer=true
+admin.serverAddress=127.0.0.1
+admin.serverPort=$REST_ADMIN
+extendedTypesEnabled=true
+CFG
+    java -Xmx256m -Djute.maxbuffer=4194304 -Dzookeeper.log.dir="$REST" \
+        -cp "$(bash "$ROOT/scripts/zookeeper.sh" classpath):$EXTRA/lib/*" \
+        org.apache.zookeeper.server.ZooKeeperServerMain "$REST/zoo.cfg" >"$REST/zk.log" 2>&1 </dev/null &
+    echo $! >"$REST/zk.pid"
+    COMPAT_ZK_DIRS+=("$REST")
+    deadline=$((SECONDS + 60))
+    until [[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf srvr >&3 && cat <&3" 2>/dev/null)" == "Zookeeper version:"* ]] \
+        || ((SECONDS >= deadline)); do sleep 0.3; done
+    curl -s -o "$W/restore.json" -w '%{http_code}' -X POST --data-binary "@$W/snap.bin" \
+        -H 'Content-Type: application/octet-stream' -H 'Authorization: digest admin:pw' \
+        "http://127.0.0.1:$REST_ADMIN/commands/restore" >"$W/restore.code" || true
+    if [[ "$(cat "$W/restore.code")" == 200 ]] && grep -q '"error" : null' "$W/restore.json" \
+        && dump "127.0.0.1:$ZK_PORT" "$W/rest.json" && compare "$W/pd3.json" "$W/rest.json" >"$W/cmp5.txt"; then
+        ok zk-restore
+        echo "  ZooKeeper's POST /commands/restore: $(tr -d '\n ' <"$W/restore.json"); $(tail -1 "$W/cmp5.txt")"
+    else
+        bad zk-restore "HTTP $(cat "$W/restore.code"): $(head -c 300 "$W/restore.json"); $(tail -3 "$W/cmp5.txt" 2>/dev/null)"
+    fi
+    zk_stop "$REST"
+else
+    SKIPPED=$((SKIPPED + 1))
+    report_skip 1 "zk-restore: ZooKeeper's AdminServer jars could not be fetched (see $EXTRA/mvn.log)"
+fi
+
+# --- ensemble -------------------------------------------------------------------------------
+ENS="$W/ens"
+P1=$(free_port); P2=$(free_port); P3=$(free_port)
+SERVERS=""
+for i in 1 2 3; do
+    SERVERS+="server.$i=127.0.0.1:$(free_port):$(free_port)"$'\n'
+done
+for i in 1 2 3; do
+    mkdir -p "$ENS/m$i"
+    port_var="P$i"
+    cat >"$ENS/m$i/zoo.cfg" <<CFG
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$ENS/m$i
+clientPort=${!port_var}
+clientPortAddress=127.0.0.1
+4lw.commands.whitelist=*
+admin.enableServer=false
+extendedTypesEnabled=true
+jute.maxbuffer=4194304
+$SERVERS
+CFG
+    echo "$i" >"$ENS/m$i/myid"
+done
+if "$BIN" import --zookeeper "$W/orig" --config "$ENS/m1/zoo.cfg" >"$W/import-ens.txt" 2>&1 \
+    && "$BIN" import --join --config "$ENS/m2/zoo.cfg" >>"$W/import-ens.txt" 2>&1 \
+    && "$BIN" import --join --config "$ENS/m3/zoo.cfg" >>"$W/import-ens.txt" 2>&1; then
+    for i in 1 2 3; do
+        "$BIN" serve --config "$ENS/m$i/zoo.cfg" >"$W/ens-m$i.log" 2>&1 </dev/null &
+        PADDOCK_PIDS[ens$i]=$!
+    done
+    deadline=$((SECONDS + 90))
+    until [[ "$(paddock_mode "$P3")" == follower || "$(paddock_mode "$P3")" == leader ]] || ((SECONDS >= deadline)); do
+        sleep 0.5
+    done
+    took=$((90 - (deadline - SECONDS)))
+    if dump "127.0.0.1:$P3" "$W/ens.json" 2>/dev/null && compare "$W/zk.json" "$W/ens.json" \
+        --ignore-prefix /zookeeper/config >"$W/cmp4.txt"; then
+        ok ensemble
+        echo "  member 3 served after ${took}s; $(tail -1 "$W/cmp4.txt") (/zookeeper/config is the ensemble's own)"
+    else
+        bad ensemble "$(tail -3 "$W/cmp4.txt" 2>/dev/null; tail -3 "$W/ens-m3.log")"
+    fi
+    for i in 1 2 3; do stop_paddock "ens$i"; done
+else
+    bad ensemble "$(tail -3 "$W/import-ens.txt")"
+fi
+
+# --- damaged inputs -------------------------------------------------------------------------
+damaged() { # case expected-message-fragment
+    local c=$1 want=$2 d="$W/dmg-$1" out="$W/dmg-$1-out"
+    cp -r "$W/orig" "$d"
+    "$PY" "$HERE/zk_files.py" "$c" "$d" >/dev/null
+    if "$BIN" import --zookeeper "$d" --data-dir "$out" >"$d.txt" 2>&1; then
+        bad "damaged-$c" "imported anyway"
+    elif grep -q -- "$want" "$d.txt" && [[ ! -e "$out" ]]; then
+        ok "damaged-$c"
+        echo "  $(tail -1 "$d.txt")"
+    else
+        bad "damaged-$c" "$(tail -2 "$d.txt"); written: $(ls "$out" 2>/dev/null)"
+    fi
+}
+damaged bad-log-crc "checksum mismatch at offset"
+damaged missing-log "a log is missing"
+damaged acl-missing "refers to ACL index 999"
+damaged other-dbid "a snapshot of another database"
+
+d="$W/torn"
+cp -r "$W/orig" "$d"
+"$PY" "$HERE/zk_files.py" torn-tail "$d" >/dev/null
+if "$BIN" import --zookeeper "$d" --data-dir "$W/torn-out" >"$d.txt" 2>&1 && grep -q 'a torn record' "$d.txt"; then
+    ok torn-tail
+else
+    bad torn-tail "$(tail -2 "$d.txt")"
+fi
+
+report "$PASSED" "$FAILED" "$SKIPPED"
+[[ "$FAILED" == 0 ]]

@@ -1,0 +1,170 @@
+//! The AdminServer's `snapshot` command, as ZooKeeper 3.9's `Commands.SnapshotCommand` answers
+//! it: `GET <commandURL>/snapshot[?streaming=true|false]` with `Authorization: <scheme> <auth>`
+//! (`digest user:password`, or `ip`; `x509` needs the HTTPS AdminServer paddock does not have),
+//! the caller holding every permission on `/`, each bit checked alone. The body is a ZooKeeper
+//! snapshot of the state as of one moment (`zk_export::zk_snapshot`) that ZooKeeper 3.9 loads
+//! as `version-2/snapshot.<zxid>` or through its `restore` command; the headers `last_zxid`
+//! (`0x<hex>`) and `snapshot_size` say what it is. `admin.snapshot.enabled=false` answers 503,
+//! more than one call per `admin.rateLimiterIntervalInMS` answers 429.
+//!
+//! The core only checks the ACL and takes an O(1) view of the tree (`core/export.rs`); the
+//! encoding runs on its own thread at idle priority (`consensus::background`), as the raft
+//! snapshots' does, so clients' requests do not wait for it. The view is dropped at normal
+//! priority afterwards: dropping it frees the nodes written since, under the allocator lock
+//! (compat-tests/faults/BUGS.md P10).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+use wire::Id;
+
+use super::{Request, Response};
+use crate::config::Config;
+use crate::msg::CoreMsg;
+
+/// One `snapshot` per interval (ZooKeeper's `RateLimiter` with one permit).
+#[derive(Clone)]
+pub struct Limiter {
+    last: Arc<Mutex<Option<Instant>>>,
+    every: Duration,
+}
+
+impl Limiter {
+    pub fn new(interval_ms: u64) -> Limiter {
+        Limiter {
+            last: Arc::new(Mutex::new(None)),
+            every: Duration::from_millis(interval_ms),
+        }
+    }
+
+    pub fn allow(&self) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        match *last {
+            Some(t) if now.duration_since(t) < self.every => false,
+            _ => {
+                *last = Some(now);
+                true
+            }
+        }
+    }
+}
+
+fn json_answer(status: u16, error: Option<&str>) -> Response {
+    let body = json!({ "command": "snapshot", "error": error });
+    let mut text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
+    text.push('\n');
+    Response::new(status, "application/json", text)
+}
+
+/// The ids an `Authorization` value authenticates (`Commands.handleAuthentication`): the
+/// scheme, a space, and the scheme's credentials; `ip` takes the client's address.
+pub fn authenticate(value: &str, req: &Request, cfg: &Config) -> Option<Vec<Id>> {
+    let parts: Vec<&str> = value.split(' ').collect();
+    if parts.is_empty() || parts.len() > 2 {
+        return None;
+    }
+    match parts[0] {
+        "ip" => req.remote.map(|a| vec![Id::new("ip", &a.ip().to_string())]),
+        "digest" => {
+            let auth = parts.get(1)?;
+            znode_tree::acl::authenticate("digest", auth.as_bytes(), cfg.super_digest.as_deref())
+                .ok()
+                .filter(|ids| !ids.is_empty())
+        }
+        // x509 reads the client's certificate, which only an HTTPS AdminServer has.
+        _ => None,
+    }
+}
+
+/// `GET .../snapshot`.
+pub async fn handle(
+    req: &Request,
+    core: &mpsc::Sender<CoreMsg>,
+    cfg: &Arc<Config>,
+    limiter: &Limiter,
+) -> Response {
+    let Some(auth_info) = req.header("Authorization") else {
+        return json_answer(401, Some("Auth info is missing for the command"));
+    };
+    let Some(ids) = authenticate(auth_info, req, cfg) else {
+        return json_answer(401, Some("Not authenticated"));
+    };
+    let (tx, rx) = oneshot::channel();
+    if core
+        .send(CoreMsg::ZkSnapshot {
+            auth: ids,
+            reply: tx,
+        })
+        .await
+        .is_err()
+    {
+        return json_answer(
+            200,
+            Some("This ZooKeeper instance is not currently serving requests"),
+        );
+    }
+    let view = match rx.await {
+        Ok(Some(v)) => v,
+        Ok(None) => return json_answer(403, Some("Not authorized")),
+        Err(_) => {
+            return json_answer(
+                200,
+                Some("This ZooKeeper instance is not currently serving requests"),
+            )
+        }
+    };
+    if !cfg.admin.snapshot_enabled {
+        tracing::warn!("snapshot command is disabled (admin.snapshot.enabled=false)");
+        return json_answer(503, None);
+    }
+    if !limiter.allow() {
+        tracing::warn!("snapshot request was rate limited");
+        return json_answer(429, None);
+    }
+    let streaming = req
+        .query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "streaming")
+        .is_none_or(|(_, v)| v.eq_ignore_ascii_case("true"));
+    let started = Instant::now();
+    let (done_tx, done_rx) = oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("zk-snapshot-encode".into())
+        .spawn(move || {
+            consensus::background::lower_current_thread_priority();
+            let bytes = crate::zk_export::zk_snapshot(&view);
+            let _ = done_tx.send((bytes, view));
+        });
+    if spawned.is_err() {
+        return json_answer(500, None);
+    }
+    let Ok((bytes, view)) = done_rx.await else {
+        return json_answer(500, None);
+    };
+    let last_zxid = view.last_zxid();
+    let nodes = view.node_count();
+    tokio::task::spawn_blocking(move || drop(view));
+    tracing::info!(
+        last_zxid = format_args!("{last_zxid:#x}"),
+        nodes,
+        bytes = bytes.len(),
+        took_ms = started.elapsed().as_millis() as u64,
+        streaming,
+        "snapshot taken for the AdminServer"
+    );
+    let headers = vec![
+        ("last_zxid", format!("0x{last_zxid:x}")),
+        ("snapshot_size", bytes.len().to_string()),
+    ];
+    let mut resp = if streaming {
+        Response::new(200, "application/octet-stream", bytes)
+    } else {
+        json_answer(200, None)
+    };
+    resp.headers = headers;
+    resp
+}

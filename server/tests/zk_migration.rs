@@ -1,0 +1,209 @@
+//! The way in and the way back, in process: a ZooKeeper-format snapshot from the AdminServer's
+//! `snapshot` command (its auth, headers, switch and rate limit), decoded with zk-format and
+//! checked node by node against the tree; `paddock import` of that snapshot into a new data
+//! directory, served again with every node and stat the same; `paddock export` offline. The
+//! real-ZooKeeper versions of these are compat-tests/migration.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use zookeeper_client::{Acls, CreateMode};
+
+async fn get(addr: SocketAddr, p: &str, auth: Option<&str>) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    s.write_all(format!("GET {p} HTTP/1.1\r\nHost: x\r\n{auth}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("reply in time")
+        .unwrap();
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(out[..at].to_vec()).unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head, out[at + 4..].to_vec())
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim())
+}
+
+/// Path -> (data, stat fields, ACL) as a client reads them.
+async fn dump(addr: SocketAddr) -> BTreeMap<String, String> {
+    let zk = common::client(addr).await;
+    zk.auth("digest", b"admin:pw").await.unwrap();
+    let mut out = BTreeMap::new();
+    let mut stack = vec!["/".to_string()];
+    while let Some(p) = stack.pop() {
+        let (data, stat) = zk.get_data(&p).await.unwrap();
+        let (acl, _) = zk.get_acl(&p).await.unwrap();
+        out.insert(p.clone(), format!("{data:?} {stat:?} {acl:?}"));
+        for c in zk.list_children(&p).await.unwrap() {
+            stack.push(if p == "/" {
+                format!("/{c}")
+            } else {
+                format!("{p}/{c}")
+            });
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn admin_snapshot_import_and_export_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    // admin:pw, the superDigest form: admin:base64(sha1("admin:pw")).
+    cfg.super_digest = Some(znode_tree::acl::digest_id("admin:pw"));
+    let tree_cfg = cfg.clone();
+    let server = common::start_with(cfg).await;
+    let addr = server.local_addr();
+    let zk = common::client(addr).await;
+    zk.auth("digest", b"alice:secret").await.unwrap();
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    zk.create("/a", b"1", &open).await.unwrap();
+    for i in 0..5 {
+        zk.create(
+            "/a/s-",
+            b"x",
+            &CreateMode::PersistentSequential.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+        let _ = i;
+    }
+    zk.delete("/a/s-0000000001", None).await.unwrap();
+    zk.create(
+        "/private",
+        b"p",
+        &CreateMode::Persistent.with_acls(Acls::creator_all()),
+    )
+    .await
+    .unwrap();
+    zk.create(
+        "/e",
+        b"",
+        &CreateMode::Ephemeral.with_acls(Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    zk.set_data("/a", b"2", None).await.unwrap();
+    // The root only alice's (and the super user's): others are not authorized.
+    zk.set_acl("/", &Acls::creator_all(), None).await.unwrap();
+
+    let admin = server.admin_addr().expect("admin server");
+    let (status, _, body) = get(admin, "/commands/snapshot", None).await;
+    assert_eq!(status, 401, "{}", String::from_utf8_lossy(&body));
+    let (status, _, _) = get(admin, "/commands/snapshot", Some("digest admin:wrong")).await;
+    assert_eq!(status, 403);
+    let (status, _, _) = get(admin, "/commands/snapshot", Some("x509")).await;
+    assert_eq!(status, 401);
+    let (status, head, bytes) = get(
+        admin,
+        "/commands/snapshot?streaming=true",
+        Some("digest alice:secret"),
+    )
+    .await;
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("application/octet-stream"), "{head}");
+    let size: usize = header(&head, "snapshot_size").unwrap().parse().unwrap();
+    assert_eq!(size, bytes.len());
+    let last_zxid = header(&head, "last_zxid").unwrap();
+    // A second one at once is rate limited (one per 300 ms by default).
+    let (status, _, _) = get(admin, "/commands/snapshot", Some("digest admin:pw")).await;
+    assert_eq!(status, 429);
+
+    // The snapshot is ZooKeeper's format, and holds the tree.
+    let snap = zk_format::snapshot::decode(&bytes).expect("a ZooKeeper snapshot");
+    assert_eq!(
+        format!("0x{:x}", snap.last_processed_zxid.unwrap()),
+        last_zxid
+    );
+    assert_eq!(snap.digest.unwrap().zxid, snap.last_processed_zxid.unwrap());
+    assert_eq!(snap.sessions.len(), 1);
+    let paths: Vec<&str> = snap.nodes.iter().map(|n| n.path.as_str()).collect();
+    assert_eq!(paths[0], "");
+    for p in [
+        "/a",
+        "/a/s-0000000004",
+        "/private",
+        "/e",
+        "/zookeeper/config",
+    ] {
+        assert!(paths.contains(&p), "{p} in {paths:?}");
+    }
+    let a = snap.nodes.iter().find(|n| n.path == "/a").unwrap();
+    assert_eq!(a.stat.cversion, 5, "the stored count of child creates");
+    assert_eq!(a.stat.version, 1);
+    let tree = zk_format::DataTree::from_snapshot(&snap, zk_format::MissingAcl::Refuse).unwrap();
+    assert_eq!(
+        tree.digest(),
+        snap.digest.unwrap().digest,
+        "ZooKeeper's digest"
+    );
+    let before = dump(addr).await;
+
+    // The way in again: the snapshot, as a ZooKeeper data directory, imported.
+    let zkdir = tempfile::tempdir().unwrap();
+    let v2 = zkdir.path().join("version-2");
+    std::fs::create_dir_all(&v2).unwrap();
+    std::fs::write(
+        v2.join(format!("snapshot.{}", last_zxid.trim_start_matches("0x"))),
+        &bytes,
+    )
+    .unwrap();
+    let imp = paddock::zk_import::read_zookeeper(
+        zkdir.path(),
+        zkdir.path(),
+        zk_format::MissingAcl::Refuse,
+    )
+    .unwrap();
+    assert!(imp.report.contains("nodes"), "{}", imp.report);
+    let out = tempfile::tempdir().unwrap();
+    let cfg2 = common::test_config(out.path());
+    let index = paddock::zk_import::start_index(imp.max_zxid);
+    assert!(index as i64 > imp.max_zxid);
+    let (t, orphans) = paddock::zk_import::to_paddock(&imp, &cfg2, index).unwrap();
+    assert_eq!(orphans, 0);
+    paddock::zk_import::write_paddock(&cfg2, &t, index).unwrap();
+    // A second import into the same directory is refused.
+    assert!(paddock::zk_import::write_paddock(&cfg2, &t, index).is_err());
+    let mut cfg2s = cfg2.clone();
+    cfg2s.super_digest = tree_cfg.super_digest.clone();
+    let server2 = common::start_with(cfg2s).await;
+    let after = dump(server2.local_addr()).await;
+    // Every node, stat and ACL as before; the session too (the ephemeral is still there).
+    assert_eq!(before, after);
+    // New writes continue above every imported zxid, and sequences continue.
+    let zk2 = common::client(server2.local_addr()).await;
+    let (stat, seq) = zk2
+        .create(
+            "/a/s-",
+            b"y",
+            &CreateMode::PersistentSequential.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(seq.into_i64(), 5);
+    assert!(stat.czxid > imp.max_zxid);
+    drop(zk2);
+    server2.shutdown().await;
+
+    // export offline gives the same tree as the server had.
+    let exported = paddock::zk_export::tree_of_data_dir(&cfg2).unwrap();
+    let view = exported.snapshot_view();
+    let again = zk_format::snapshot::decode(&paddock::zk_export::zk_snapshot(&view)).unwrap();
+    assert_eq!(again.nodes.len(), snap.nodes.len() + 1);
+    drop(zk);
+    server.shutdown().await;
+}
