@@ -2422,6 +2422,7 @@ mod tests {
         let mut s = Segments::start(dir.path(), 1, &[], 64 << 10).unwrap();
         // Cut short as the segment's first write, then after records.
         let images = every_shape(&mut s, &mut rng);
+        eprintln!("{images} images of torn and damaged writes in a new segment");
         assert!(images > 2000, "{images}");
     }
 
@@ -2443,6 +2444,7 @@ mod tests {
         assert_eq!(s.blank_to, SMALL, "a spare written over");
         s.append(b"first over the spare", true).unwrap();
         let images = every_shape(&mut s, &mut rng);
+        eprintln!("{images} images of torn and damaged writes over a spare");
         assert!(images > 2000, "{images}");
     }
 

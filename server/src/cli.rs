@@ -82,6 +82,9 @@ pub enum Command {
     Lock(recipes::cli::LockArgs),
     /// Campaign for leadership (Curator LeaderLatch layout) and run CMD while leader.
     Elect(recipes::cli::ElectArgs),
+    /// Say what is damaged in a stopped server's raft log, what dropping it would lose and
+    /// whether a majority may count on the server; change it only when told.
+    Repair(crate::repair_cmd::RepairArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -157,6 +160,9 @@ impl Cli {
             Command::Serve(args) => args.into_config(),
             Command::Status(_) => Err(ConfigError::Invalid(
                 "`paddock status` runs no server".into(),
+            )),
+            Command::Repair(_) => Err(ConfigError::Invalid(
+                "`paddock repair` runs no server".into(),
             )),
             Command::Lock(_) | Command::Elect(_) => Err(ConfigError::InvalidValue {
                 origin: Origin::Flag("command".into()),

@@ -59,7 +59,9 @@ impl Server {
 
         // Whose data is this? (identity.rs: refuse a foreign or standalone dir in an ensemble.)
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
-        let store = open_log(&dir)?;
+        let store = open_log(&dir).map_err(|e| {
+            crate::repair_cmd::with_advice(e, &cfg.data_dir, cfg.data_log_dir.as_deref())
+        })?;
         let initialized = store.as_ref().is_some_and(log_is_initialized);
         let decision = identity::decide(&cfg, stored, initialized);
         let my_id = cfg.my_id.unwrap_or(1);
