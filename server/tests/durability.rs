@@ -397,3 +397,69 @@ async fn a_log_cut_short_refuses_the_start_and_repair_says_what_to_do() {
     assert!((1..300).contains(&created), "{created} of 300 creates");
     child.kill_9();
 }
+
+/// Every znode under `path` whose name starts with `n` (the bench's creates), counted.
+async fn count_creates(zk: &zookeeper_client::Client, path: &str) -> usize {
+    let mut n = 0;
+    let mut stack = vec![path.to_string()];
+    while let Some(p) = stack.pop() {
+        for child in zk.list_children(&p).await.unwrap() {
+            if child.starts_with('n') {
+                n += 1;
+            } else {
+                stack.push(format!("{p}/{child}"));
+            }
+        }
+    }
+    n
+}
+
+/// A data directory written before the log's sector stamps (format 1; tests/fixtures/README.md)
+/// opens: every acknowledged create is there, new writes go to a format-2 segment after the old
+/// ones, and the mixed log opens again after a `kill -9`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_dir_written_by_the_previous_log_format_opens_and_keeps_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format1-data.tar.gz");
+    let untar = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&fixture)
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let child = spawn(dir.path(), port);
+    wait_ready(addr).await;
+    let zk = common::client(addr).await;
+    assert_eq!(count_creates(&zk, "/a").await, 150);
+    assert_eq!(count_creates(&zk, "/b").await, 70);
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    for i in 0..50 {
+        zk.create(&format!("/c{i}"), b"new", &opts).await.unwrap();
+    }
+    drop(zk);
+    child.kill_9();
+    let log = dir.path().join("paddock/raftdb/log");
+    let formats: Vec<_> = consensus::segments::scan(&log, 0, |_, _| Ok(()))
+        .unwrap()
+        .found
+        .iter()
+        .map(|f| f.format)
+        .collect();
+    use consensus::segments::Format;
+    assert_eq!(formats[..2], [Format::V1, Format::V1]);
+    assert_eq!(formats.last(), Some(&Format::V2));
+
+    let child = spawn(dir.path(), port);
+    wait_ready(addr).await;
+    let zk = common::client(addr).await;
+    assert_eq!(count_creates(&zk, "/a").await, 150);
+    assert_eq!(count_creates(&zk, "/b").await, 70);
+    let children = zk.list_children("/").await.unwrap();
+    assert_eq!(children.iter().filter(|c| c.starts_with('c')).count(), 50);
+    child.kill_9();
+}
