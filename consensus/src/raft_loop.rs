@@ -31,6 +31,10 @@ pub(crate) enum Request {
     Command(Command),
     /// The snapshot writer thread has written a file.
     SnapshotSaved(SnapshotSaved),
+    /// The snapshot writer thread failed to write or delete a file: the node stops (a full disk
+    /// or a failing device, which the log's next write would meet too; nothing retries a failed
+    /// sync).
+    WriterFailed(String),
     Shutdown,
 }
 
@@ -254,6 +258,7 @@ impl RaftLoop {
                 }
                 Ok(())
             }
+            Request::WriterFailed(why) => Err(ConsensusError::Io(std::io::Error::other(why))),
             Request::Shutdown => {
                 self.shutting_down = true;
                 Ok(())
@@ -286,7 +291,12 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: Sender<Reques
         }
         if let Some(below) = floor {
             if let Err(e) = snapshot_file::prune_before(&dir, below) {
-                tracing::warn!(below, "old snapshot files not deleted: {e}");
+                tracing::error!(below, "old snapshot files not deleted: {e}");
+                let _ = saved.send(Request::WriterFailed(format!(
+                    "deleting snapshot files older than {below} in {}: {e}",
+                    dir.display()
+                )));
+                return;
             }
         }
         let Some(job) = write else { continue };
@@ -301,7 +311,15 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: Sender<Reques
                 );
                 let _ = saved.send(Request::SnapshotSaved(done));
             }
-            Err(e) => tracing::error!(index = job.index, "snapshot write failed: {e}"),
+            Err(e) => {
+                tracing::error!(index = job.index, "snapshot write failed: {e}");
+                let _ = saved.send(Request::WriterFailed(format!(
+                    "writing the snapshot at {} in {}: {e}",
+                    job.index,
+                    dir.display()
+                )));
+                return;
+            }
         }
     }
 }

@@ -964,6 +964,32 @@ pub fn scan(
     Ok(scanned)
 }
 
+/// Before a start reads the segments of a file system that refuses `O_DIRECT` (where they are
+/// written through the page cache and fdatasync'ed): each is synced, then its cached pages are
+/// dropped, so that what the start reads is what the device holds. After an fdatasync that
+/// failed, the kernel may keep the pages it could not write, marked clean: read from the cache,
+/// a record never on the device would be replayed and served (the storage review's L2). With
+/// `O_DIRECT` the writes never went through the cache, and nothing is done.
+pub fn settle(dir: &Path) -> Result<(), ConsensusError> {
+    for (_, path) in list(dir)? {
+        let direct = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path);
+        match direct {
+            Ok(_) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+            Err(e) => return Err(io_context(format!("opening {}", path.display()), e)),
+        }
+        let ctx = |e: io::Error| io_context(format!("syncing {}", path.display()), e);
+        let file = OpenOptions::new().write(true).open(&path).map_err(ctx)?;
+        file.sync_data().map_err(ctx)?;
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
+            .map_err(|e| ctx(e.into()))?;
+    }
+    Ok(())
+}
+
 /// Drops a torn write found by `scan` for good: its sectors are rewritten (blank after the last
 /// good record, stamped with that record's sequence number) and synced, so the next start reads a
 /// clean end there. Logged with the file, the offset and the records.

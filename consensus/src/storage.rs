@@ -115,7 +115,10 @@ struct State {
 
 /// The Raft log store: segments, an in-memory index, a RocksDB checkpoint of the metadata.
 pub struct LogStore {
-    db: DB,
+    /// Taken (and leaked) once a write to it failed: see `Drop`.
+    db: Option<DB>,
+    /// RocksDB's directory (holding `log/`).
+    dir: PathBuf,
     st: State,
     /// Contiguous entries ending at `last_index`.
     cache: VecDeque<Entry>,
@@ -342,6 +345,7 @@ impl LogStore {
             .map_err(|e| rocksdb_context(dir, "opening", e))?;
         let mut st = State::default();
         let (checkpoint_seq, checkpoint_segment) = st.load_checkpoint(&db)?;
+        segments::settle(&log_dir)?;
         let (scanned, last_seq) = replay(&mut st, &log_dir, checkpoint_seq)?;
         st.check_locs(&log_dir)?;
         if let Some(named) = checkpoint_segment {
@@ -356,7 +360,8 @@ impl LogStore {
         let next_seq = last_seq.max(checkpoint_seq) + 1;
         let segments = Segments::start(&log_dir, next_seq, &scanned.found, segment_bytes)?;
         let mut store = LogStore {
-            db,
+            db: Some(db),
+            dir: dir.to_path_buf(),
             st,
             cache: VecDeque::new(),
             snapshot_dir: None,
@@ -398,7 +403,14 @@ impl LogStore {
     fn checkpoint(&mut self) -> Result<(), ConsensusError> {
         let st = &self.st;
         let seq = self.segments.next_seq() - 1;
-        let meta = cf(&self.db, CF_META);
+        let Some(db) = &self.db else {
+            return Err(ConsensusError::Storage(format!(
+                "the log's metadata (RocksDB) in {} failed earlier; nothing is written to it \
+                 again until the member restarts",
+                self.dir.display()
+            )));
+        };
+        let meta = cf(db, CF_META);
         let mut batch = WriteBatch::default();
         batch.put_cf(meta, KEY_HARD_STATE, encode(&st.hard_state));
         batch.put_cf(meta, KEY_CONF_STATE, encode(&st.persisted_cs));
@@ -418,9 +430,13 @@ impl LogStore {
         batch.put_cf(meta, KEY_SEGMENT, self.segments.current().to_be_bytes());
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
-        self.db
-            .write_opt(batch, &wo)
-            .map_err(|e| rocksdb_context(self.db.path(), "writing the checkpoint to", e))?;
+        if let Err(e) = db.write_opt(batch, &wo) {
+            // RocksDB keeps the failed WAL writer, and the assertions Debian's build keeps
+            // abort the process when it is touched again (closing it included): it is never
+            // touched again, and the raft thread stops on this error.
+            std::mem::forget(self.db.take());
+            return Err(rocksdb_context(&self.dir, "writing the checkpoint to", e));
+        }
         crate::crash_point!("checkpoint-written");
         self.st.persisted_hs = self.st.hard_state.clone();
         self.checkpoint_seq = seq;
@@ -758,7 +774,7 @@ impl LogStore {
 
     /// The store's directory (RocksDB's, holding `log/`).
     pub fn path(&self) -> &Path {
-        self.db.path()
+        &self.dir
     }
 
     /// The peer for which raft last wanted a snapshot the store could not give (see
@@ -1505,19 +1521,18 @@ mod tests {
     fn rocksdb_flushes_and_compacts_at_nice_19() {
         let dir = tempfile::tempdir().unwrap();
         let store = super::LogStore::open(dir.path()).unwrap();
-        let log = super::cf(&store.db, super::CF_META);
+        let db = store.db.as_ref().unwrap();
+        let log = super::cf(db, super::CF_META);
         // A flush (the high-priority pool) and a manual compaction (the low one) give each pool's
         // thread a job, which is when RocksDB applies the pool's priority to it.
         for round in 0..2u64 {
             for i in 0..100u64 {
-                store
-                    .db
-                    .put_cf(log, (round * 100 + i).to_be_bytes(), [7u8; 64])
+                db.put_cf(log, (round * 100 + i).to_be_bytes(), [7u8; 64])
                     .unwrap();
             }
-            store.db.flush_cf(log).unwrap();
+            db.flush_cf(log).unwrap();
         }
-        store.db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
+        db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
         let high = threads_named("rocksdb:high");
         let low = threads_named("rocksdb:low");
         assert!(
