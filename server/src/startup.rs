@@ -59,10 +59,18 @@ impl Server {
 
         // Whose data is this? (identity.rs: refuse a foreign or standalone dir in an ensemble.)
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
+        let creating = match stored {
+            None => Identity::read_creating(&dir).map_err(anyhow::Error::msg)?,
+            Some(_) => None,
+        };
         let store = open_log(&dir).map_err(|e| {
             crate::repair_cmd::with_advice(e, &cfg.data_dir, cfg.data_log_dir.as_deref())
         })?;
         let initialized = store.as_ref().is_some_and(log_is_initialized);
+        // A creation a crash cut short: the log, if it was written, is that identity's (and the
+        // identity is finished below); without one it starts afresh.
+        let finish_creating = creating.is_some() && initialized;
+        let stored = if finish_creating { creating } else { stored };
         let decision = identity::decide(&cfg, stored, initialized);
         let my_id = cfg.my_id.unwrap_or(1);
         // Loaded once: a rebind below (another cluster id) keeps the same stores and watcher.
@@ -82,7 +90,7 @@ impl Server {
         };
         let mut fresh_join = false;
         let (bootstrap, identity, write_identity) = match decision {
-            Decision::Resume(id) => (false, id, false),
+            Decision::Resume(id) => (false, id, finish_creating),
             Decision::Adopt(id) => (false, id, true),
             Decision::Bootstrap(id) => (true, id, true),
             Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),
@@ -131,6 +139,13 @@ impl Server {
             };
         } else {
             raft_cfg.voters = vec![my_id];
+        }
+        if write_identity && !finish_creating {
+            // Before the log: a crash after the log's first record then leaves both (see
+            // `identity::CREATING_FILE_NAME`).
+            identity
+                .write_creating(&dir)
+                .with_context(|| format!("writing {}", Identity::path(&dir).display()))?;
         }
         let transport = net.as_ref().map(|n| n.transport());
         // The raft thread hands its events straight to the core's event queue (unbounded, as

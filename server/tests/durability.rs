@@ -463,3 +463,52 @@ async fn a_data_dir_written_by_the_previous_log_format_opens_and_keeps_every_wri
     assert_eq!(children.iter().filter(|c| c.starts_with('c')).count(), 50);
     child.kill_9();
 }
+
+/// The storage review's L3: the identity file was written after the log's first record, so a
+/// crash in between left a log without one (refused, for an ensemble member, as a standalone
+/// server's). Now `cluster.creating` is written first and renamed once the log is written: a
+/// start that finds it beside a log resumes that log with it, and one that finds it alone starts
+/// afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_the_identity_and_the_first_record_leaves_a_data_dir_that_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = common::test_config(dir.path());
+    let raft = cfg.raft_dir();
+    // First start: both files appear in turn; a clean stop leaves the final one only.
+    let server = common::start_with(cfg.clone()).await;
+    let first = paddock::identity::Identity::read(&raft).unwrap().unwrap();
+    assert!(!raft.join(paddock::identity::CREATING_FILE_NAME).exists());
+    let zk = common::client(server.local_addr()).await;
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    zk.create("/kept", b"x", &opts).await.unwrap();
+    drop(zk);
+    server.shutdown().await;
+    // As a crash after the log's first record and before the rename would leave it.
+    std::fs::rename(
+        raft.join(paddock::identity::FILE_NAME),
+        raft.join(paddock::identity::CREATING_FILE_NAME),
+    )
+    .unwrap();
+    let server = common::start_with(cfg.clone()).await;
+    let zk = common::client(server.local_addr()).await;
+    assert!(zk.check_stat("/kept").await.unwrap().is_some());
+    drop(zk);
+    server.shutdown().await;
+    assert_eq!(
+        paddock::identity::Identity::read(&raft).unwrap(),
+        Some(first),
+        "the same identity, finished"
+    );
+    assert!(!raft.join(paddock::identity::CREATING_FILE_NAME).exists());
+    // As a crash before the log's first record: the identity alone, no log.
+    let fresh = tempfile::tempdir().unwrap();
+    let cfg = common::test_config(fresh.path());
+    let raft = cfg.raft_dir();
+    std::fs::create_dir_all(&raft).unwrap();
+    paddock::identity::Identity::new_for(&cfg)
+        .write_creating(&raft)
+        .unwrap();
+    let server = common::start_with(cfg).await;
+    assert!(paddock::identity::Identity::read(&raft).unwrap().is_some());
+    server.shutdown().await;
+}
