@@ -197,7 +197,7 @@ impl Driver {
 
         let mut store = match opened {
             Some(store) => store,
-            None => LogStore::open(&db_dir)?,
+            None => LogStore::open_with_segment_bytes(&db_dir, cfg.segment_bytes)?,
         };
         if !store.is_initialized() && cfg.is_initial_member() {
             tracing::info!(node = cfg.id, voters = ?cfg.voters, learners = ?cfg.learners,
