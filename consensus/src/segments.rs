@@ -449,7 +449,7 @@ fn list_with(dir: &Path, suffix: &str) -> Result<Vec<(u64, PathBuf)>, ConsensusE
 pub(crate) fn io_context(what: String, e: io::Error) -> ConsensusError {
     let advice = match e.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
-            "; the file system is full: free space (a log segment takes 16 MB) and restart"
+            "; the file system is full: free space and restart (a start says how much it needs)"
         }
         Some(libc::EIO) => "; the device reported an I/O error: check it (dmesg) before a restart",
         _ => "",
