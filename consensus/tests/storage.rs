@@ -727,3 +727,108 @@ fn the_log_a_restart_reads_stays_bounded_as_snapshots_compact_it() {
     assert_eq!(read(&s, index - 1000, index).unwrap().len(), 1000);
     assert_eq!(read(&s, index - 1, index).unwrap()[0].data.len(), 4096);
 }
+
+/// RocksDB's files in `db` (its checkpoint), leaving `log/` alone: copied to `to`.
+fn copy_checkpoint(db: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(db).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Replaces RocksDB's files in `db` by those in `from` (none: the checkpoint is lost).
+fn put_checkpoint(db: &std::path::Path, from: Option<&std::path::Path>) {
+    for e in std::fs::read_dir(db).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    if let Some(from) = from {
+        copy_checkpoint(from, db);
+    }
+}
+
+/// The RocksDB checkpoint lost, or rolled back to an older one: after segments were pruned, the
+/// records it no longer covers are gone and the start refuses; without prunes, the log itself
+/// holds everything and the store reads back the same.
+#[test]
+fn a_lost_or_rolled_back_checkpoint_refuses_or_reads_the_same_log() {
+    const SMALL: u64 = 64 << 10;
+    for pruned in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let old = tempfile::tempdir().unwrap();
+        let mut s = LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        s.bootstrap(&[1], &[]).unwrap();
+        let write = |s: &mut LogStore, range: std::ops::RangeInclusive<u64>| {
+            for i in range {
+                let e = Entry {
+                    index: i,
+                    term: 2,
+                    data: vec![i as u8; 2000].into(),
+                    ..Default::default()
+                };
+                s.write_ready(None, &[e], None).unwrap();
+            }
+        };
+        write(&mut s, 2..=40);
+        drop(s);
+        copy_checkpoint(dir.path(), old.path());
+        let mut s = LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        write(&mut s, 41..=120);
+        let hs = HardState {
+            term: 3,
+            vote: 1,
+            commit: 120,
+            ..Default::default()
+        };
+        s.write_ready(None, &[], Some(&hs)).unwrap();
+        if pruned {
+            let snap = SnapshotMetadata {
+                index: 110,
+                term: 2,
+                ..Default::default()
+            };
+            s.record_snapshot(&snap, 110).unwrap();
+            write(&mut s, 121..=200);
+        }
+        let (first, last) = (s.first(), s.last());
+        drop(s);
+        let whole = tempfile::tempdir().unwrap();
+        copy_checkpoint(dir.path(), whole.path());
+        for (what, from) in [("rolled back", Some(old.path())), ("lost", None)] {
+            put_checkpoint(dir.path(), from);
+            match LogStore::open_with_segment_bytes(dir.path(), SMALL) {
+                Ok(s) => {
+                    assert!(
+                        !pruned,
+                        "{what}, pruned: opened at {}..{}",
+                        s.first(),
+                        s.last()
+                    );
+                    assert_eq!((s.first(), s.last()), (first, last), "{what}");
+                    assert_eq!(s.hard_state().term, 3, "{what}");
+                    assert_eq!(s.hard_state().vote, 1, "{what}");
+                    assert_eq!(
+                        read(&s, first, last + 1).unwrap().len() as u64,
+                        last - first + 1
+                    );
+                }
+                Err(e) => {
+                    assert!(pruned, "{what}, not pruned: {e}");
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("missing") || text.contains("gone"),
+                        "{what}: {text}"
+                    );
+                }
+            }
+            put_checkpoint(dir.path(), Some(whole.path()));
+        }
+        let s = LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        assert_eq!(s.last(), last);
+    }
+}
