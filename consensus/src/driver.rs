@@ -652,10 +652,10 @@ impl Driver {
         if let Some(meta) = &installed {
             crate::crash_point!("install-recorded");
             // Older snapshot files go only now that the install is durable: until then the log
-            // before it, and the snapshots it rests on, are what a restart uses (the storage
-            // review's M3). After it the log starts past the installed snapshot, which is then
-            // the only state this member holds: a damaged copy of it refuses the start, and
-            // `paddock repair` says to rejoin.
+            // before it, and the snapshots it rests on, are what a restart uses. After it the log
+            // starts past the installed snapshot, which is then the only state this member holds
+            // (no fallback): a damaged copy of it refuses the start, and `paddock repair` says to
+            // rejoin.
             let previous = snapshot_file::previous(&self.snapshot_dir, meta.index)?;
             snapshot_file::prune_before(&self.snapshot_dir, previous)?;
         }

@@ -968,7 +968,7 @@ pub fn scan(
 /// written through the page cache and fdatasync'ed): each is synced, then its cached pages are
 /// dropped, so that what the start reads is what the device holds. After an fdatasync that
 /// failed, the kernel may keep the pages it could not write, marked clean: read from the cache,
-/// a record never on the device would be replayed and served (the storage review's L2). With
+/// a record never on the device would be replayed and served. With
 /// `O_DIRECT` the writes never went through the cache, and nothing is done.
 pub fn settle(dir: &Path) -> Result<(), ConsensusError> {
     for (_, path) in list(dir)? {
@@ -1787,10 +1787,9 @@ mod tests {
         assert_eq!(got.torn, None);
     }
 
-    /// compat-tests/faults/BUGS.md H1 of the storage review: a segment is sized when it is
-    /// created, so a file shorter than that was cut, and the records past the cut (a vote among
-    /// them, perhaps) are gone. It refuses, wherever the cut falls: inside a record, on a
-    /// record's end, on a block's end, inside the header.
+    /// A segment is sized when it is created, so a file shorter than that was cut, and the
+    /// records past the cut (a vote among them, perhaps) are gone. It refuses, wherever the cut
+    /// falls: inside a record, on a record's end, on a block's end, inside the header.
     #[test]
     fn a_segment_cut_short_refuses_wherever_the_cut_falls() {
         let dir = tempfile::tempdir().unwrap();

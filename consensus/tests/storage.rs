@@ -534,7 +534,7 @@ fn every_synced_write_after_the_checkpoint_comes_back_from_the_segments() {
     }
 }
 
-/// The storage review's H1: a segment is sized when it is created, so one found shorter was cut,
+/// A segment is sized when it is created, so one found shorter was cut,
 /// and what was past the cut (here entry 11 and the vote written with it, acknowledged) is gone.
 /// The start refuses, naming the file, rather than opening without the vote: a member that
 /// forgot it could vote twice in term 3.

@@ -28,7 +28,7 @@ pub const FILE_NAME: &str = "cluster";
 /// to `FILE_NAME` once the log's first record is durable. A crash in between leaves it alone
 /// beside a log it wrote, or none: the next start resumes that log with it, or starts afresh
 /// (with the file written after the log, a crash in between left a log without an identity, which
-/// an ensemble member refused as a standalone server's: the storage review's L3).
+/// an ensemble member refused as a standalone server's).
 pub const CREATING_FILE_NAME: &str = "cluster.creating";
 
 /// What the `cluster` file records.

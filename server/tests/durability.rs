@@ -326,7 +326,7 @@ fn newest_segment_and_last_record(data: &std::path::Path) -> (std::path::PathBuf
     )
 }
 
-/// The storage review's H1, as the issue found it: 300 acknowledged creates, `kill -9`, the
+/// A log cut short, as it was found: 300 acknowledged creates, `kill -9`, the
 /// newest segment cut 8 bytes into its last record. The start used to serve with one create
 /// gone and say nothing; now it refuses, naming the file, the offset and the command to run,
 /// and `paddock repair` says what is damaged and, told to, cuts the log there.
@@ -464,7 +464,7 @@ async fn a_data_dir_written_by_the_previous_log_format_opens_and_keeps_every_wri
     child.kill_9();
 }
 
-/// The storage review's L3: the identity file was written after the log's first record, so a
+/// The identity file was written after the log's first record, so a
 /// crash in between left a log without one (refused, for an ensemble member, as a standalone
 /// server's). Now `cluster.creating` is written first and renamed once the log is written: a
 /// start that finds it beside a log resumes that log with it, and one that finds it alone starts
