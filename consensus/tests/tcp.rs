@@ -901,7 +901,8 @@ fn a_snapshot_that_fails_the_receivers_check_is_never_stepped() {
         snap.from = 1;
         snap.to = 2;
         snap.mut_snapshot().mut_metadata().index = 9;
-        snap.mut_snapshot().set_data(bytes::Bytes::from_static(data));
+        snap.mut_snapshot()
+            .set_data(bytes::Bytes::from_static(data));
         snap
     };
     let mut t = a.transport();
@@ -912,7 +913,10 @@ fn a_snapshot_that_fails_the_receivers_check_is_never_stepped() {
     consensus::Transport::send(&mut t, vec![good.clone(), append(1, 2, 1)]);
     wait_until("the good snapshot and the append", || rb.steps().len() == 2);
     let steps = rb.steps();
-    assert!(steps.contains(&good) && steps.contains(&append(1, 2, 1)), "{steps:?}");
+    assert!(
+        steps.contains(&good) && steps.contains(&append(1, 2, 1)),
+        "{steps:?}"
+    );
     assert_eq!(b.net_stats().bad_frames, 1);
     a.shutdown();
     b.shutdown();
