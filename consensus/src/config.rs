@@ -45,6 +45,9 @@ pub struct Config {
     /// `MAX_UNCOMMITTED_BYTES`: 32 MiB in `standalone`), enforced by `Handle::propose`. One entry is always admitted,
     /// however large. raft-rs's own backstop is set to this, or 1 MiB if smaller.
     pub max_uncommitted_bytes: u64,
+    /// The size of new log segments (`segments::SEGMENT_BYTES`; tests use small ones to fill,
+    /// rotate, prune and reuse several).
+    pub segment_bytes: u64,
 }
 
 impl Config {
@@ -61,6 +64,7 @@ impl Config {
             heartbeat_tick: 3,
             snapshot_keep_entries: 1000,
             max_uncommitted_bytes: MAX_UNCOMMITTED_BYTES,
+            segment_bytes: crate::segments::SEGMENT_BYTES,
         }
     }
 

@@ -197,7 +197,7 @@ impl Driver {
 
         let mut store = match opened {
             Some(store) => store,
-            None => LogStore::open(&db_dir)?,
+            None => LogStore::open_with_segment_bytes(&db_dir, cfg.segment_bytes)?,
         };
         if !store.is_initialized() && cfg.is_initial_member() {
             tracing::info!(node = cfg.id, voters = ?cfg.voters, learners = ?cfg.learners,
@@ -603,7 +603,6 @@ impl Driver {
         } else {
             let snap = rd.snapshot();
             let meta = snap.get_metadata().clone();
-            let previous = snapshot_file::previous(&self.snapshot_dir, meta.index)?;
             snapshot_file::write(
                 &self.snapshot_dir,
                 meta.index,
@@ -611,7 +610,7 @@ impl Driver {
                 meta.get_conf_state(),
                 &snap.data,
             )?;
-            snapshot_file::prune_before(&self.snapshot_dir, previous)?;
+            crate::crash_point!("install-file-written");
             tracing::info!(
                 index = meta.index,
                 term = meta.term,
@@ -650,6 +649,16 @@ impl Driver {
             .mut_store()
             .write_ready(installed.as_ref(), rd.entries(), rd.hs())?;
         out.persisted(appended);
+        if let Some(meta) = &installed {
+            crate::crash_point!("install-recorded");
+            // Older snapshot files go only now that the install is durable: until then the log
+            // before it, and the snapshots it rests on, are what a restart uses. After it the log
+            // starts past the installed snapshot, which is then the only state this member holds
+            // (no fallback): a damaged copy of it refuses the start, and `paddock repair` says to
+            // rejoin.
+            let previous = snapshot_file::previous(&self.snapshot_dir, meta.index)?;
+            snapshot_file::prune_before(&self.snapshot_dir, previous)?;
+        }
 
         // 5. Read barriers.
         for rs in rd.take_read_states() {
@@ -1039,7 +1048,7 @@ impl Driver {
             ..Default::default()
         };
         match self.raw.mut_store().record_snapshot(&meta, compact_to) {
-            Ok(()) => {}
+            Ok(()) => crate::crash_point!("snapshot-recorded"),
             // The log moved under the request (e.g. a leader's snapshot was installed meanwhile):
             // the file is useless but harmless.
             Err(ConsensusError::Invalid(why)) => {

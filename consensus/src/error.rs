@@ -3,9 +3,10 @@
 /// Everything that can go wrong between a caller and the raft thread.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsensusError {
-    /// RocksDB refused a read or a write; the node stops rather than diverge.
+    /// RocksDB refused a read or a write (what was being done, where, and RocksDB's message);
+    /// the node stops rather than diverge.
     #[error("log store: {0}")]
-    Storage(#[from] rocksdb::Error),
+    Storage(String),
     /// raft-rs rejected a call (bad config, storage error surfaced through raft).
     #[error("raft: {0}")]
     Raft(#[from] raft::Error),
@@ -31,6 +32,12 @@ pub enum ConsensusError {
     /// The caller passed a value the node cannot accept (bad config, snapshot past commit).
     #[error("invalid: {0}")]
     Invalid(String),
+}
+
+impl From<rocksdb::Error> for ConsensusError {
+    fn from(e: rocksdb::Error) -> Self {
+        ConsensusError::Storage(e.into_string())
+    }
 }
 
 impl From<protobuf::ProtobufError> for ConsensusError {

@@ -73,9 +73,24 @@
 //! a full election timeout. A leader stopping gracefully calls `transfer_leadership_and_wait`
 //! before `shutdown`.
 
+/// A named point where a test build (feature `crash-points`) aborts the process, to check what
+/// a crash there leaves on disk (`consensus/tests/crash_points.rs`). Without the feature it
+/// expands to nothing.
+macro_rules! crash_point {
+    ($name:literal) => {{
+        #[cfg(feature = "crash-points")]
+        {
+            $crate::crash::hit($name);
+        }
+    }};
+}
+pub(crate) use crash_point;
+
 mod aligned;
 pub mod background;
 mod config;
+#[cfg(feature = "crash-points")]
+pub mod crash;
 pub mod driver;
 mod error;
 mod handle;
@@ -84,6 +99,7 @@ pub mod net;
 pub mod private_fs;
 mod raft_loop;
 pub mod record;
+pub mod repair;
 pub mod segments;
 pub mod snapshot_file;
 mod status;

@@ -15,12 +15,27 @@ pub const DIR_MODE: u32 = 0o700;
 /// The mode of every file paddock creates.
 pub const FILE_MODE: u32 = 0o600;
 
-/// `fs::create_dir_all`, each directory it creates 0700.
+/// `fs::create_dir_all`, each directory it creates 0700 and durable: the directory holding each
+/// new one is fsynced after it, so a power loss cannot take back a directory whose files were
+/// then written and synced (the log's, the snapshots').
 pub fn create_dir_all(path: &Path) -> io::Result<()> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(path)
+    if path.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_all(parent)?;
+    }
+    match DirBuilder::new().mode(DIR_MODE).create(path) {
+        Ok(()) => {}
+        // Made meanwhile by another thread or process: theirs to sync.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(parent)?.sync_all()
 }
 
 /// `OpenOptions::new()` whose files, when created, are 0600.

@@ -36,6 +36,10 @@ pub(crate) enum Request {
     Command(Command),
     /// The snapshot writer thread has written a file.
     SnapshotSaved(SnapshotSaved),
+    /// The snapshot writer thread failed to write or delete a file: the node stops (a full disk
+    /// or a failing device, which the log's next write would meet too; nothing retries a failed
+    /// sync).
+    WriterFailed(String),
     Shutdown,
 }
 
@@ -300,6 +304,7 @@ impl RaftLoop {
                 }
                 Ok(())
             }
+            Request::WriterFailed(why) => Err(ConsensusError::Io(std::io::Error::other(why))),
             Request::Shutdown => {
                 self.shutting_down = true;
                 Ok(())
@@ -435,7 +440,12 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: RequestTx) {
         }
         if let Some(below) = floor {
             if let Err(e) = snapshot_file::prune_before(&dir, below) {
-                tracing::warn!(below, "old snapshot files not deleted: {e}");
+                tracing::error!(below, "old snapshot files not deleted: {e}");
+                let _ = saved.send(Request::WriterFailed(format!(
+                    "deleting snapshot files older than {below} in {}: {e}",
+                    dir.display()
+                )));
+                return;
             }
         }
         let Some(job) = write else { continue };
@@ -450,7 +460,15 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: RequestTx) {
                 );
                 saved.send(Request::SnapshotSaved(done));
             }
-            Err(e) => tracing::error!(index = job.index, "snapshot write failed: {e}"),
+            Err(e) => {
+                tracing::error!(index = job.index, "snapshot write failed: {e}");
+                let _ = saved.send(Request::WriterFailed(format!(
+                    "writing the snapshot at {} in {}: {e}",
+                    job.index,
+                    dir.display()
+                )));
+                return;
+            }
         }
     }
 }

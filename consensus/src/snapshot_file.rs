@@ -62,16 +62,25 @@ pub fn write(
     body_crc.update(data);
 
     let tmp = tmp_path_for(dir, index);
-    let mut f = ChunkWriter::create(&tmp)?;
-    f.write(&header)?;
-    f.write(&conf)?;
-    f.write(data)?;
-    f.write(&body_crc.finalize().to_be_bytes())?;
-    f.write(END_MAGIC)?;
-    f.finish()?;
+    let ctx = |e: ConsensusError| match e {
+        ConsensusError::Io(e) => {
+            crate::segments::io_context(format!("writing the snapshot {}", tmp.display()), e)
+        }
+        e => e,
+    };
+    let mut f = ChunkWriter::create(&tmp).map_err(ctx)?;
+    f.write(&header).map_err(ctx)?;
+    f.write(&conf).map_err(ctx)?;
+    f.write(data).map_err(ctx)?;
+    f.write(&body_crc.finalize().to_be_bytes()).map_err(ctx)?;
+    f.write(END_MAGIC).map_err(ctx)?;
+    f.finish().map_err(ctx)?;
     let path = path_for(dir, index);
-    fs::rename(&tmp, &path)?;
-    File::open(dir)?.sync_all()?;
+    fs::rename(&tmp, &path).map_err(|e| {
+        crate::segments::io_context(format!("renaming {} into place", tmp.display()), e)
+    })?;
+    crate::crash_point!("snapshot-file-renamed");
+    crate::segments::sync_dir(dir)?;
     Ok(path)
 }
 
@@ -384,7 +393,17 @@ pub fn load_newest(dir: &Path, max_index: u64) -> Result<Option<ScannedSnapshot>
             Ok(Some(s)) => return Ok(Some(s)),
             Ok(None) => {}
             Err(ConsensusError::Corrupt(why)) => {
-                tracing::error!("skipping damaged snapshot: {why}")
+                // Set aside, so that it is never taken for the fallback of a later snapshot
+                // (`previous` goes by the names) while older, intact files are deleted.
+                let path = path_for(dir, index);
+                let mut aside = path.clone().into_os_string();
+                aside.push(".damaged");
+                tracing::error!(
+                    aside = %std::path::Path::new(&aside).display(),
+                    "skipping damaged snapshot, set aside: {why}"
+                );
+                fs::rename(&path, &aside)?;
+                crate::segments::sync_dir(dir)?;
             }
             Err(e) => return Err(e),
         }

@@ -56,13 +56,20 @@ const KEY_LAST_INDEX: &[u8] = b"last_index";
 const KEY_REJOINING: &[u8] = b"rejoining";
 /// The last log record whose effect the checkpoint holds (u64 BE).
 const KEY_LOG_SEQ: &[u8] = b"log_seq";
+/// The log segment being appended to when the checkpoint was written (u64 BE): a start refuses if
+/// it is gone or empty (the newest records, a vote among them, would be lost without a trace).
+/// Checkpoints written before Dec 2026 lack it.
+const KEY_SEGMENT: &[u8] = b"segment";
 /// The log segments' directory, inside the RocksDB directory (RocksDB leaves directories alone).
 const LOG_DIR: &str = "log";
 /// Where the segments were when they were only a redo log in front of RocksDB's copy.
 const LEGACY_SEGMENTS_DIR: &str = "segments";
 
-/// The memtable size of RocksDB's families (see `open_with_segment_bytes`).
+/// The memtable size of RocksDB's families (see `rocksdb_options`).
 const META_MEMTABLE_BYTES: usize = 1 << 20;
+/// Free space a start needs besides a new segment: RocksDB's new WAL, manifest and info log, the
+/// snapshot files' own margin aside (`check_free_space`).
+const ROCKSDB_START_BYTES: u64 = 8 << 20;
 
 /// Recent entries kept in memory: followers being replicated to and the applier read the tail.
 const CACHE_ENTRIES: usize = 4096;
@@ -108,7 +115,10 @@ struct State {
 
 /// The Raft log store: segments, an in-memory index, a RocksDB checkpoint of the metadata.
 pub struct LogStore {
-    db: DB,
+    /// Taken (and leaked) once a write to it failed: see `Drop`.
+    db: Option<DB>,
+    /// RocksDB's directory (holding `log/`).
+    dir: PathBuf,
     st: State,
     /// Contiguous entries ending at `last_index`.
     cache: VecDeque<Entry>,
@@ -152,8 +162,8 @@ fn be_u64(what: &str, b: &[u8]) -> Result<u64, ConsensusError> {
 }
 
 impl State {
-    /// Reads the checkpoint; the last record it covers.
-    fn load_checkpoint(&mut self, db: &DB) -> Result<u64, ConsensusError> {
+    /// Reads the checkpoint; the last record it covers, and the segment then appended to.
+    fn load_checkpoint(&mut self, db: &DB) -> Result<(u64, Option<u64>), ConsensusError> {
         let meta = cf(db, CF_META);
         self.first_index = 1;
         if let Some(b) = db.get_cf(meta, KEY_HARD_STATE)? {
@@ -183,10 +193,15 @@ impl State {
             None => self.first_index - 1,
         };
         self.locs_base = self.first_index;
-        match db.get_cf(meta, KEY_LOG_SEQ)? {
-            Some(b) => be_u64("log_seq", &b),
-            None => Ok(0),
-        }
+        let seq = match db.get_cf(meta, KEY_LOG_SEQ)? {
+            Some(b) => be_u64("log_seq", &b)?,
+            None => 0,
+        };
+        let segment = match db.get_cf(meta, KEY_SEGMENT)? {
+            Some(b) => Some(be_u64("segment", &b)?),
+            None => None,
+        };
+        Ok((seq, segment))
     }
 
     /// Applies one record: where its entries are (`segment`, the file offset of its payload)
@@ -314,16 +329,7 @@ impl LogStore {
         dir: &Path,
         segment_bytes: u64,
     ) -> Result<LogStore, ConsensusError> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        // Every write to RocksDB is a synced checkpoint. One that a crash cut short was never
-        // relied on (segments are pruned only after it returns), so recovery stops before it and
-        // the checkpoint before it serves. A checkpoint lost any other way leaves records it
-        // covered missing from the segments, which refuses the open (`replay`): P4 does not
-        // come back through here.
-        opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
-        opts.set_env(&background_env()?);
+        let opts = rocksdb_options()?;
         let families = DB::list_cf(&opts, dir).unwrap_or_default();
         if families.iter().any(|f| f == CF_LEGACY_LOG) || dir.join(LEGACY_SEGMENTS_DIR).exists() {
             return Err(ConsensusError::Invalid(format!(
@@ -333,23 +339,29 @@ impl LogStore {
                 dir.display()
             )));
         }
-        // RocksDB sizes each new WAL file by preallocating 1.1 times the largest memtable: 70 MB of
-        // disk for a few hundred bytes of checkpoints with the default 64 MB. The checkpoints need
-        // next to nothing.
-        opts.set_write_buffer_size(META_MEMTABLE_BYTES);
-        let mut meta_opts = Options::default();
-        meta_opts.set_write_buffer_size(META_MEMTABLE_BYTES);
-        let cfs = [ColumnFamilyDescriptor::new(CF_META, meta_opts)];
-        let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
         let log_dir = dir.join(LOG_DIR);
+        check_free_space(dir, &log_dir, segment_bytes)?;
+        let db = DB::open_cf_descriptors(&opts, dir, rocksdb_families())
+            .map_err(|e| rocksdb_context(dir, "opening", e))?;
         let mut st = State::default();
-        let checkpoint_seq = st.load_checkpoint(&db)?;
-        let (found, last_seq) = replay(&mut st, &log_dir, checkpoint_seq)?;
+        let (checkpoint_seq, checkpoint_segment) = st.load_checkpoint(&db)?;
+        segments::settle(&log_dir)?;
+        let (scanned, last_seq) = replay(&mut st, &log_dir, checkpoint_seq)?;
         st.check_locs(&log_dir)?;
+        if let Some(named) = checkpoint_segment {
+            check_named_segment(&log_dir, named)?;
+        }
+        // A write cut short at the end of the newest segment never returned: nothing in it was
+        // acknowledged. It goes for good before anything new is written (segments.rs, "the
+        // rule"), so that no later record can follow it.
+        if let Some(torn) = &scanned.torn {
+            segments::drop_torn_tail(torn)?;
+        }
         let next_seq = last_seq.max(checkpoint_seq) + 1;
-        let segments = Segments::start(&log_dir, next_seq, &found, segment_bytes)?;
+        let segments = Segments::start(&log_dir, next_seq, &scanned.found, segment_bytes)?;
         let mut store = LogStore {
-            db,
+            db: Some(db),
+            dir: dir.to_path_buf(),
             st,
             cache: VecDeque::new(),
             snapshot_dir: None,
@@ -391,7 +403,14 @@ impl LogStore {
     fn checkpoint(&mut self) -> Result<(), ConsensusError> {
         let st = &self.st;
         let seq = self.segments.next_seq() - 1;
-        let meta = cf(&self.db, CF_META);
+        let Some(db) = &self.db else {
+            return Err(ConsensusError::Storage(format!(
+                "the log's metadata (RocksDB) in {} failed earlier; nothing is written to it \
+                 again until the member restarts",
+                self.dir.display()
+            )));
+        };
+        let meta = cf(db, CF_META);
         let mut batch = WriteBatch::default();
         batch.put_cf(meta, KEY_HARD_STATE, encode(&st.hard_state));
         batch.put_cf(meta, KEY_CONF_STATE, encode(&st.persisted_cs));
@@ -408,9 +427,17 @@ impl LogStore {
             batch.delete_cf(meta, KEY_REJOINING);
         }
         batch.put_cf(meta, KEY_LOG_SEQ, seq.to_be_bytes());
+        batch.put_cf(meta, KEY_SEGMENT, self.segments.current().to_be_bytes());
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
-        self.db.write_opt(batch, &wo)?;
+        if let Err(e) = db.write_opt(batch, &wo) {
+            // RocksDB keeps the failed WAL writer, and the assertions Debian's build keeps
+            // abort the process when it is touched again (closing it included): it is never
+            // touched again, and the raft thread stops on this error.
+            std::mem::forget(self.db.take());
+            return Err(rocksdb_context(&self.dir, "writing the checkpoint to", e));
+        }
+        crate::crash_point!("checkpoint-written");
         self.st.persisted_hs = self.st.hard_state.clone();
         self.checkpoint_seq = seq;
         Ok(())
@@ -470,9 +497,11 @@ impl LogStore {
         }
         self.st.apply(change, spans, segment, offset, true)?;
         if rotated {
+            crate::crash_point!("rotate-record-written");
             // The segment just closed is on disk; with a checkpoint covering it, it can go once
             // the log holds none of its entries.
             self.checkpoint()?;
+            crate::crash_point!("rotate-checkpointed");
             self.prune()?;
         }
         Ok(())
@@ -745,7 +774,7 @@ impl LogStore {
 
     /// The store's directory (RocksDB's, holding `log/`).
     pub fn path(&self) -> &Path {
-        self.db.path()
+        &self.dir
     }
 
     /// The peer for which raft last wanted a snapshot the store could not give (see
@@ -876,25 +905,25 @@ impl SizedBatch {
 }
 
 /// Reads every record in `dir` into `st`: where the entries are, and the metadata of the records
-/// after `checkpoint_seq`; the segments found and the last record's sequence number. The records
-/// after the checkpoint must all be there: the first record read must be at or before the one
-/// after it.
+/// after `checkpoint_seq`; what the scan found and the last record's sequence number. The
+/// records after the checkpoint must all be there: the first record read must be at or before
+/// the one after it.
 fn replay(
     st: &mut State,
     dir: &Path,
     checkpoint_seq: u64,
-) -> Result<(Vec<segments::Found>, u64), ConsensusError> {
+) -> Result<(segments::Scanned, u64), ConsensusError> {
     let mut first_seq = None;
     let mut last_seq = 0;
     let mut replayed = 0u64;
     let mut spans = Vec::new();
-    let found = segments::scan(dir, checkpoint_seq, |at, payload| {
+    let scanned = segments::scan(dir, checkpoint_seq, |at, payload| {
         let first = *first_seq.get_or_insert(at.seq);
         if first > checkpoint_seq + 1 {
             return Err(ConsensusError::Corrupt(format!(
                 "{}: the log starts at record {first} but the store's checkpoint covers only up \
-                 to {checkpoint_seq}: records are missing, so the member does not start (remove \
-                 its data to rejoin empty)",
+                 to {checkpoint_seq}: records are missing, so the member does not start \
+                 (`paddock repair` says what can be done)",
                 dir.display()
             )));
         }
@@ -914,7 +943,207 @@ fn replay(
             "log records replayed after the checkpoint"
         );
     }
-    Ok((found, last_seq))
+    Ok((scanned, last_seq))
+}
+
+/// What a start would find in the store at `dir`, found without writing anything (RocksDB opened
+/// read-only, no segment created, a torn write not dropped): `paddock repair`'s verdict. The
+/// error is the one the start would refuse with.
+pub(crate) fn dry_open(dir: &Path) -> Result<DryOpen, ConsensusError> {
+    let opts = rocksdb_options()?;
+    let db = DB::open_cf_descriptors_read_only(&opts, dir, rocksdb_families(), false)
+        .map_err(|e| rocksdb_context(dir, "opening (read-only)", e))?;
+    let mut st = State::default();
+    let (checkpoint_seq, checkpoint_segment) = st.load_checkpoint(&db)?;
+    let checkpoint = DryOpen {
+        checkpoint_seq,
+        checkpoint_segment,
+        hard_state: st.hard_state.clone(),
+        first_index: st.first_index,
+        last_index: st.last_index,
+        snapshot_index: st.snapshot_meta.index,
+        voters: st.conf_state.voters.clone(),
+        learners: st.conf_state.learners.clone(),
+        verdict: Ok(None),
+    };
+    let log_dir = dir.join(LOG_DIR);
+    let verdict = (|| {
+        let (scanned, _) = replay(&mut st, &log_dir, checkpoint_seq)?;
+        st.check_locs(&log_dir)?;
+        if let Some(named) = checkpoint_segment {
+            check_named_segment(&log_dir, named)?;
+        }
+        Ok(scanned.torn)
+    })();
+    Ok(DryOpen {
+        verdict,
+        ..checkpoint
+    })
+}
+
+/// `dry_open`'s findings: the checkpoint, and what the start would do with the log.
+#[derive(Debug)]
+pub(crate) struct DryOpen {
+    pub checkpoint_seq: u64,
+    pub checkpoint_segment: Option<u64>,
+    pub hard_state: HardState,
+    pub first_index: u64,
+    pub last_index: u64,
+    pub snapshot_index: u64,
+    pub voters: Vec<u64>,
+    pub learners: Vec<u64>,
+    /// The start would open (dropping this torn write, if any) or refuse with this error.
+    pub verdict: Result<Option<segments::Torn>, ConsensusError>,
+}
+
+/// Records, synced, that segment `number` is the newest the checkpoint relies on (`paddock
+/// repair` after it set later segments aside). Fails if the store is open elsewhere (RocksDB's
+/// lock): a running member is not repaired under its feet.
+pub(crate) fn set_checkpoint_segment(db: &DB, number: u64) -> Result<(), ConsensusError> {
+    let mut wo = WriteOptions::default();
+    wo.set_sync(true);
+    db.put_cf_opt(cf(db, CF_META), KEY_SEGMENT, number.to_be_bytes(), &wo)
+        .map_err(|e| rocksdb_context(db.path(), "writing the checkpoint to", e))
+}
+
+/// Opens the store's RocksDB read-write, which takes its lock: an error if a member runs on it.
+pub(crate) fn open_for_repair(dir: &Path) -> Result<DB, ConsensusError> {
+    let mut opts = rocksdb_options()?;
+    opts.create_if_missing(false);
+    DB::open_cf_descriptors(&opts, dir, rocksdb_families()).map_err(|e| {
+        let text = e.into_string();
+        if text.contains("lock") {
+            ConsensusError::Invalid(format!(
+                "{}: the store is in use (RocksDB's lock is held): stop the member first",
+                dir.display()
+            ))
+        } else {
+            ConsensusError::Storage(format!(
+                "opening the log's metadata (RocksDB) in {}: {text}",
+                dir.display()
+            ))
+        }
+    })
+}
+
+/// The segment the checkpoint says was being appended to must still be there, and not empty of
+/// its header: it was created (and synced) before the checkpoint was written, and is pruned only
+/// after a later checkpoint names a later one. Gone, the records after the checkpoint, a vote
+/// among them, would be lost without a trace.
+fn check_named_segment(log_dir: &Path, named: u64) -> Result<(), ConsensusError> {
+    let listed = segments::list(log_dir)?;
+    let Some((_, path)) = listed.iter().find(|(n, _)| *n == named) else {
+        return Err(ConsensusError::Corrupt(format!(
+            "{}: the log's checkpoint says segment {named} was being written, but it is gone (the \
+             newest is {}): records written after the checkpoint are missing, so the member does \
+             not start; `paddock repair` says what can be done",
+            log_dir.display(),
+            listed
+                .last()
+                .map_or("none".to_string(), |(n, _)| n.to_string())
+        )));
+    };
+    let len = std::fs::metadata(path)
+        .map_err(|e| segments::io_context(format!("reading {}", path.display()), e))?
+        .len();
+    if len == 0 {
+        return Err(segments::damage_error(
+            path,
+            0,
+            "the segment the log's checkpoint names as the one being written is empty: it was \
+             cut to nothing",
+        ));
+    }
+    Ok(())
+}
+
+/// RocksDB's options for the few kilobytes of metadata it holds: small memtables, so its write-
+/// ahead log is not preallocated for 64 MB of them (RocksDB preallocates 1.1 times the largest,
+/// which on a nearly full disk failed the start inside RocksDB), a small manifest preallocation,
+/// and a bounded info log.
+fn rocksdb_options() -> Result<Options, ConsensusError> {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    // Every write to RocksDB is a synced checkpoint. One that a crash cut short was never
+    // relied on (segments are pruned only after it returns), so recovery stops before it and
+    // the checkpoint before it serves. A checkpoint lost any other way leaves records it
+    // covered missing from the segments, which refuses the open (`replay`): P4 does not
+    // come back through here.
+    opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
+    opts.set_env(&background_env()?);
+    opts.set_write_buffer_size(META_MEMTABLE_BYTES);
+    opts.set_db_write_buffer_size(4 * META_MEMTABLE_BYTES);
+    opts.set_max_total_wal_size(4 * META_MEMTABLE_BYTES as u64);
+    opts.set_manifest_preallocation_size(64 << 10);
+    opts.set_max_log_file_size(1 << 20);
+    opts.set_keep_log_file_num(4);
+    Ok(opts)
+}
+
+/// The families, each with a small memtable. The default family is named too: left out, the
+/// rocksdb crate adds it with default options (a 64 MB memtable), whose size the new WAL's
+/// preallocation follows.
+fn rocksdb_families() -> Vec<ColumnFamilyDescriptor> {
+    let family = |name: &str| {
+        let mut o = Options::default();
+        o.set_write_buffer_size(META_MEMTABLE_BYTES);
+        ColumnFamilyDescriptor::new(name, o)
+    };
+    vec![family(rocksdb::DEFAULT_COLUMN_FAMILY_NAME), family(CF_META)]
+}
+
+/// A RocksDB error with what was being done and where.
+fn rocksdb_context(dir: &Path, what: &str, e: rocksdb::Error) -> ConsensusError {
+    let text = e.into_string();
+    let advice = if text.contains("No space left") {
+        "; the file system is full: free space and restart"
+    } else {
+        ""
+    };
+    ConsensusError::Storage(format!(
+        "{what} the log's metadata (RocksDB) in {}: {text}{advice}",
+        dir.display()
+    ))
+}
+
+/// Refuses a start on a file system without room for what a start writes: RocksDB's new files
+/// and, unless a spare segment can be written over, a new segment. Said plainly here rather than
+/// met as ENOSPC inside RocksDB or a segment's allocation.
+fn check_free_space(dir: &Path, log_dir: &Path, segment_bytes: u64) -> Result<(), ConsensusError> {
+    let probe = if dir.exists() {
+        dir
+    } else {
+        match dir.ancestors().find(|a| a.exists()) {
+            Some(a) => a,
+            None => return Ok(()),
+        }
+    };
+    let Ok(st) = rustix::fs::statvfs(probe) else {
+        return Ok(());
+    };
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    let spares = std::fs::read_dir(log_dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "spare"))
+        })
+        .unwrap_or(false);
+    let need = ROCKSDB_START_BYTES + if spares { 0 } else { segment_bytes };
+    if free < need {
+        return Err(ConsensusError::Io(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            format!(
+                "the file system holding {} has {} KB free; a start needs {} KB (a new log \
+                 segment of {} KB and RocksDB's files): free space and start again",
+                dir.display(),
+                free >> 10,
+                need >> 10,
+                segment_bytes >> 10
+            ),
+        )));
+    }
+    Ok(())
 }
 
 /// RocksDB's environment with its flush and compaction threads at nice 19.
@@ -1292,19 +1521,18 @@ mod tests {
     fn rocksdb_flushes_and_compacts_at_nice_19() {
         let dir = tempfile::tempdir().unwrap();
         let store = super::LogStore::open(dir.path()).unwrap();
-        let log = super::cf(&store.db, super::CF_META);
+        let db = store.db.as_ref().unwrap();
+        let log = super::cf(db, super::CF_META);
         // A flush (the high-priority pool) and a manual compaction (the low one) give each pool's
         // thread a job, which is when RocksDB applies the pool's priority to it.
         for round in 0..2u64 {
             for i in 0..100u64 {
-                store
-                    .db
-                    .put_cf(log, (round * 100 + i).to_be_bytes(), [7u8; 64])
+                db.put_cf(log, (round * 100 + i).to_be_bytes(), [7u8; 64])
                     .unwrap();
             }
-            store.db.flush_cf(log).unwrap();
+            db.flush_cf(log).unwrap();
         }
-        store.db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
+        db.compact_range_cf(log, None::<&[u8]>, None::<&[u8]>);
         let high = threads_named("rocksdb:high");
         let low = threads_named("rocksdb:low");
         assert!(

@@ -1,6 +1,7 @@
 //! Conformance suite for the log store: the contract raft-rs's `Storage` trait expects,
 //! plus the write side the Ready loop uses, checked again after reopening the database.
 
+use consensus::segments;
 use consensus::storage::{LogStore, BOOTSTRAP_INDEX, BOOTSTRAP_TERM};
 use consensus::ConsensusError;
 use raft::eraftpb::{ConfState, Entry, HardState, SnapshotMetadata};
@@ -432,29 +433,25 @@ fn long_logs_read_back_beyond_the_cache_after_reopen() {
 /// closed; the segment's path.
 fn closed_store_with_a_synced_tail(dir: &std::path::Path) -> std::path::PathBuf {
     let mut s = store_with_log(dir);
-    let hs = HardState {
-        term: 3,
-        vote: 2,
-        commit: 10,
-        ..Default::default()
-    };
-    s.write_ready(None, &entries(11..=11, 3), Some(&hs))
+    s.write_ready(None, &entries(11..=11, 3), Some(&vote()))
         .unwrap();
     let segment = s.current_segment();
     drop(s);
     segment
 }
 
-/// Where a segment's data ends, as the fault suite finds it: after its last record (20-byte
-/// headers, the payload's length first; a header of zeros ends them). Not its last non-zero byte:
-/// a segment written over a pruned one holds old records past its own.
+/// The file offset where a segment's records end (after the last record: a header of zeros).
 fn data_end(path: &std::path::Path) -> usize {
-    let bytes = std::fs::read(path).unwrap();
-    let mut at = 0;
-    while at + 20 <= bytes.len() && bytes[at..at + 20].iter().any(|&b| b != 0) {
-        at += 20 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let number = path.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let expect = segments::Expect {
+        prev: None,
+        covered: 0,
+    };
+    let read = segments::read_segment(path, number, expect, &mut |_, _| Ok(())).unwrap();
+    match read.end {
+        segments::End::Clean { offset, .. } => offset as usize,
+        other => panic!("{other:?}"),
     }
-    at.min(bytes.len())
 }
 
 /// Flips the 8 bytes that start 20 bytes before `end` in `path` (the fault suite's corrupt-log).
@@ -472,6 +469,16 @@ fn cut_to(path: &std::path::Path, len: u64) {
     f.set_len(len).unwrap();
 }
 
+/// The hard state written with entry 11: term 3, a vote for 2.
+fn vote() -> HardState {
+    HardState {
+        term: 3,
+        vote: 2,
+        commit: 10,
+        ..Default::default()
+    }
+}
+
 /// compat-tests/faults/BUGS.md P4: RocksDB's default WAL recovery (point in time) stopped replay
 /// at a record whose checksum failed and opened the store without it, so a member silently lost
 /// an entry it had synced and acknowledged (and the vote in the same batch). The synced copy is
@@ -487,8 +494,9 @@ fn a_corrupt_synced_record_at_the_log_tail_refuses_to_open() {
         .err()
         .expect("a corrupt log does not open");
     let text = err.to_string();
-    assert!(text.contains("checksum fails"), "{text}");
+    assert!(text.contains("checksum"), "{text}");
     assert!(text.contains(&segment.display().to_string()), "{text}");
+    assert!(text.contains("paddock repair"), "{text}");
 }
 
 /// The checkpoint in RocksDB is written at open and when a segment fills: every synced write
@@ -526,17 +534,133 @@ fn every_synced_write_after_the_checkpoint_comes_back_from_the_segments() {
     }
 }
 
-/// A record cut short at the very end of the log (a torn write the crash interrupted: never
-/// synced, so never acknowledged) is dropped and the store opens with everything before it, as
-/// ZooKeeper reads a partial last transaction as the end of its log.
+/// A segment is sized when it is created, so one found shorter was cut,
+/// and what was past the cut (here entry 11 and the vote written with it, acknowledged) is gone.
+/// The start refuses, naming the file, rather than opening without the vote: a member that
+/// forgot it could vote twice in term 3.
 #[test]
-fn a_torn_last_record_is_dropped_and_the_store_opens() {
+fn a_segment_cut_short_refuses_to_open_rather_than_lose_the_vote() {
     let dir = tempfile::tempdir().unwrap();
     let segment = closed_store_with_a_synced_tail(dir.path());
-    cut_to(&segment, data_end(&segment) as u64 - 7);
+    let end = data_end(&segment) as u64;
+    for len in [end - 7, end - 512, end, end + 4096] {
+        let full = std::fs::read(&segment).unwrap();
+        cut_to(&segment, len);
+        let text = LogStore::open(dir.path())
+            .err()
+            .unwrap_or_else(|| panic!("a segment cut to {len} bytes opened"))
+            .to_string();
+        assert!(text.contains("cut short"), "{text}");
+        assert!(text.contains(&segment.display().to_string()), "{text}");
+        std::fs::write(&segment, full).unwrap();
+    }
     let s = LogStore::open(dir.path()).unwrap();
-    assert_eq!(s.last_index().unwrap(), 10, "entry 11 was the torn record");
-    assert_eq!(read(&s, 2, 11).unwrap(), entries(2..=10, 2));
+    assert_eq!(s.last_index().unwrap(), 11);
+    assert_eq!(s.hard_state(), &vote());
+}
+
+/// The segment the checkpoint names as the one being written holds the newest records: gone, or
+/// cut to nothing, the start refuses.
+#[test]
+fn the_newest_segment_gone_or_emptied_refuses_to_open() {
+    for how in ["removed", "emptied"] {
+        let dir = tempfile::tempdir().unwrap();
+        let segment = closed_store_with_a_synced_tail(dir.path());
+        // Reopened: the checkpoint now names the segment this open started, still empty; write
+        // into it, so that it is the one holding the vote.
+        let mut s = LogStore::open(dir.path()).unwrap();
+        assert_ne!(s.current_segment(), segment);
+        let hs = HardState {
+            term: 4,
+            vote: 3,
+            commit: 10,
+            ..Default::default()
+        };
+        s.write_ready(None, &[], Some(&hs)).unwrap();
+        let newest = s.current_segment();
+        drop(s);
+        match how {
+            "removed" => std::fs::remove_file(&newest).unwrap(),
+            _ => cut_to(&newest, 0),
+        }
+        let text = LogStore::open(dir.path())
+            .err()
+            .unwrap_or_else(|| panic!("{how}: opened"))
+            .to_string();
+        assert!(
+            text.contains("is gone") || text.contains("empty"),
+            "{how}: {text}"
+        );
+    }
+}
+
+/// A write cut short by a power loss (a record whose sectors did not all reach the device, at
+/// the end of the newest segment, with only that write's sectors after it) never returned, so
+/// nothing in it was acknowledged: it is dropped, the store opens with everything before it (the
+/// vote written before it included), and the next start reads a clean end.
+#[test]
+fn a_torn_last_write_is_dropped_and_every_write_before_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    s.write_ready(None, &entries(11..=11, 3), Some(&vote()))
+        .unwrap();
+    let segment = s.current_segment();
+    let before = std::fs::read(&segment).unwrap();
+    // The next write: entries with 2 KB each and a new vote, several sectors.
+    let big: Vec<Entry> = (12..=14)
+        .map(|index| Entry {
+            index,
+            term: 4,
+            data: vec![index as u8; 2000].into(),
+            ..Default::default()
+        })
+        .collect();
+    let next = HardState {
+        term: 4,
+        vote: 3,
+        commit: 11,
+        ..Default::default()
+    };
+    s.write_ready(None, &big, Some(&next)).unwrap();
+    let after = std::fs::read(&segment).unwrap();
+    drop(s);
+    let differ: Vec<usize> = (0..before.len() / 512)
+        .filter(|&i| before[i * 512..(i + 1) * 512] != after[i * 512..(i + 1) * 512])
+        .collect();
+    assert!(differ.len() > 4, "{differ:?}");
+    // Every sector of the write but one in its middle reached the device.
+    let mut image = after.clone();
+    let lost = differ[differ.len() / 2];
+    image[lost * 512..(lost + 1) * 512].copy_from_slice(&before[lost * 512..(lost + 1) * 512]);
+    std::fs::write(&segment, &image).unwrap();
+    for _ in 0..2 {
+        let s = LogStore::open(dir.path()).unwrap();
+        assert_eq!(
+            s.last_index().unwrap(),
+            11,
+            "entries 12..14 were the torn write"
+        );
+        assert_eq!(s.hard_state(), &vote());
+        assert_eq!(read(&s, 2, 12).unwrap().len(), 10);
+    }
+    // The first sector lost instead: the log ends where it did, as cleanly.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_log(dir.path());
+    s.write_ready(None, &entries(11..=11, 3), Some(&vote()))
+        .unwrap();
+    let segment = s.current_segment();
+    let before = std::fs::read(&segment).unwrap();
+    s.write_ready(None, &big, Some(&next)).unwrap();
+    let mut image = std::fs::read(&segment).unwrap();
+    drop(s);
+    let first = (0..before.len() / 512)
+        .find(|&i| before[i * 512..(i + 1) * 512] != image[i * 512..(i + 1) * 512])
+        .unwrap();
+    image[first * 512..(first + 1) * 512].copy_from_slice(&before[first * 512..(first + 1) * 512]);
+    std::fs::write(&segment, &image).unwrap();
+    let s = LogStore::open(dir.path()).unwrap();
+    assert_eq!(s.last_index().unwrap(), 11);
+    assert_eq!(s.hard_state(), &vote());
 }
 
 /// The log files in `dir` that end in `suffix`: segments ("seg", what a restart reads) or spares
@@ -602,4 +726,109 @@ fn the_log_a_restart_reads_stays_bounded_as_snapshots_compact_it() {
     assert_eq!(s.last(), index - 1);
     assert_eq!(read(&s, index - 1000, index).unwrap().len(), 1000);
     assert_eq!(read(&s, index - 1, index).unwrap()[0].data.len(), 4096);
+}
+
+/// RocksDB's files in `db` (its checkpoint), leaving `log/` alone: copied to `to`.
+fn copy_checkpoint(db: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(db).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Replaces RocksDB's files in `db` by those in `from` (none: the checkpoint is lost).
+fn put_checkpoint(db: &std::path::Path, from: Option<&std::path::Path>) {
+    for e in std::fs::read_dir(db).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    if let Some(from) = from {
+        copy_checkpoint(from, db);
+    }
+}
+
+/// The RocksDB checkpoint lost, or rolled back to an older one: after segments were pruned, the
+/// records it no longer covers are gone and the start refuses; without prunes, the log itself
+/// holds everything and the store reads back the same.
+#[test]
+fn a_lost_or_rolled_back_checkpoint_refuses_or_reads_the_same_log() {
+    const SMALL: u64 = 64 << 10;
+    for pruned in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let old = tempfile::tempdir().unwrap();
+        let mut s = LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        s.bootstrap(&[1], &[]).unwrap();
+        let write = |s: &mut LogStore, range: std::ops::RangeInclusive<u64>| {
+            for i in range {
+                let e = Entry {
+                    index: i,
+                    term: 2,
+                    data: vec![i as u8; 2000].into(),
+                    ..Default::default()
+                };
+                s.write_ready(None, &[e], None).unwrap();
+            }
+        };
+        write(&mut s, 2..=40);
+        drop(s);
+        copy_checkpoint(dir.path(), old.path());
+        let mut s = LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        write(&mut s, 41..=120);
+        let hs = HardState {
+            term: 3,
+            vote: 1,
+            commit: 120,
+            ..Default::default()
+        };
+        s.write_ready(None, &[], Some(&hs)).unwrap();
+        if pruned {
+            let snap = SnapshotMetadata {
+                index: 110,
+                term: 2,
+                ..Default::default()
+            };
+            s.record_snapshot(&snap, 110).unwrap();
+            write(&mut s, 121..=200);
+        }
+        let (first, last) = (s.first(), s.last());
+        drop(s);
+        let whole = tempfile::tempdir().unwrap();
+        copy_checkpoint(dir.path(), whole.path());
+        for (what, from) in [("rolled back", Some(old.path())), ("lost", None)] {
+            put_checkpoint(dir.path(), from);
+            match LogStore::open_with_segment_bytes(dir.path(), SMALL) {
+                Ok(s) => {
+                    assert!(
+                        !pruned,
+                        "{what}, pruned: opened at {}..{}",
+                        s.first(),
+                        s.last()
+                    );
+                    assert_eq!((s.first(), s.last()), (first, last), "{what}");
+                    assert_eq!(s.hard_state().term, 3, "{what}");
+                    assert_eq!(s.hard_state().vote, 1, "{what}");
+                    assert_eq!(
+                        read(&s, first, last + 1).unwrap().len() as u64,
+                        last - first + 1
+                    );
+                }
+                Err(e) => {
+                    assert!(pruned, "{what}, not pruned: {e}");
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("missing") || text.contains("gone"),
+                        "{what}: {text}"
+                    );
+                }
+            }
+            put_checkpoint(dir.path(), Some(whole.path()));
+        }
+        let s = LogStore::open_with_segment_bytes(dir.path(), SMALL).unwrap();
+        assert_eq!(s.last(), last);
+    }
 }

@@ -88,6 +88,9 @@ pub enum Command {
     /// Write a stopped server's state as a ZooKeeper 3.9 snapshot (ZooKeeper loads it as
     /// version-2/snapshot.<zxid> or through its restore command).
     Export(crate::zk_export::ExportArgs),
+    /// Say what is damaged in a stopped server's raft log, what dropping it would lose and
+    /// whether a majority may count on the server; change it only when told.
+    Repair(crate::repair_cmd::RepairArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -164,9 +167,11 @@ impl Cli {
             Command::Status(_) => Err(ConfigError::Invalid(
                 "`paddock status` runs no server".into(),
             )),
-            Command::Import(_) | Command::Export(_) => Err(ConfigError::Invalid(
-                "`paddock import` and `paddock export` run no server".into(),
-            )),
+            Command::Import(_) | Command::Export(_) | Command::Repair(_) => {
+                Err(ConfigError::Invalid(
+                    "`paddock import`, `export` and `repair` run no server".into(),
+                ))
+            }
             Command::Lock(_) | Command::Elect(_) => Err(ConfigError::InvalidValue {
                 origin: Origin::Flag("command".into()),
                 key: "command".into(),

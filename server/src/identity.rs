@@ -24,6 +24,12 @@ use crate::config::{Config, PeerRole};
 
 /// The file's name inside the raft directory.
 pub const FILE_NAME: &str = "cluster";
+/// The identity of a data directory being created: written before the raft log is, and renamed
+/// to `FILE_NAME` once the log's first record is durable. A crash in between leaves it alone
+/// beside a log it wrote, or none: the next start resumes that log with it, or starts afresh
+/// (with the file written after the log, a crash in between left a log without an identity, which
+/// an ensemble member refused as a standalone server's).
+pub const CREATING_FILE_NAME: &str = "cluster.creating";
 
 /// What the `cluster` file records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +124,16 @@ impl Identity {
 
     /// Reads the file; `Ok(None)` when there is none.
     pub fn read(raft_dir: &Path) -> Result<Option<Identity>, String> {
-        let path = Identity::path(raft_dir);
+        Identity::read_file(&Identity::path(raft_dir))
+    }
+
+    /// Reads the identity of a creation a crash cut short (`CREATING_FILE_NAME`), if any.
+    pub fn read_creating(raft_dir: &Path) -> Result<Option<Identity>, String> {
+        Identity::read_file(&raft_dir.join(CREATING_FILE_NAME))
+    }
+
+    fn read_file(path: &Path) -> Result<Option<Identity>, String> {
+        let path = path.to_path_buf();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -176,16 +191,32 @@ impl Identity {
         )
     }
 
-    /// Writes the file durably (temporary file, fsync, rename, fsync of the directory).
+    /// Writes the file durably (temporary file, fsync, rename, fsync of the directory), and
+    /// removes the one of the creation, if any.
     pub fn write(&self, raft_dir: &Path) -> std::io::Result<()> {
+        self.write_as(raft_dir, FILE_NAME)?;
+        match std::fs::remove_file(raft_dir.join(CREATING_FILE_NAME)) {
+            Ok(()) => std::fs::File::open(raft_dir)?.sync_all(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the identity of a data directory about to be created (`CREATING_FILE_NAME`),
+    /// durably, before its raft log is written.
+    pub fn write_creating(&self, raft_dir: &Path) -> std::io::Result<()> {
+        self.write_as(raft_dir, CREATING_FILE_NAME)
+    }
+
+    fn write_as(&self, raft_dir: &Path, name: &str) -> std::io::Result<()> {
         use std::io::Write;
-        let tmp = raft_dir.join(format!("{FILE_NAME}.tmp"));
+        let tmp = raft_dir.join(format!("{name}.tmp"));
         {
             let mut f = consensus::private_fs::create_file(&tmp)?;
             f.write_all(self.render().as_bytes())?;
             f.sync_all()?;
         }
-        std::fs::rename(&tmp, Identity::path(raft_dir))?;
+        std::fs::rename(&tmp, raft_dir.join(name))?;
         std::fs::File::open(raft_dir)?.sync_all()
     }
 }

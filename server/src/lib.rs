@@ -25,7 +25,8 @@
 //! - `reconfig` computes the membership a reconfig asks for (the pure part of `core/reconfig`);
 //! - `redact` masks secret values (passwords, the super digest) in every view of the
 //!   configuration;
-//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`;
+//! - `status_cmd` is `paddock status`, the ensemble table from `srvr`/`mntr`; `repair_cmd` is
+//!   `paddock repair`, what is damaged in a stopped server's raft log and what can be done;
 //! - `tls` turns the `ssl.quorum.*` and `ssl.*` keys into rustls configurations (PEM and
 //!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change;
 //!   `quorum_security` makes the peer transport's protection of them and of `quorum_auth`
@@ -57,6 +58,7 @@ pub mod quorum_auth;
 pub mod quorum_security;
 pub mod reconfig;
 pub mod redact;
+pub mod repair_cmd;
 pub mod sasl;
 pub mod session;
 pub mod startup;

@@ -20,6 +20,7 @@ fn main() -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Status(ref args) => std::process::exit(paddock::status_cmd::run(args)),
+        Command::Repair(ref args) => std::process::exit(paddock::repair_cmd::run(args)),
         Command::Lock(args) => std::process::exit(recipes::cli::run_lock(args)),
         Command::Elect(args) => std::process::exit(recipes::cli::run_elect(args)),
         Command::Import(ref args) => std::process::exit(paddock::zk_import::run(args)),

@@ -120,9 +120,28 @@ impl Server {
         crate::data_dir::prepare(&cfg)?;
         let dir = cfg.raft_dir();
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
-        let store = open_log(&dir)?;
+        let creating = match stored {
+            None => Identity::read_creating(&dir).map_err(anyhow::Error::msg)?,
+            Some(_) => None,
+        };
+        let store = open_log(&dir).map_err(|e| {
+            crate::repair_cmd::with_advice(e, &cfg.data_dir, cfg.data_log_dir.as_deref())
+        })?;
         let initialized = store.as_ref().is_some_and(log_is_initialized);
-        let settled = settle_identity(&cfg, is_ensemble, stored, initialized).await?;
+        // A creation a crash cut short: the log, if it was written, is that identity's (and the
+        // identity is finished below); without one it starts afresh.
+        let finish_creating = creating.is_some() && initialized;
+        let stored = if finish_creating { creating } else { stored };
+        let settled =
+            settle_identity(&cfg, is_ensemble, stored, initialized, finish_creating).await?;
+        if settled.write_identity && !finish_creating {
+            // Before the log: a crash after the log's first record then leaves both (see
+            // `identity::CREATING_FILE_NAME`).
+            settled
+                .identity
+                .write_creating(&dir)
+                .with_context(|| format!("writing {}", Identity::path(&dir).display()))?;
+        }
         let opened = open_raft(&cfg, is_ensemble, store, &settled, runner).await?;
         let raft = opened.started.handle.clone();
         if settled.write_identity {
@@ -274,6 +293,7 @@ async fn settle_identity(
     is_ensemble: bool,
     stored: Option<Identity>,
     initialized: bool,
+    finish_creating: bool,
 ) -> anyhow::Result<Settled> {
     let dir = cfg.raft_dir();
     let decision = identity::decide(cfg, stored, initialized);
@@ -294,7 +314,7 @@ async fn settle_identity(
     };
     let mut fresh_join = false;
     let (bootstrap, identity, write_identity) = match decision {
-        Decision::Resume(id) => (false, id, false),
+        Decision::Resume(id) => (false, id, finish_creating),
         Decision::Adopt(id) => (false, id, true),
         Decision::Bootstrap(id) => (true, id, true),
         Decision::Refuse(why) => anyhow::bail!("{}: {why}", dir.display()),

@@ -304,3 +304,211 @@ async fn a_fresh_data_dir_holds_only_owner_only_dirs_and_files() {
         "RocksDB's files were checked too: {all:?}"
     );
 }
+
+/// The newest log segment under `data`, and where its last record starts (a file offset).
+fn newest_segment_and_last_record(data: &std::path::Path) -> (std::path::PathBuf, u64) {
+    use consensus::segments;
+    let log = data.join("paddock/raftdb/log");
+    let (number, path) = segments::list(&log).unwrap().pop().unwrap();
+    let mut last = None;
+    let expect = segments::Expect {
+        prev: None,
+        covered: u64::MAX - 1,
+    };
+    segments::read_segment(&path, number, expect, &mut |at, _| {
+        last = Some(at.offset - 20);
+        Ok(())
+    })
+    .unwrap();
+    (
+        path,
+        segments::phys(last.expect("the segment holds records")),
+    )
+}
+
+/// A log cut short, as it was found: 300 acknowledged creates, `kill -9`, the
+/// newest segment cut 8 bytes into its last record. The start used to serve with one create
+/// gone and say nothing; now it refuses, naming the file, the offset and the command to run,
+/// and `paddock repair` says what is damaged and, told to, cuts the log there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_cut_short_refuses_the_start_and_repair_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let child = spawn(dir.path(), port);
+    wait_ready(addr).await;
+    let zk = common::client(addr).await;
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    for i in 0..300 {
+        zk.create(&format!("/n{i}"), b"x", &opts).await.unwrap();
+    }
+    drop(zk);
+    child.kill_9();
+
+    let (segment, last) = newest_segment_and_last_record(dir.path());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len(last + 8)
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the start is refused");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&segment.display().to_string()), "{err}");
+    assert!(err.contains(&format!("at byte {}", last + 8)), "{err}");
+    let repair = format!("paddock repair --data-dir {}", dir.path().display());
+    assert!(err.contains(&repair), "{err}");
+
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
+            .args(["repair", "--data-dir"])
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let dry = run(&[]);
+    let report = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(dry.status.code(), Some(1), "{report}");
+    assert!(report.contains("DAMAGED"), "{report}");
+    assert!(report.contains("cut short"), "{report}");
+    assert!(report.contains("--truncate"), "{report}");
+    let cut = run(&["--truncate"]);
+    assert_eq!(
+        cut.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cut.stderr)
+    );
+    assert_eq!(run(&[]).status.code(), Some(0));
+
+    // It starts, with the creates before the cut (all but the last, whose record was cut).
+    let child = spawn(dir.path(), port);
+    wait_ready(addr).await;
+    let zk = common::client(addr).await;
+    let children = zk.list_children("/").await.unwrap();
+    let created = children.iter().filter(|c| c.starts_with('n')).count();
+    assert!((1..300).contains(&created), "{created} of 300 creates");
+    child.kill_9();
+}
+
+/// Every znode under `path` whose name starts with `n` (the bench's creates), counted.
+async fn count_creates(zk: &zookeeper_client::Client, path: &str) -> usize {
+    let mut n = 0;
+    let mut stack = vec![path.to_string()];
+    while let Some(p) = stack.pop() {
+        for child in zk.list_children(&p).await.unwrap() {
+            if child.starts_with('n') {
+                n += 1;
+            } else {
+                stack.push(format!("{p}/{child}"));
+            }
+        }
+    }
+    n
+}
+
+/// A data directory written before the log's sector stamps (format 1; tests/fixtures/README.md)
+/// opens: every acknowledged create is there, new writes go to a format-2 segment after the old
+/// ones, and the mixed log opens again after a `kill -9`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_dir_written_by_the_previous_log_format_opens_and_keeps_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format1-data.tar.gz");
+    let untar = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&fixture)
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let child = spawn(dir.path(), port);
+    wait_ready(addr).await;
+    let zk = common::client(addr).await;
+    assert_eq!(count_creates(&zk, "/a").await, 150);
+    assert_eq!(count_creates(&zk, "/b").await, 70);
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    for i in 0..50 {
+        zk.create(&format!("/c{i}"), b"new", &opts).await.unwrap();
+    }
+    drop(zk);
+    child.kill_9();
+    let log = dir.path().join("paddock/raftdb/log");
+    let formats: Vec<_> = consensus::segments::scan(&log, 0, |_, _| Ok(()))
+        .unwrap()
+        .found
+        .iter()
+        .map(|f| f.format)
+        .collect();
+    use consensus::segments::Format;
+    assert_eq!(formats[..2], [Format::V1, Format::V1]);
+    assert_eq!(formats.last(), Some(&Format::V2));
+
+    let child = spawn(dir.path(), port);
+    wait_ready(addr).await;
+    let zk = common::client(addr).await;
+    assert_eq!(count_creates(&zk, "/a").await, 150);
+    assert_eq!(count_creates(&zk, "/b").await, 70);
+    let children = zk.list_children("/").await.unwrap();
+    assert_eq!(children.iter().filter(|c| c.starts_with('c')).count(), 50);
+    child.kill_9();
+}
+
+/// The identity file was written after the log's first record, so a
+/// crash in between left a log without one (refused, for an ensemble member, as a standalone
+/// server's). Now `cluster.creating` is written first and renamed once the log is written: a
+/// start that finds it beside a log resumes that log with it, and one that finds it alone starts
+/// afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_the_identity_and_the_first_record_leaves_a_data_dir_that_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = common::test_config(dir.path());
+    let raft = cfg.raft_dir();
+    // First start: both files appear in turn; a clean stop leaves the final one only.
+    let server = common::start_with(cfg.clone()).await;
+    let first = paddock::identity::Identity::read(&raft).unwrap().unwrap();
+    assert!(!raft.join(paddock::identity::CREATING_FILE_NAME).exists());
+    let zk = common::client(server.local_addr()).await;
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    zk.create("/kept", b"x", &opts).await.unwrap();
+    drop(zk);
+    server.shutdown().await;
+    // As a crash after the log's first record and before the rename would leave it.
+    std::fs::rename(
+        raft.join(paddock::identity::FILE_NAME),
+        raft.join(paddock::identity::CREATING_FILE_NAME),
+    )
+    .unwrap();
+    let server = common::start_with(cfg.clone()).await;
+    let zk = common::client(server.local_addr()).await;
+    assert!(zk.check_stat("/kept").await.unwrap().is_some());
+    drop(zk);
+    server.shutdown().await;
+    assert_eq!(
+        paddock::identity::Identity::read(&raft).unwrap(),
+        Some(first),
+        "the same identity, finished"
+    );
+    assert!(!raft.join(paddock::identity::CREATING_FILE_NAME).exists());
+    // As a crash before the log's first record: the identity alone, no log.
+    let fresh = tempfile::tempdir().unwrap();
+    let cfg = common::test_config(fresh.path());
+    let raft = cfg.raft_dir();
+    std::fs::create_dir_all(&raft).unwrap();
+    paddock::identity::Identity::new_for(&cfg)
+        .write_creating(&raft)
+        .unwrap();
+    let server = common::start_with(cfg).await;
+    assert!(paddock::identity::Identity::read(&raft).unwrap().is_some());
+    server.shutdown().await;
+}

@@ -173,10 +173,10 @@ pub struct NetConfig {
 /// What [`NetConfig::check_snapshot`] runs, on a blocking thread: `Err(why)` for snapshot data
 /// this node could not restore.
 #[derive(Clone)]
-pub struct SnapshotCheck(pub Arc<CheckFn>);
+pub struct SnapshotCheck(pub Arc<SnapshotCheckFn>);
 
-/// The check itself.
-pub type CheckFn = dyn Fn(&[u8]) -> Result<(), String> + Send + Sync;
+/// The check itself: `Err(why)` for snapshot data this node could not restore.
+pub type SnapshotCheckFn = dyn Fn(&[u8]) -> Result<(), String> + Send + Sync;
 
 impl std::fmt::Debug for SnapshotCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
