@@ -20,7 +20,7 @@ use common::net::{
     WAIT,
 };
 use common::pki::{Ca, Names, TestTls, Use};
-use consensus::net::{AuthClient, AuthServer, LinkAuth, NetConfig, PeerNet, PeerSecurity};
+use consensus::net::{AuthClient, AuthServer, Checked, LinkAuth, NetConfig, PeerNet, PeerSecurity};
 
 const CLUSTER: u64 = 7;
 
@@ -478,9 +478,12 @@ impl AuthServer for ToyServer {
         self.1 = NONCE.fetch_add(1, Ordering::Relaxed).to_be_bytes().to_vec();
         self.1.clone()
     }
-    fn check(&mut self, response: &[u8]) -> Result<Vec<u8>, String> {
+    fn check(&mut self, response: &[u8]) -> Result<Checked, String> {
         if response == sum(&[b"client", &self.0, &self.1]) {
-            Ok(sum(&[b"server", &self.0, &self.1]))
+            Ok(Checked::Done {
+                token: sum(&[b"server", &self.0, &self.1]),
+                identity: "toy".into(),
+            })
         } else {
             Err("wrong secret".into())
         }
@@ -497,11 +500,11 @@ impl LinkAuth for Shared {
     fn require_on_accept(&self) -> bool {
         self.require
     }
-    fn client(&self) -> Result<Box<dyn AuthClient>, String> {
+    fn client(&self, _peer_address: &str) -> Result<Box<dyn AuthClient>, String> {
         Ok(Box::new(ToyClient(self.secret.clone(), Vec::new())))
     }
-    fn server(&self) -> Box<dyn AuthServer> {
-        Box::new(ToyServer(self.secret.clone(), Vec::new()))
+    fn server(&self) -> Result<Box<dyn AuthServer>, String> {
+        Ok(Box::new(ToyServer(self.secret.clone(), Vec::new())))
     }
 }
 
