@@ -527,4 +527,47 @@ mod tests {
         assert!(principal_names_member("zookeeper@R", "127.0.0.2:2888").is_err());
         assert!(principal_names_member("a/b/c@R", "b:1").is_err());
     }
+
+    fn jaas(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    const KRB: &str = "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true \
+                       keyTab=\"/k\" principal=\"zookeeper/h@R\";";
+    const DIGEST: &str = "org.apache.zookeeper.server.auth.DigestLoginModule required \
+                          username=\"m\" password=\"p\" user_m=\"p\";";
+
+    fn enabled() -> QuorumSaslSettings {
+        QuorumSaslSettings {
+            enable: true,
+            ..QuorumSaslSettings::default()
+        }
+    }
+
+    #[test]
+    fn kerberos_sections_load_and_mixed_sections_refuse() {
+        let f = jaas(&format!(
+            "QuorumServer {{ {KRB} }}; QuorumLearner {{ {KRB} }};"
+        ));
+        let q = QuorumSasl::load(&enabled(), Some(f.path()))
+            .unwrap()
+            .unwrap();
+        let (learner, server) = q.kerberos_logins().unwrap();
+        assert_eq!(learner.principal.as_deref(), Some("zookeeper/h@R"));
+        assert_eq!(server.keytab.as_deref(), Some(Path::new("/k")));
+        let mixed = jaas(&format!(
+            "QuorumServer {{ {KRB} }}; QuorumLearner {{ {DIGEST} }};"
+        ));
+        let err = QuorumSasl::load(&enabled(), Some(mixed.path())).unwrap_err();
+        assert!(err.contains("must both use"), "{err}");
+        let digest = jaas(&format!(
+            "QuorumServer {{ {DIGEST} }}; QuorumLearner {{ {DIGEST} }};"
+        ));
+        let q = QuorumSasl::load(&enabled(), Some(digest.path()))
+            .unwrap()
+            .unwrap();
+        assert!(q.kerberos_logins().is_none());
+    }
 }
