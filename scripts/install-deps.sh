@@ -32,8 +32,10 @@ fi
 
 # librocksdb-dev: the rocksdb crate links Debian's library (see .cargo/config.toml);
 # libclang-dev: bindgen for librocksdb-sys; pkg-config and a C++ toolchain for the -sys build scripts;
-# cmake for aws-lc-sys (rustls's crypto, quorum TLS).
-PACKAGES=(librocksdb-dev libclang-dev pkg-config build-essential cmake)
+# cmake for aws-lc-sys (rustls's crypto, quorum TLS); libkrb5-dev for libgssapi-sys (SASL GSSAPI:
+# it links MIT Kerberos's libgssapi_krb5, bindgen reads its headers). The KDC packages are not here:
+# compat-tests/kerberos installs them when it runs.
+PACKAGES=(librocksdb-dev libclang-dev pkg-config build-essential cmake libkrb5-dev)
 if [[ "$WANT_VENV" == 1 ]]; then
     PACKAGES+=(python3 python3-venv)
 fi

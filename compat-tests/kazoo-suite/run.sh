@@ -47,6 +47,11 @@ if ! venv_ok "$VENV"; then
     fi
 fi
 PY="$VENV/bin/python"
+# kazoo's GSSAPI tests (TestSASLGSSAPIAuthentication) run only with a test realm (KRB5_TEST_ENV, which
+# compat-tests/kerberos sets up) and the `kerberos` package, a C extension built against libkrb5-dev.
+if [[ -n "${KRB5_TEST_ENV:-}" ]] && ! "$PY" -c 'import kerberos' 2>/dev/null; then
+    "$PY" -m pip install -q --disable-pip-version-check "kerberos==1.3.1" >&2
+fi
 
 BIN="$(compat_paddock_bin)" || compat_fail "could not build paddock"
 [[ -x "$BIN" ]] || compat_fail "no paddock binary at $BIN"

@@ -20,7 +20,7 @@ use common::net::{
     Seen, WAIT,
 };
 use common::pki::{Ca, Names, TestTls, Use};
-use consensus::net::{AuthClient, AuthServer, LinkAuth, NetConfig, PeerNet, PeerSecurity};
+use consensus::net::{AuthClient, AuthServer, Checked, LinkAuth, NetConfig, PeerNet, PeerSecurity};
 
 const CLUSTER: u64 = 7;
 
@@ -490,9 +490,12 @@ impl AuthServer for ToyServer {
         self.1 = NONCE.fetch_add(1, Ordering::Relaxed).to_be_bytes().to_vec();
         self.1.clone()
     }
-    fn check(&mut self, response: &[u8]) -> Result<Vec<u8>, String> {
+    fn check(&mut self, response: &[u8]) -> Result<Checked, String> {
         if response == sum(&[b"client", &self.0, &self.1]) {
-            Ok(sum(&[b"server", &self.0, &self.1]))
+            Ok(Checked::Done {
+                token: sum(&[b"server", &self.0, &self.1]),
+                identity: "toy".into(),
+            })
         } else {
             Err("wrong secret".into())
         }
@@ -509,11 +512,11 @@ impl LinkAuth for Shared {
     fn require_on_accept(&self) -> bool {
         self.require
     }
-    fn client(&self) -> Result<Box<dyn AuthClient>, String> {
+    fn client(&self, _peer_address: &str) -> Result<Box<dyn AuthClient>, String> {
         Ok(Box::new(ToyClient(self.secret.clone(), Vec::new())))
     }
-    fn server(&self) -> Box<dyn AuthServer> {
-        Box::new(ToyServer(self.secret.clone(), Vec::new()))
+    fn server(&self) -> Result<Box<dyn AuthServer>, String> {
+        Ok(Box::new(ToyServer(self.secret.clone(), Vec::new())))
     }
 }
 
@@ -580,4 +583,124 @@ fn tls_material_is_required_for_tls_settings() {
     };
     let err = rt.block_on(PeerNet::bind(cfg)).err().unwrap();
     assert_eq!(err.to_string(), "connecting with TLS needs TLS material");
+}
+
+/// A login of several rounds (as Kerberos takes): the acceptor challenges `rounds` times more
+/// before its verdict, and the identity is the connector's `name`, which `may_be_member` accepts
+/// only when it is "member".
+struct Rounds {
+    secret: Vec<u8>,
+    name: &'static str,
+    rounds: usize,
+}
+
+struct RoundsClient(Vec<u8>, &'static str);
+struct RoundsServer {
+    secret: Vec<u8>,
+    nonce: Vec<u8>,
+    left: usize,
+}
+
+impl AuthClient for RoundsClient {
+    fn mechanism(&self) -> &str {
+        "ROUNDS"
+    }
+    fn respond(&mut self, challenge: &[u8]) -> Result<Vec<u8>, String> {
+        let mut r = self.1.as_bytes().to_vec();
+        r.push(b'|');
+        r.extend(sum(&[&self.0, challenge]));
+        Ok(r)
+    }
+    fn verify(&mut self, _token: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl AuthServer for RoundsServer {
+    fn mechanism(&self) -> &str {
+        "ROUNDS"
+    }
+    fn challenge(&mut self) -> Vec<u8> {
+        self.nonce = NONCE.fetch_add(1, Ordering::Relaxed).to_be_bytes().to_vec();
+        self.nonce.clone()
+    }
+    fn check(&mut self, response: &[u8]) -> Result<Checked, String> {
+        let at = response.iter().position(|&b| b == b'|').ok_or("no name")?;
+        if response[at + 1..] != sum(&[&self.secret, &self.nonce]) {
+            return Err("wrong secret".into());
+        }
+        if self.left > 0 {
+            self.left -= 1;
+            return Ok(Checked::Continue(self.challenge()));
+        }
+        Ok(Checked::Done {
+            token: Vec::new(),
+            identity: String::from_utf8_lossy(&response[..at]).into_owned(),
+        })
+    }
+}
+
+impl LinkAuth for Rounds {
+    fn login_on_connect(&self) -> bool {
+        true
+    }
+    fn can_check(&self) -> bool {
+        true
+    }
+    fn require_on_accept(&self) -> bool {
+        true
+    }
+    fn client(&self, _peer_address: &str) -> Result<Box<dyn AuthClient>, String> {
+        Ok(Box::new(RoundsClient(self.secret.clone(), self.name)))
+    }
+    fn server(&self) -> Result<Box<dyn AuthServer>, String> {
+        Ok(Box::new(RoundsServer {
+            secret: self.secret.clone(),
+            nonce: Vec::new(),
+            left: self.rounds,
+        }))
+    }
+    fn may_be_member(&self, identity: &str, member_address: &str) -> Result<(), String> {
+        assert!(member_address.starts_with("127.0.0."), "{member_address}");
+        if identity == "member" {
+            Ok(())
+        } else {
+            Err(format!("{identity} is not a member"))
+        }
+    }
+}
+
+fn with_rounds(name: &'static str, rounds: usize) -> PeerSecurity {
+    PeerSecurity {
+        auth: Some(Arc::new(Rounds {
+            secret: b"s3cret".to_vec(),
+            name,
+            rounds,
+        })),
+        ..PeerSecurity::open()
+    }
+}
+
+/// Members log in over several rounds and link up; one that logs in with the right secret but an
+/// identity that cannot be the member its hello claims is refused after its hello.
+#[test]
+fn a_login_of_several_rounds_binds_its_identity_to_the_member() {
+    let rt = runtime();
+    let a = node(&rt, 1, with_rounds("member", 3));
+    let b = node(&rt, 2, with_rounds("member", 3));
+    let impostor = node(&rt, 3, with_rounds("stranger", 3));
+    introduce(&[(1, &a), (2, &b), (3, &impostor)]);
+    let (_ra, rb): (Arc<Recorder>, Arc<Recorder>) = record_both(&a, &b);
+    let mut t = a.transport();
+    consensus::Transport::send(&mut t, vec![append(1, 2, 1)]);
+    wait_until("a message after a login of 4 rounds", || {
+        rb.steps().len() == 1
+    });
+    assert!(rt.block_on(impostor.connect_app(1)).is_err());
+    wait_until("the impostor's refusal counted", || {
+        a.net_stats().login_failures >= 1
+    });
+    for n in [a, b, impostor] {
+        n.shutdown();
+    }
 }

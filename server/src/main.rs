@@ -34,6 +34,15 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(2);
         }
     };
+    // Kerberos reads its key tables and ticket cache from the environment: set it now, while
+    // this is the only thread, and check the keys before anything listens.
+    if let Err(e) = paddock::kerberos::ProcessKerberos::from_config(&config).and_then(|k| {
+        k.apply();
+        k.check()
+    }) {
+        eprintln!("paddock: invalid configuration: Kerberos: {e}");
+        std::process::exit(2);
+    }
     let me = config.my_server();
     info!(
         version = paddock::fourlw::VERSION_REVISION,

@@ -27,7 +27,9 @@ use std::path::PathBuf;
 use md5::{Digest, Md5};
 use thiserror::Error;
 
+use crate::gssapi::{GssapiServer, KrbAcceptor, ServerStep};
 use crate::jaas::JaasConfig;
+use crate::kerberos::{AuthToLocal, Krb5Login, NameRules, KRB5_LOGIN_MODULE};
 
 /// `ZooKeeperSaslServer`: the server name the SASL server is created with, hence the realm.
 pub const REALM: &str = "zk-sasl-md5";
@@ -69,6 +71,9 @@ pub struct SaslConfig {
     pub jaas_file: PathBuf,
     pub section: String,
     users: BTreeMap<String, String>,
+    /// A `Krb5LoginModule` in the section: the client port runs GSSAPI instead of DIGEST-MD5
+    /// (ZooKeeper picks GSSAPI whenever the section's login yields a principal).
+    pub kerberos: Option<KerberosServer>,
     /// `zookeeper.superUser` (and `zookeeper.superUser.*`): authorization ids that also get `super`.
     pub super_users: Vec<String>,
     /// `zookeeper.SASLAuthenticationProvider.superPassword`: replaces the JAAS password of `super`.
@@ -84,6 +89,7 @@ impl fmt::Debug for SaslConfig {
             .field("jaas_file", &self.jaas_file)
             .field("section", &self.section)
             .field("users", &self.users.keys().collect::<Vec<_>>())
+            .field("kerberos", &self.kerberos)
             .field("super_users", &self.super_users)
             .field(
                 "super_password",
@@ -104,9 +110,35 @@ pub struct SaslSettings {
     pub super_users: Vec<String>,
     pub super_password: Option<String>,
     pub allow_failed_clients: bool,
+    /// `zookeeper.kerberos.removeHostFromPrincipal`.
+    pub remove_host: bool,
+    /// `zookeeper.kerberos.removeRealmFromPrincipal`.
+    pub remove_realm: bool,
+    /// `zookeeper.security.auth_to_local` (default `DEFAULT`).
+    pub auth_to_local: Option<String>,
+    /// `java.security.krb5.conf` (`-D` only): MIT Kerberos reads it as `KRB5_CONFIG`.
+    pub krb5_conf: Option<PathBuf>,
+}
+
+/// The client port's Kerberos acceptor: its JAAS login and the name rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KerberosServer {
+    pub login: Krb5Login,
+    pub names: NameRules,
 }
 
 impl SaslSettings {
+    /// The rules a Kerberos principal's id is made with; a bad rule refuses the start.
+    pub fn name_rules(&self) -> Result<NameRules, String> {
+        let rules = self.auth_to_local.as_deref().unwrap_or("DEFAULT");
+        Ok(NameRules {
+            auth_to_local: AuthToLocal::parse(rules, None)
+                .map_err(|e| format!("zookeeper.security.auth_to_local: {e}"))?,
+            remove_host: self.remove_host,
+            remove_realm: self.remove_realm,
+        })
+    }
+
     /// `ServerCnxnFactory.configureSaslLogin`: no JAAS file, or a file without the section,
     /// means no SASL (tokens are refused as before); a file that cannot be read or parsed, or a
     /// section name set without a file, stops the server. `Ok(None)` is "SASL off".
@@ -129,14 +161,30 @@ impl SaslSettings {
             tracing::info!(file = %path.display(), section, "the JAAS file has no such section: SASL is off");
             return Ok(None);
         };
-        if let Some(other) = modules.iter().find(|m| m.class != DIGEST_LOGIN_MODULE) {
+        if let Some(other) = modules
+            .iter()
+            .find(|m| m.class != DIGEST_LOGIN_MODULE && m.class != KRB5_LOGIN_MODULE)
+        {
             return Err(format!(
-                "JAAS file {}: section {section:?} uses login module {}; paddock supports only {DIGEST_LOGIN_MODULE} \
-                 (SASL DIGEST-MD5; no GSSAPI/Kerberos)",
+                "JAAS file {}: section {section:?} uses login module {}; paddock supports \
+                 {DIGEST_LOGIN_MODULE} (SASL DIGEST-MD5) and {KRB5_LOGIN_MODULE} (SASL GSSAPI)",
                 path.display(),
                 other.class
             ));
         }
+        let kerberos = match modules.iter().find(|m| m.class == KRB5_LOGIN_MODULE) {
+            Some(m) => {
+                let login = Krb5Login::from_options(&m.options).map_err(|e| {
+                    format!("JAAS file {}: section {section:?}: {e}", path.display())
+                })?;
+                tracing::info!(file = %path.display(), section, principal = ?login.principal, keytab = ?login.keytab, "SASL GSSAPI (Kerberos) enabled");
+                Some(KerberosServer {
+                    login,
+                    names: self.name_rules()?,
+                })
+            }
+            None => None,
+        };
         // ServerCnxnFactory.getDigestMd5Credentials: every `user_<name>` option of every module.
         let users: BTreeMap<String, String> = modules
             .iter()
@@ -146,7 +194,11 @@ impl SaslSettings {
                     .map(|name| (name.to_string(), v.clone()))
             })
             .collect();
-        if users.is_empty() {
+        if kerberos.is_some() {
+            if !users.is_empty() {
+                tracing::warn!(file = %path.display(), section, "the section has a Krb5LoginModule: clients log in with GSSAPI, and its user_<name> entries are not used (as in ZooKeeper)");
+            }
+        } else if users.is_empty() {
             tracing::warn!(file = %path.display(), section, "the JAAS section defines no user_<name> entries: every SASL login will fail");
         } else {
             let names: Vec<&str> = users.keys().map(String::as_str).collect();
@@ -156,6 +208,7 @@ impl SaslSettings {
             jaas_file: path.clone(),
             section,
             users,
+            kerberos,
             super_users: self.super_users.clone(),
             super_password: self.super_password.clone(),
             allow_failed_clients: self.allow_failed_clients,
@@ -200,6 +253,8 @@ pub enum SaslError {
     IllegalState,
     #[error("DIGEST-MD5 authentication already completed")]
     AlreadyComplete,
+    #[error("GSSAPI: {0}")]
+    Gssapi(String),
 }
 
 /// What a token evaluation produced.
@@ -207,11 +262,56 @@ pub enum SaslError {
 pub enum Step {
     /// Send this challenge and wait for the next token.
     Challenge(Vec<u8>),
-    /// Authenticated: send `token` (rspauth) and add `sasl:<authorization_id>`.
+    /// Authenticated: send `token` (DIGEST-MD5's rspauth; none for GSSAPI, as ZooKeeper sends a
+    /// null token) and add `sasl:<authorization_id>`.
     Complete {
-        token: Vec<u8>,
+        token: Option<Vec<u8>>,
         authorization_id: String,
     },
+}
+
+/// One connection's SASL server, of the mechanism the JAAS section implies.
+#[derive(Debug)]
+pub enum SaslServer {
+    Digest(DigestMd5Server),
+    Gssapi(Box<GssapiServer>),
+}
+
+impl SaslServer {
+    /// A server for a connection's first token: GSSAPI when the section logs in with Kerberos.
+    pub fn for_config(cfg: &SaslConfig) -> Result<SaslServer, SaslError> {
+        Ok(match &cfg.kerberos {
+            Some(k) => SaslServer::Gssapi(Box::new(GssapiServer::new(
+                KrbAcceptor::new(k.login.principal.as_deref()).map_err(SaslError::Gssapi)?,
+            ))),
+            None => SaslServer::Digest(DigestMd5Server::new(DigestMd5Server::random_nonce())),
+        })
+    }
+
+    pub fn evaluate(&mut self, token: &[u8], cfg: &SaslConfig) -> Result<Step, SaslError> {
+        match self {
+            SaslServer::Digest(d) => d.evaluate(token, cfg),
+            SaslServer::Gssapi(g) => match g.evaluate(token).map_err(SaslError::Gssapi)? {
+                ServerStep::Challenge(c) => Ok(Step::Challenge(c)),
+                ServerStep::Complete {
+                    principal,
+                    requested,
+                } => {
+                    let names = &cfg
+                        .kerberos
+                        .as_ref()
+                        .expect("a GSSAPI server has Kerberos settings")
+                        .names;
+                    let authorization_id = crate::gssapi::authorized_id(names, &principal);
+                    tracing::info!(principal, requested_authzid = ?requested, authorization_id, "GSSAPI login");
+                    Ok(Step::Complete {
+                        token: None,
+                        authorization_id,
+                    })
+                }
+            },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -401,7 +501,7 @@ impl DigestMd5Server {
         let mut token = b"rspauth=".to_vec();
         token.extend_from_slice(&response_value(b"", &inputs));
         Ok(Step::Complete {
-            token,
+            token: Some(token),
             authorization_id: username,
         })
     }
@@ -754,6 +854,7 @@ mod tests {
                 .iter()
                 .map(|(u, p)| (u.to_string(), p.to_string()))
                 .collect(),
+            kerberos: None,
             super_users: Vec::new(),
             super_password: None,
             allow_failed_clients: false,
@@ -838,6 +939,7 @@ mod tests {
             panic!("not complete")
         };
         assert_eq!(authorization_id, "bob");
+        let token = token.unwrap();
         assert!(token.starts_with(b"rspauth=") && token.len() == 8 + 32);
         assert_eq!(s.evaluate(b"", &c), Err(SaslError::AlreadyComplete));
     }
@@ -949,7 +1051,7 @@ mod tests {
         };
         assert_eq!(authorization_id, "bob");
         let rspauth = response_value(b"", &x);
-        assert_eq!(token, [b"rspauth=".as_slice(), &rspauth].concat());
+        assert_eq!(token.unwrap(), [b"rspauth=".as_slice(), &rspauth].concat());
     }
 
     fn quorum_users(user: &str) -> Option<String> {
@@ -979,7 +1081,7 @@ mod tests {
             panic!("not complete")
         };
         assert_eq!(authorization_id, "learner");
-        client.verify(&token).unwrap();
+        client.verify(&token.unwrap()).unwrap();
         // A server that did not know the password could not have made that token.
         assert!(client
             .verify(b"rspauth=00000000000000000000000000000000")

@@ -453,11 +453,24 @@ fn a_bad_jaas_file_stops_the_server_with_the_line_at_fault() {
         "{stderr}"
     );
 
+    // Kerberos: a section without a key table, and a key table without the principal's key.
     let krb = "Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };";
     let (code, stderr) = start_refused(Some(krb), &[]);
     assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("Krb5LoginModule needs keyTab"), "{stderr}");
+    let krb = "Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true \
+               keyTab=\"/nonexistent/zk.keytab\" principal=\"zookeeper/h@EXAMPLE.COM\"; };";
+    let (code, stderr) = start_refused(Some(krb), &[]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains("uses login module com.sun.security.auth.module.Krb5LoginModule"),
+        stderr.contains("Kerberos: no Kerberos credentials for zookeeper/h@EXAMPLE.COM"),
+        "{stderr}"
+    );
+    let other = "Server { com.example.LdapLoginModule required; };";
+    let (code, stderr) = start_refused(Some(other), &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("uses login module com.example.LdapLoginModule"),
         "{stderr}"
     );
 }

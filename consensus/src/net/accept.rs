@@ -108,10 +108,10 @@ async fn handshake_and_read(
             ));
         }
     };
-    let mut logged_in = false;
+    let mut login: Option<String> = None;
     if security::is_auth_frame(&first) {
         match security::check_login(&mut reader, &mut writer, sec.auth.as_ref(), &first).await {
-            Ok(ok) => logged_in = ok,
+            Ok(identity) => login = identity,
             Err(e) => {
                 if e.kind() == io::ErrorKind::ConnectionRefused {
                     bump(&shared.login_failures, 1);
@@ -122,7 +122,7 @@ async fn handshake_and_read(
         }
         first = handshake::read(&mut reader).await?;
     }
-    if !logged_in && sec.auth.as_ref().is_some_and(|a| a.require_on_accept()) {
+    if login.is_none() && sec.auth.as_ref().is_some_and(|a| a.require_on_accept()) {
         let _ = writer.close().await;
         return Err(refuse_silently(
             shared,
@@ -179,6 +179,18 @@ async fn handshake_and_read(
                 refuse(shared, &mut writer, &Hello::zeroed(), addr, &reason).await;
                 return Ok(());
             }
+        }
+    }
+    // Likewise a login: a Kerberos member's principal must name the host of the member it claims
+    // to be (ZooKeeper only checks that it names some member's host).
+    if let (Some(identity), Some(auth), Some(book)) =
+        (&login, sec.auth.as_ref(), shared.address(peer))
+    {
+        if let Err(why) = auth.may_be_member(identity, &book) {
+            bump(&shared.login_failures, 1);
+            let reason = format!("node {peer} logged in as {identity}, which cannot be it: {why}");
+            refuse(shared, &mut writer, &Hello::zeroed(), addr, &reason).await;
+            return Ok(());
         }
     }
     let kind = LinkKind::from_u8(theirs.kind).unwrap_or(LinkKind::Probe);

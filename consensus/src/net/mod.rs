@@ -129,7 +129,7 @@ use tokio::sync::{mpsc, watch};
 
 pub use frame::{FrameReader, FrameWriter, FramedStream};
 pub use peer::TcpTransport;
-pub use security::{AuthClient, AuthServer, LinkAuth, PeerSecurity, PeerTls};
+pub use security::{AuthClient, AuthServer, Checked, LinkAuth, PeerSecurity, PeerTls};
 
 use crate::Handle;
 

@@ -647,7 +647,7 @@ pub(crate) async fn connect(
     let stream = FramedStream::new(link, HANDSHAKE_MAX, peer);
     let (mut reader, mut writer) = stream.into_split();
     if let Some(auth) = sec.auth.as_ref().filter(|a| a.login_on_connect()) {
-        let client = auth.client().map_err(handshake::refused)?;
+        let client = auth.client(&addr).map_err(handshake::refused)?;
         // A member that logs in insists on it (ZooKeeper's learnerRequireSasl): an acceptor that
         // runs no login is refused, not trusted.
         match security::login(&mut reader, &mut writer, client, true).await {

@@ -36,9 +36,10 @@ pub trait PeerTls: Send + Sync + 'static {
     fn bind_identity(&self) -> bool;
 }
 
-/// A login run on a link before the hello: a challenge from the acceptor, the connector's
-/// response, the acceptor's verdict with a token that proves the acceptor knew the secret too.
-/// Both sides are synchronous state machines; the transport carries their tokens in frames.
+/// A login run on a link before the hello: a challenge from the acceptor, then responses from the
+/// connector and further challenges until the acceptor's verdict, with a token that proves the
+/// acceptor knew the secret too (one round for DIGEST-MD5; a Kerberos login takes three). Both
+/// sides are synchronous state machines; the transport carries their tokens in frames.
 pub trait LinkAuth: Send + Sync + 'static {
     /// This node logs in when it connects (ZooKeeper's `quorum.auth.learnerRequireSasl`).
     fn login_on_connect(&self) -> bool;
@@ -46,10 +47,17 @@ pub trait LinkAuth: Send + Sync + 'static {
     fn can_check(&self) -> bool;
     /// An accepted link must log in before its hello (`quorum.auth.serverRequireSasl`).
     fn require_on_accept(&self) -> bool;
-    /// A fresh connector side of the login.
-    fn client(&self) -> Result<Box<dyn AuthClient>, String>;
+    /// A fresh connector side of the login to the member at `peer_address` (the `host:port` of
+    /// its server line: a Kerberos login names the acceptor's host in the service principal).
+    fn client(&self, peer_address: &str) -> Result<Box<dyn AuthClient>, String>;
     /// A fresh acceptor side of the login.
-    fn server(&self) -> Box<dyn AuthServer>;
+    fn server(&self) -> Result<Box<dyn AuthServer>, String>;
+    /// Whether a connector that logged in as `identity` may be the member whose server line has
+    /// `member_address`, checked once its hello names the member. The default allows any.
+    fn may_be_member(&self, identity: &str, member_address: &str) -> Result<(), String> {
+        let _ = (identity, member_address);
+        Ok(())
+    }
 }
 
 /// The connector's side of a login.
@@ -60,6 +68,20 @@ pub trait AuthClient: Send {
     fn respond(&mut self, challenge: &[u8]) -> Result<Vec<u8>, String>;
     /// Checks the acceptor's final token (its proof that it knew the secret).
     fn verify(&mut self, token: &[u8]) -> Result<(), String>;
+    /// True when a step may block (a Kerberos library reading a key table or asking a KDC): the
+    /// transport then runs the steps on a blocking thread.
+    fn blocks(&self) -> bool {
+        false
+    }
+}
+
+/// What the acceptor made of a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    /// Send this challenge and wait for the next response.
+    Continue(Vec<u8>),
+    /// Logged in as `identity`; `token` goes to the connector with the verdict.
+    Done { token: Vec<u8>, identity: String },
 }
 
 /// The acceptor's side of a login.
@@ -67,9 +89,34 @@ pub trait AuthServer: Send {
     fn mechanism(&self) -> &str;
     /// The challenge that opens the exchange.
     fn challenge(&mut self) -> Vec<u8>;
-    /// Checks the connector's response: `Ok(final token)` when it proves the secret, else why not
-    /// (for our log; the connector only learns that it was refused).
-    fn check(&mut self, response: &[u8]) -> Result<Vec<u8>, String>;
+    /// Checks a connector's response: another challenge, or the verdict; else why not (for our
+    /// log; the connector only learns that it was refused).
+    fn check(&mut self, response: &[u8]) -> Result<Checked, String>;
+    /// See `AuthClient::blocks`.
+    fn blocks(&self) -> bool {
+        false
+    }
+}
+
+/// Most rounds a login may take before it is refused (Kerberos needs three).
+const MAX_ROUNDS: usize = 8;
+
+/// Runs `f` on `state`, on a blocking thread when `blocks`.
+async fn step<S: Send + 'static, T: Send + 'static>(
+    blocks: bool,
+    mut state: S,
+    f: impl FnOnce(&mut S) -> T + Send + 'static,
+) -> std::io::Result<(S, T)> {
+    if !blocks {
+        let t = f(&mut state);
+        return Ok((state, t));
+    }
+    tokio::task::spawn_blocking(move || {
+        let t = f(&mut state);
+        (state, t)
+    })
+    .await
+    .map_err(|e| std::io::Error::other(format!("login step: {e}")))
 }
 
 /// How a node's peer links are protected. The default is none: plaintext, no login, open.
@@ -212,40 +259,55 @@ pub(crate) async fn login(
             ))
         }
     };
-    let response = client.respond(challenge).map_err(refused)?;
-    send(writer, AUTH_RESPONSE, &response).await?;
-    let verdict = handshake::read(reader).await?;
-    let (tag, body) = parse(&verdict)?;
-    match tag {
-        AUTH_DONE => {
-            client.verify(body).map_err(|e| {
-                refused(format!(
-                    "the peer accepted our login but could not prove it knows the secret: {e}"
+    let mut challenge = challenge.to_vec();
+    for _ in 0..MAX_ROUNDS {
+        let blocks = client.blocks();
+        let (c, response) = step(blocks, client, move |c| c.respond(&challenge)).await?;
+        client = c;
+        send(writer, AUTH_RESPONSE, &response.map_err(refused)?).await?;
+        let verdict = handshake::read(reader).await?;
+        let (tag, body) = parse(&verdict)?;
+        match tag {
+            AUTH_CHALLENGE => challenge = body.to_vec(),
+            AUTH_DONE => {
+                let token = body.to_vec();
+                let (_, verified) = step(blocks, client, move |c| c.verify(&token)).await?;
+                verified.map_err(|e| {
+                    refused(format!(
+                        "the peer accepted our login but could not prove it knows the secret: {e}"
+                    ))
+                })?;
+                return Ok(Login::Done);
+            }
+            AUTH_REFUSED => {
+                return Err(refused(format!(
+                    "the peer refused the login: {}",
+                    String::from_utf8_lossy(body)
+                )))
+            }
+            other => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("unexpected login frame {other}"),
                 ))
-            })?;
-            Ok(Login::Done)
+            }
         }
-        AUTH_REFUSED => Err(refused(format!(
-            "the peer refused the login: {}",
-            String::from_utf8_lossy(body)
-        ))),
-        other => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("unexpected login frame {other}"),
-        )),
     }
+    Err(refused(format!(
+        "the login took more than {MAX_ROUNDS} rounds"
+    )))
 }
 
 /// The acceptor's side, after reading the connector's first frame `start` (a login frame).
-/// `Ok(true)` when the connector logged in; `Ok(false)` when this node runs no login and told the
-/// connector so (it may go on to its hello). A failed login is an error naming why, for our log;
-/// the connector is told only that it was refused.
+/// `Ok(Some(identity))` when the connector logged in; `Ok(None)` when this node runs no login and
+/// told the connector so (it may go on to its hello). A failed login is an error naming why, for
+/// our log; the connector is told only that it was refused.
 pub(crate) async fn check_login(
     reader: &mut FrameReader,
     writer: &mut FrameWriter,
     auth: Option<&Arc<dyn LinkAuth>>,
     start: &[u8],
-) -> std::io::Result<bool> {
+) -> std::io::Result<Option<String>> {
     let (tag, body) = parse(start)?;
     if tag != AUTH_START {
         return Err(std::io::Error::new(
@@ -255,9 +317,15 @@ pub(crate) async fn check_login(
     }
     let Some(auth) = auth.filter(|a| a.can_check()) else {
         send(writer, AUTH_NOT_RUN, b"").await?;
-        return Ok(false);
+        return Ok(None);
     };
-    let mut server = auth.server();
+    let mut server = match auth.server() {
+        Ok(s) => s,
+        Err(why) => {
+            let _ = send(writer, AUTH_REFUSED, b"the acceptor cannot run its login").await;
+            return Err(refused(format!("cannot check a login: {why}")));
+        }
+    };
     if body != server.mechanism().as_bytes() {
         let why = format!(
             "mechanism {:?} is not {}",
@@ -267,24 +335,36 @@ pub(crate) async fn check_login(
         let _ = send(writer, AUTH_REFUSED, why.as_bytes()).await;
         return Err(refused(why));
     }
-    let challenge = server.challenge();
+    let blocks = server.blocks();
+    let (s, challenge) = step(blocks, server, |s| s.challenge()).await?;
+    server = s;
     send(writer, AUTH_CHALLENGE, &challenge).await?;
-    let frame = handshake::read(reader).await?;
-    let (tag, response) = parse(&frame)?;
-    if tag != AUTH_RESPONSE {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("expected a login response, got frame {tag}"),
-        ));
-    }
-    match server.check(response) {
-        Ok(token) => {
-            send(writer, AUTH_DONE, &token).await?;
-            Ok(true)
+    for _ in 0..MAX_ROUNDS {
+        let frame = handshake::read(reader).await?;
+        let (tag, response) = parse(&frame)?;
+        if tag != AUTH_RESPONSE {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("expected a login response, got frame {tag}"),
+            ));
         }
-        Err(why) => {
-            let _ = send(writer, AUTH_REFUSED, b"authentication failed").await;
-            Err(refused(format!("login failed: {why}")))
+        let response = response.to_vec();
+        let (s, checked) = step(blocks, server, move |s| s.check(&response)).await?;
+        server = s;
+        match checked {
+            Ok(Checked::Continue(challenge)) => send(writer, AUTH_CHALLENGE, &challenge).await?,
+            Ok(Checked::Done { token, identity }) => {
+                send(writer, AUTH_DONE, &token).await?;
+                return Ok(Some(identity));
+            }
+            Err(why) => {
+                let _ = send(writer, AUTH_REFUSED, b"authentication failed").await;
+                return Err(refused(format!("login failed: {why}")));
+            }
         }
     }
+    let _ = send(writer, AUTH_REFUSED, b"authentication failed").await;
+    Err(refused(format!(
+        "the login took more than {MAX_ROUNDS} rounds"
+    )))
 }

@@ -46,6 +46,12 @@ const IGNORED_KEYS: &[&str] = &[
     // ZooKeeper's JDK trust manager instead of its own (default true in 3.9): paddock's TLS checks
     // are the same either way (DESIGN.md, Security).
     "fips-mode",
+    // Kerberos settings of the JVM and of ZooKeeper's client side: MIT Kerberos reads krb5.conf
+    // itself (java.security.krb5.conf becomes KRB5_CONFIG), and these tune only Java's view of it.
+    "requireKerberosConfig",
+    "server.realm",
+    "sasl.client.username",
+    "sasl.client.canonicalize.hostname",
 ];
 
 const IGNORED_PREFIXES: &[&str] = &[
@@ -115,6 +121,9 @@ impl Builder {
         };
         if e.key == "java.security.auth.login.config" {
             return self.jaas_file_key(e).map_err(invalid);
+        }
+        if e.key == "java.security.krb5.conf" {
+            return self.krb5_conf_key(e).map_err(invalid);
         }
         let key = e.key.strip_prefix("zookeeper.").unwrap_or(&e.key);
         let v = e.value.as_str();
@@ -335,6 +344,7 @@ impl Builder {
         // Read last, so a bad JAAS file is reported after the zoo.cfg's own mistakes.
         c.sasl = self.sasl.load().map_err(ConfigError::Invalid)?;
         c.jaas_file = self.sasl.jaas_file.clone();
+        c.krb5_conf = self.sasl.krb5_conf.clone();
         // Checked now so a mistake stops `paddock serve` before anything else; loaded again (with
         // the stores) when the peer transport starts.
         crate::quorum_auth::QuorumSasl::load(

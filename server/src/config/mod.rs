@@ -165,6 +165,8 @@ pub struct Config {
     /// `java.security.auth.login.config`: the JAAS file, read for the client port's SASL users
     /// (`sasl`) and for quorum SASL.
     pub jaas_file: Option<PathBuf>,
+    /// `java.security.krb5.conf`: MIT Kerberos's configuration (`kerberos::ProcessKerberos`).
+    pub krb5_conf: Option<PathBuf>,
     /// The AdminServer (`admin.enableServer`, `admin.serverAddress`, `admin.serverPort`,
     /// `admin.commandURL`): ZooKeeper's JSON commands over HTTP (see `http::admin`).
     pub admin: AdminConfig,
@@ -273,6 +275,7 @@ impl Config {
             sasl: None,
             quorum_security: QuorumSecurityConfig::default(),
             jaas_file: None,
+            krb5_conf: None,
             admin: AdminConfig {
                 enabled: true,
                 address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),

@@ -135,6 +135,17 @@ impl Builder {
         Ok(())
     }
 
+    /// `java.security.krb5.conf`: the JVM's krb5.conf, `-D` only like the JAAS file. paddock
+    /// hands it to MIT Kerberos as `KRB5_CONFIG`.
+    pub(super) fn krb5_conf_key(&mut self, e: &Entry) -> Result<(), String> {
+        if let Origin::Line { .. } = e.origin {
+            tracing::warn!(origin = %e.origin, "ignoring java.security.krb5.conf in a zoo.cfg (a JVM property): pass it as -D");
+            return Ok(());
+        }
+        self.sasl.krb5_conf = Some(non_empty_path(&e.value)?);
+        Ok(())
+    }
+
     /// Client authentication: the super digest, SASL users, `enforce.auth.*`, auth providers and
     /// the digest scheme's settings. `Ok(false)`: not such a key.
     pub(super) fn client_auth_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
@@ -148,6 +159,10 @@ impl Builder {
                 self.sasl.super_password = Some(v.to_string())
             }
             "allowSaslFailedClients" => self.sasl.allow_failed_clients = parse_bool(v)?,
+            // SaslServerCallbackHandler compares with "true" exactly (anything else is false).
+            "kerberos.removeHostFromPrincipal" => self.sasl.remove_host = v == "true",
+            "kerberos.removeRealmFromPrincipal" => self.sasl.remove_realm = v == "true",
+            "security.auth_to_local" => self.sasl.auth_to_local = Some(v.to_string()),
             // isSaslSuperUser reads `zookeeper.superUser` and any `zookeeper.superUser.<suffix>`.
             k if k == "superUser" || k.starts_with("superUser.") => {
                 if !self.sasl.super_users.iter().any(|u| u == v) {

@@ -12,7 +12,7 @@ use znode_tree::acl;
 use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::Outbound;
-use crate::sasl::{DigestMd5Server, Step};
+use crate::sasl::{SaslServer, Step};
 
 impl Core {
     /// With `enforce.auth` on, only auth and SASL packets pass until the connection holds an id
@@ -76,10 +76,12 @@ impl Core {
         };
         let conn = self.conns.get_mut(&id).unwrap();
         let (remote, session_id) = (conn.remote, conn.session_id);
-        let server = conn
-            .sasl
-            .get_or_insert_with(|| DigestMd5Server::new(DigestMd5Server::random_nonce()));
-        match server.evaluate(&token, sasl_cfg) {
+        let result = match &mut conn.sasl {
+            Some(server) => server.evaluate(&token, sasl_cfg),
+            None => SaslServer::for_config(sasl_cfg)
+                .and_then(|server| conn.sasl.insert(server).evaluate(&token, sasl_cfg)),
+        };
+        match result {
             Ok(Step::Challenge(challenge)) => self.send(id, reply(0, Some(challenge))),
             Ok(Step::Complete {
                 token,
@@ -100,7 +102,7 @@ impl Core {
                         conn.auth.push(new);
                     }
                 }
-                self.send(id, reply(0, Some(token)));
+                self.send(id, reply(0, token));
             }
             Err(e) => {
                 warn!(peer = %remote, session = %session_id, error = %e, "SASL authentication failed");

@@ -17,7 +17,7 @@ use super::requests::{Pending, Queued};
 use super::Core;
 use crate::msg::ConnId;
 use crate::outbound::{Outbound, OutboundTx, Refused};
-use crate::sasl::DigestMd5Server;
+use crate::sasl::SaslServer;
 use crate::session::SessionId;
 use crate::stats::ConnStats;
 
@@ -30,7 +30,7 @@ pub(super) struct Conn {
     pub(super) timeout_ms: i32,
     pub(super) auth: Vec<Id>,
     /// The connection's SASL exchange, from its first token on (`ServerCnxn.zooKeeperSaslServer`).
-    pub(super) sasl: Option<DigestMd5Server>,
+    pub(super) sasl: Option<SaslServer>,
     pub(super) queue: VecDeque<Queued>,
     /// Whether the client sent the optional readOnly byte: the server mirrors it.
     pub(super) sent_read_only: bool,
