@@ -951,6 +951,15 @@ fn security_keys_paddock_cannot_honour_refuse_the_start() {
         ),
         (
             "enforce.auth.enabled=true\nenforce.auth.schemes=sasl,x509",
+            "enforce.auth.schemes: authentication scheme x509 is not available (set \
+             secureClientPort, or authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        ),
+        // A unified port alone does not register it before the schemes are checked (ZooKeeper
+        // 3.9.5 refuses this start too, measured).
+        (
+            "client.portUnification=true\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem\n\
+             enforce.auth.enabled=true\nenforce.auth.schemes=x509",
             "enforce.auth.schemes: authentication scheme x509 is not available",
         ),
         (
@@ -1009,8 +1018,8 @@ fn security_keys_paddock_cannot_honour_refuse_the_start() {
         "secureClientPort=2281\nsecureClientPortAddress=127.0.0.1\n\
          serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
          ssl.keyStore.location=/k.pem\nssl.clientAuth=none",
-        // A TLS client port has the x509 scheme without the provider line (ZooKeeper adds it).
-        "client.portUnification=true\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+        // A secure client port has the x509 scheme without the provider line (ZooKeeper adds it).
+        "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
          ssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem\n\
          enforce.auth.enabled=true\nenforce.auth.schemes=x509",
         "ssl.quorum.handshakeDetectionTimeoutMillis=5000",

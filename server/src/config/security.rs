@@ -99,10 +99,14 @@ impl ClientTlsConfig {
         self.secure_port.is_some() || self.port_unification
     }
 
-    /// Whether the `x509` scheme has a provider: configured, or registered by ZooKeeper itself
-    /// for a TLS client port (`QuorumPeerConfig.configureSSLAuth`).
+    /// Whether `enforce.auth.schemes` may name `x509`: its provider is configured, or ZooKeeper
+    /// registers it itself for `secureClientPort` (`QuorumPeerConfig.configureSSLAuth`). For a
+    /// unified port alone ZooKeeper registers it only once its providers are loaded (measured:
+    /// 3.9.5 refuses the start with `enforce.auth.schemes=x509`, and closes TLS clients that
+    /// present a certificate, "X509 Auth provider not found"); paddock refuses the same start,
+    /// and gives such clients their x509 id.
     pub fn x509_available(&self) -> bool {
-        self.x509_provider || self.wants_tls()
+        self.x509_provider || self.secure_port.is_some()
     }
 }
 
@@ -170,14 +174,22 @@ impl EnforceAuth {
                 "enforce.auth.enabled is true, so enforce.auth.schemes must be configured".into(),
             ));
         }
-        // paddock's authentication providers; x509 has one when configured or when the client
-        // port speaks TLS (AuthenticationHelper: a scheme without a provider refuses the start).
+        // paddock's authentication providers; x509 has one when configured or with a secure
+        // client port (AuthenticationHelper: a scheme without a provider refuses the start).
         if let Some(missing) = schemes
             .iter()
             .find(|s| !(matches!(s.as_str(), "ip" | "digest" | "sasl") || (x509 && *s == "x509")))
         {
+            let hint = if missing == "x509" {
+                format!(
+                    " (set secureClientPort, or authProvider.x509={X509_PROVIDER}, as ZooKeeper \
+                     needs too)"
+                )
+            } else {
+                String::new()
+            };
             return Err(ConfigError::Invalid(format!(
-                "enforce.auth.schemes: authentication scheme {missing} is not available"
+                "enforce.auth.schemes: authentication scheme {missing} is not available{hint}"
             )));
         }
         Ok(Some(schemes))
