@@ -629,3 +629,226 @@ async fn a_missing_key_store_refuses_the_start() {
     let err = Server::start(cfg).await.err().expect("refused").to_string();
     assert!(err.contains("ssl.keyStore.location="), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// X.509 version 1 certificates, as kazoo's harness makes them.
+
+fn openssl(dir: &Path, args: &str) {
+    let out = std::process::Command::new("openssl")
+        .args(args.split_whitespace())
+        .current_dir(dir)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA (v3, `req -x509`) in `dir/NAME.crt` and `.key`.
+fn openssl_ca(dir: &Path, name: &str) {
+    openssl(
+        dir,
+        &format!(
+            "req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+             -subj /CN={name} -keyout {name}.key -out {name}.crt"
+        ),
+    );
+}
+
+/// A version 1 certificate (`x509 -req` without extensions, as openssl 3.0 makes it) for
+/// `/CN=cn`, signed by `ca`, in `dir/NAME.crt` and `.key`.
+fn openssl_v1(dir: &Path, name: &str, cn: &str, ca: &str) {
+    openssl(
+        dir,
+        &format!(
+            "req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN={cn} \
+             -keyout {name}.key -out {name}.csr"
+        ),
+    );
+    openssl(
+        dir,
+        &format!(
+            "x509 -req -in {name}.csr -CA {ca}.crt -CAkey {ca}.key -CAcreateserial -days 30 \
+             -out {name}.crt"
+        ),
+    );
+}
+
+fn pem_cert(path: &Path) -> CertificateDer<'static> {
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::from_pem_file(path).unwrap()
+}
+
+fn pem_key(path: &Path) -> PrivateKeyDer<'static> {
+    use rustls::pki_types::pem::PemObject;
+    PrivateKeyDer::from_pem_file(path).unwrap()
+}
+
+/// The server's v1 certificate cannot be checked by rustls (nor names the host), so this test's
+/// client takes any server; what is tested is the server's side.
+#[derive(Debug)]
+struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Presents `cert` with `key`, whether or not they belong together.
+#[derive(Debug)]
+struct Present(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for Present {
+    fn resolve(
+        &self,
+        _: &[&[u8]],
+        _: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// A session over TLS 1.2 or 1.3 presenting `cert` signed with `key`.
+async fn v1_session(
+    addr: SocketAddr,
+    cert: CertificateDer<'static>,
+    key: PrivateKeyDer<'static>,
+    version: &'static rustls::SupportedProtocolVersion,
+) -> Option<Session<tokio_rustls::client::TlsStream<TcpStream>>> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let signing = provider.key_provider.load_private_key(key).unwrap();
+    let certified = Arc::new(rustls::sign::CertifiedKey::new(vec![cert], signing));
+    let config = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
+        .with_client_cert_resolver(Arc::new(Present(certified)));
+    let tcp = TcpStream::connect(addr).await.ok()?;
+    let stream = TlsConnector::from(Arc::new(config))
+        .connect(ServerName::IpAddress(Ipv4Addr::LOCALHOST.into()), tcp)
+        .await
+        .ok()?;
+    Session::open(stream).await
+}
+
+/// kazoo's harness signs its server's and its client's certificates as X.509 version 1 (no
+/// extensions) under a v3 CA, and ZooKeeper (Java) serves them; rustls's own checks refuse every
+/// v1 certificate. The client port presents a v1 certificate of its own, and takes a client's
+/// v1 certificate signed directly by a trust anchor, verifying its signature, its issuer and the
+/// handshake's signature, over TLS 1.3 and 1.2.
+#[tokio::test]
+async fn version_1_certificates_are_taken_as_java_takes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    openssl_ca(d, "ca");
+    openssl_ca(d, "other");
+    openssl_v1(d, "server", "localhost", "ca");
+    openssl_v1(d, "client", "client", "ca");
+    openssl_v1(d, "stranger", "client", "other");
+    let mut key_store = std::fs::read_to_string(d.join("server.crt")).unwrap();
+    key_store.push_str(&std::fs::read_to_string(d.join("server.key")).unwrap());
+    std::fs::write(d.join("server.pem"), key_store).unwrap();
+    std::fs::copy(d.join("ca.crt"), d.join("trust.pem")).unwrap();
+    let client = pem_cert(&d.join("client.crt"));
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in"])
+        .arg(d.join("client.crt"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"),
+        "openssl made a v1 certificate"
+    );
+    let server = serve(
+        d,
+        &format!(
+            "secureClientPort=0\nsecureClientPortAddress=127.0.0.1\n\
+             ssl.enabledProtocols=TLSv1.3,TLSv1.2\n{}",
+            store_lines(d)
+        ),
+    )
+    .await;
+    let secure = server.secure_addr().unwrap();
+    let key = || pem_key(&d.join("client.key"));
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let mut s = v1_session(secure, client.clone(), key(), version)
+            .await
+            .unwrap_or_else(|| panic!("a v1 client certificate over {version:?}"));
+        assert_eq!(s.who_am_i().await, vec!["ip:127.0.0.1", "x509:CN=client"]);
+    }
+    // Signed by a CA the trust store lacks.
+    let stranger = pem_cert(&d.join("stranger.crt"));
+    assert!(v1_session(
+        secure,
+        stranger,
+        pem_key(&d.join("stranger.key")),
+        &rustls::version::TLS13
+    )
+    .await
+    .is_none());
+    // The right certificate, the handshake signed with another key.
+    assert!(v1_session(
+        secure,
+        client.clone(),
+        pem_key(&d.join("stranger.key")),
+        &rustls::version::TLS13
+    )
+    .await
+    .is_none());
+    assert!(v1_session(
+        secure,
+        client.clone(),
+        pem_key(&d.join("stranger.key")),
+        &rustls::version::TLS12
+    )
+    .await
+    .is_none());
+    // A certificate whose signature was tampered with.
+    let mut tampered = client.as_ref().to_vec();
+    let last = tampered.len() - 1;
+    tampered[last] ^= 1;
+    assert!(v1_session(
+        secure,
+        CertificateDer::from(tampered),
+        key(),
+        &rustls::version::TLS13
+    )
+    .await
+    .is_none());
+    let text = common::four_letter(server.local_addr(), "mntr").await;
+    assert_eq!(mntr(&text, "zk_paddock_client_tls_refused"), 4, "{text}");
+    server.shutdown().await;
+}
