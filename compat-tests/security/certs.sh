@@ -19,7 +19,18 @@
 #   m3-caX                   member 3's address from the stranger's CA
 #   m3-expired               member 3's address from ca1, valid from 2020-01-01 to 2020-01-02
 #   client                   CN=client from ca1, EKU clientAuth only, no SAN
-# Trust stores: trust-ca1, trust-ca2, trust-caX, trust-ca1+ca2 and trust-ca1+caX, each as .pem (the CA certificates) and
+# and for the client port (group client; every client certificate has EKU clientAuth only and no SAN unless
+# said):
+#   server, server-ca2       the client port's certificate from ca1 and from ca2 (rotation): SAN IP:127.0.0.1
+#                            and DNS:localhost (ZooKeeper's Java client checks the name it resolves 127.0.0.1
+#                            to), EKU serverAuth
+#   ca1b                     a CA with ca1's subject and another key (ZOOKEEPER-4992: two CAs, one subject)
+#   alice                    C=DE/O=Example, Inc./OU=dev/CN=alice smith from ca1 (a subject that needs escaping)
+#   alice-ca1b               the same subject from ca1b
+#   bob, zk-admin            CN=bob, CN=zk-admin (the x509 super user) from ca1
+#   client-caX               CN=client from the stranger's CA
+#   client-ip                CN=client-ip from ca1 with SAN IP:127.0.0.1 (ssl.clientHostnameVerification)
+# Trust stores: trust-ca1, trust-ca2, trust-caX, trust-ca1+ca2, trust-ca1+caX and trust-ca1+ca1b, each as .pem (the CA certificates) and
 # as .p12 (password in DIR/password). Java ignores a certificate in a PKCS12 file that lacks Oracle's
 # trusted-key-usage attribute, which openssl 3.0 cannot write (3.2's -jdktrust can), so the .p12 trust
 # stores are made by keytool when it is installed (openjdk); without it they are openssl's, which paddock
@@ -86,11 +97,14 @@ ca() {
 }
 
 # leaf NAME CA CN EXTENSIONS [START END]: a certificate signed by CA; with START and END (YYYYMMDDhhmmssZ)
-# it is issued by `openssl ca`, the only openssl 3.0 command that takes a validity in the past.
+# it is issued by `openssl ca`, the only openssl 3.0 command that takes a validity in the past. A CN that
+# starts with / is the whole subject.
 leaf() {
-    local name=$1 issuer=$2 cn=$3 ext=$4 start=${5:-} end=${6:-}
+    local name=$1 issuer=$2 cn=$3 ext=$4 start=${5:-} end=${6:-} subj
+    subj="/O=paddock tests/CN=$cn"
+    [[ "$cn" == /* ]] && subj="$cn"
     openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$name.key" -out "$name.csr" \
-        -subj "/O=paddock tests/CN=$cn" 2>/dev/null
+        -subj "$subj" 2>/dev/null
     printf '%b' "$ext" >"$name.ext"
     if [[ -z "$start" ]]; then
         openssl x509 -req -in "$name.csr" -CA "$issuer.crt" -CAkey "$issuer.key" -CAcreateserial \
@@ -156,13 +170,25 @@ for n in 1 2 3; do
 done
 leaf m3-caX caX member-3 "$(member_ext 3)"
 leaf m3-expired ca1 member-3 "$(member_ext 3)" 20200101000000Z 20200102000000Z
-leaf client ca1 client "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyAgreement\nextendedKeyUsage=clientAuth\n"
+client_ext="basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyAgreement\nextendedKeyUsage=clientAuth\n"
+leaf client ca1 client "$client_ext"
+server_ext="basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyAgreement\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+leaf server ca1 server "$server_ext"
+leaf server-ca2 ca2 server "$server_ext"
+ca ca1b "paddock test CA 1"
+leaf alice ca1 "/C=DE/O=Example, Inc./OU=dev/CN=alice smith" "$client_ext"
+leaf alice-ca1b ca1b "/C=DE/O=Example, Inc./OU=dev/CN=alice smith" "$client_ext"
+leaf bob ca1 bob "$client_ext"
+leaf zk-admin ca1 zk-admin "$client_ext"
+leaf client-caX caX client "$client_ext"
+leaf client-ip ca1 client-ip "${client_ext}subjectAltName=IP:127.0.0.1\n"
 
 trust ca1 ca1
 trust ca2 ca2
 trust caX caX
 trust ca1+ca2 ca1 ca2
 trust ca1+caX ca1 caX
+trust ca1+ca1b ca1 ca1b
 if command -v keytool >/dev/null; then
     keytool -importkeystore -noprompt -srckeystore m1.p12 -srcstoretype PKCS12 -srcstorepass "$PASS" \
         -destkeystore m1.jks -deststoretype JKS -deststorepass "$PASS" >/dev/null 2>&1

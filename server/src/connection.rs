@@ -4,13 +4,17 @@
 //! The reader never interprets requests; it hands decoded records to the core in arrival
 //! order. It stops reading after the ConnectRequest until the core says the session is set
 //! up, as ZooKeeper does, so pipelined requests cannot overtake the handshake.
+//!
+//! Both tasks are generic over the stream's halves: a plaintext connection runs on a
+//! `TcpStream`'s owned halves as it always did (`serve`; the code is monomorphised, so TLS adds
+//! nothing to it), a TLS connection on the two halves of tokio-rustls's stream (`serve_tls`,
+//! after `client_tls` completed the handshake).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{timeout, Duration, Instant};
@@ -22,14 +26,14 @@ use wire::{FourLetterWord, Writer};
 use crate::config::FourLetterWhitelist;
 use crate::fourlw;
 use crate::latency::{Latency, ReplyStamps};
-use crate::msg::{ConnId, CoreMsg};
+use crate::msg::{ConnId, CoreMsg, Transport};
 use crate::outbound::{self, Outbound, OutboundRx};
-use crate::stats::ResponseSizes;
+use crate::stats::{ClientPortCounters, ResponseSizes};
 use crate::throttle::Throttle;
 
 /// How long a connection may take to send its ConnectRequest
-/// (`zookeeper.nio.sessionlessCnxnTimeout`).
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// (`zookeeper.nio.sessionlessCnxnTimeout`), and its TLS handshake (Netty's SslHandler default).
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct ConnParams {
     pub max_frame: usize,
@@ -41,20 +45,24 @@ pub struct ConnParams {
     pub throttle: Arc<Throttle>,
     /// Where the writers record the last stage of each write they put on the wire.
     pub latency: Arc<Latency>,
+    /// The client ports' accept and handshake counters (mntr, /metrics).
+    pub counters: Arc<ClientPortCounters>,
 }
 
+/// Serves a plaintext connection.
 pub async fn serve(
     stream: TcpStream,
     remote: SocketAddr,
     id: ConnId,
     core: mpsc::Sender<CoreMsg>,
     params: Arc<ConnParams>,
+    transport: Transport,
 ) {
     let span = tracing::debug_span!("conn", peer = %remote, id);
     async move {
         let _ = stream.set_nodelay(true);
         let (rd, wr) = stream.into_split();
-        if let Err(reason) = run(rd, wr, remote, id, &core, &params).await {
+        if let Err(reason) = run(rd, wr, remote, id, &core, &params, transport).await {
             debug!(reason, "connection ended");
         }
         let _ = core.send(CoreMsg::Closed { conn: id }).await;
@@ -63,14 +71,40 @@ pub async fn serve(
     .await
 }
 
-async fn run(
-    mut rd: OwnedReadHalf,
-    mut wr: OwnedWriteHalf,
+/// Serves a connection whose TLS handshake is done (`transport` says what it proved).
+pub async fn serve_tls(
+    stream: tokio_rustls::server::TlsStream<TcpStream>,
+    remote: SocketAddr,
+    id: ConnId,
+    core: mpsc::Sender<CoreMsg>,
+    params: Arc<ConnParams>,
+    transport: Transport,
+) {
+    let span = tracing::debug_span!("conn", peer = %remote, id, tls = true);
+    async move {
+        let (rd, wr) = tokio::io::split(stream);
+        if let Err(reason) = run(rd, wr, remote, id, &core, &params, transport).await {
+            debug!(reason, "connection ended");
+        }
+        let _ = core.send(CoreMsg::Closed { conn: id }).await;
+    }
+    .instrument(span)
+    .await
+}
+
+async fn run<R, W>(
+    mut rd: R,
+    mut wr: W,
     remote: SocketAddr,
     id: ConnId,
     core: &mpsc::Sender<CoreMsg>,
     params: &ConnParams,
-) -> Result<(), &'static str> {
+    transport: Transport,
+) -> Result<(), &'static str>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let mut buf = BytesMut::with_capacity(4096);
 
     // The first four bytes: a four-letter word, or the length of a ConnectRequest.
@@ -105,6 +139,7 @@ async fn run(
             word,
             mask,
             remote,
+            secure_port: transport.secure_port,
             reply: tx,
         })
         .await
@@ -140,6 +175,7 @@ async fn run(
         req,
         out: out_tx,
         ready: ready_tx,
+        transport,
     })
     .await
     .map_err(|_| "server stopping")?;
@@ -189,8 +225,8 @@ async fn run(
 }
 
 /// Drains the outbound queue, coalescing whatever is queued into one write.
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: OutboundRx,
     sizes: Arc<ResponseSizes>,
     latency: Arc<Latency>,
@@ -240,8 +276,8 @@ async fn write_loop(
     }
 }
 
-async fn read_at_least(
-    rd: &mut OwnedReadHalf,
+async fn read_at_least<R: AsyncRead + Unpin>(
+    rd: &mut R,
     buf: &mut BytesMut,
     n: usize,
 ) -> Result<(), &'static str> {
@@ -255,8 +291,8 @@ async fn read_at_least(
 
 /// Reads one whole frame body. An oversized or negative length ends the connection before
 /// anything is allocated for it.
-async fn next_frame(
-    rd: &mut OwnedReadHalf,
+async fn next_frame<R: AsyncRead + Unpin>(
+    rd: &mut R,
     buf: &mut BytesMut,
     max: usize,
 ) -> Result<Vec<u8>, &'static str> {

@@ -143,6 +143,8 @@ fn round_half_up_4(x: f64) -> f64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnView {
     pub remote: SocketAddr,
+    /// Came through the secure client port (`secureClientPort`).
+    pub secure: bool,
     /// NIO interest set (1 = read, 4 = write, 0 = throttled); printed in hex.
     pub interest_ops: u32,
     pub queued: u64,
@@ -344,6 +346,10 @@ pub struct ServerView {
     pub min_client_response_size: i64,
     pub max_client_response_size: i64,
     pub auth_failed_count: u64,
+    /// Connections the Netty factory accepted on the plaintext client port, from loopback and
+    /// from elsewhere (ZooKeeper's `non_mtls_*_conn_count`; 0 with the NIO factory).
+    pub non_mtls_local_conn_count: u64,
+    pub non_mtls_remote_conn_count: u64,
     /// Ensemble size, printed as `zk_quorum_size` when not standalone.
     pub quorum_size: Option<u64>,
     /// Leader-only gauges (`zk_learners`, `zk_synced_followers`, ...) and the `Proposal sizes`
@@ -613,11 +619,18 @@ fn mntr(o: &mut String, v: &ServerView) {
         "min_client_response_size",
         v.min_client_response_size.to_string(),
     );
-    // No TLS port, so no handshakes and no mTLS connections.
+    // Handshakes are counted only with zookeeper.netty.server.outstandingHandshake.limit set,
+    // which paddock does not have: ZooKeeper's default prints 0.
     kv("outstanding_tls_handshake", "0".to_string());
     kv("auth_failed_count", v.auth_failed_count.to_string());
-    kv("non_mtls_remote_conn_count", "0".to_string());
-    kv("non_mtls_local_conn_count", "0".to_string());
+    kv(
+        "non_mtls_remote_conn_count",
+        v.non_mtls_remote_conn_count.to_string(),
+    );
+    kv(
+        "non_mtls_local_conn_count",
+        v.non_mtls_local_conn_count.to_string(),
+    );
     if let (Mode::Leader, Some(l)) = (v.mode, &v.leader) {
         kv("learners", l.learners.to_string());
         kv("synced_followers", l.synced_followers.to_string());

@@ -30,7 +30,7 @@
 //! - `tls` turns the `ssl.quorum.*` and `ssl.*` keys into rustls configurations (PEM and
 //!   PKCS12 stores, as ZooKeeper's X509Util reads them) and reloads them when the files change;
 //!   `quorum_security` makes the peer transport's protection of them and of `quorum_auth`
-//!   (quorum SASL);
+//!   (quorum SASL); `client_tls` the client port's (secure port, unified port, x509 ids);
 //! - `zk_import` and `zk_export` are `paddock import` and `paddock export`: a ZooKeeper data
 //!   directory into a paddock one, and paddock's state as a ZooKeeper snapshot (zk-format);
 //! - `clock` is the one reading of the wall clock (`now_ms`), for the core (through `WallClock`)
@@ -40,6 +40,7 @@
 //! invariants.
 
 pub mod cli;
+pub mod client_tls;
 pub mod clock;
 pub mod config;
 pub mod connection;

@@ -15,6 +15,21 @@ use crate::throttle::Slot;
 /// Names a client connection for the core; unique for the life of the process.
 pub type ConnId = u64;
 
+/// How a client connection reached the server: through which listener, and what its TLS
+/// handshake proved (`client_tls.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transport {
+    /// Accepted on `secureClientPort` (ZooKeeper's secure connection factory), not on
+    /// `clientPort`: `cons` and `stat` list a port's connections only, the AdminServer lists them
+    /// apart as `secure_connections`.
+    pub secure_port: bool,
+    /// The connection speaks TLS (on the secure port, or on a unified plaintext port).
+    pub tls: bool,
+    /// The client certificate's subject as Java's `X500Principal.getName()` writes it, when the
+    /// client presented a verified certificate: the connection's `x509:` id.
+    pub x509: Option<String>,
+}
+
 /// Messages into the core.
 #[derive(Debug)]
 pub enum CoreMsg {
@@ -26,6 +41,7 @@ pub enum CoreMsg {
         out: OutboundTx,
         /// Answered `true` once the session is set up; `false` means close after flushing.
         ready: oneshot::Sender<bool>,
+        transport: Transport,
     },
     /// A request frame after the handshake. A body that did not decode is carried as the error.
     Request {
@@ -44,6 +60,8 @@ pub enum CoreMsg {
         /// `stmk`'s argument: the 8-byte trace mask that follows the word.
         mask: Option<i64>,
         remote: SocketAddr,
+        /// Asked on the secure client port: `cons` and `stat` list that port's connections.
+        secure_port: bool,
         reply: oneshot::Sender<String>,
     },
     /// The HTTP endpoints (AdminServer, Prometheus): a `ServerView` holding `parts`, file-system

@@ -18,9 +18,10 @@ use tracing::{error, info, warn};
 
 use znode_tree::Tree;
 
+use crate::client_tls::{self, ClientPortTls, Port};
 use crate::clock::WallClock;
 use crate::config::Config;
-use crate::connection::{self, ConnParams};
+use crate::connection::ConnParams;
 use crate::core::Core;
 use crate::identity::{self, Decision, Fresh, Identity, PeerAnswer};
 use crate::msg::CoreMsg;
@@ -33,9 +34,12 @@ const FAILED_STOP_BOUND: std::time::Duration = std::time::Duration::from_secs(10
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
+    /// `secureClientPort`'s address, when it is configured.
+    secure_addr: Option<SocketAddr>,
     core_tx: mpsc::Sender<CoreMsg>,
     raft: consensus::Handle,
-    accept: JoinHandle<()>,
+    /// The client ports' accept loops (the secure port's second, when there is one).
+    accept: Vec<JoinHandle<()>>,
     core: JoinHandle<()>,
     /// The peer transport of an ensemble member.
     net: Option<consensus::PeerNet>,
@@ -118,6 +122,9 @@ impl Server {
         }
         let cfg = Arc::new(cfg);
         crate::data_dir::prepare(&cfg)?;
+        // The client port's stores are read before anything else opens: one that does not load
+        // stops the start at once.
+        let client_tls = ClientPortTls::start(&cfg).map_err(anyhow::Error::msg)?;
         let dir = cfg.raft_dir();
         let stored = Identity::read(&dir).map_err(anyhow::Error::msg)?;
         let creating = match stored {
@@ -170,11 +177,26 @@ impl Server {
         };
         let running = spawn_core(&cfg, &raft, net.as_ref(), recovered, opened.events, wall);
         replay(&running, replay_to).await?;
-        let (addr, accept) = listen(&cfg, &running).await?;
+        let listening = listen(&cfg, &running, client_tls).await;
+        let listening = match listening {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = running.core_tx.send(CoreMsg::Shutdown).await;
+                let _ = running.core.await;
+                let r = raft.clone();
+                let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
+                return Err(e);
+            }
+        };
+        let Listening {
+            addr,
+            secure_addr,
+            accept,
+        } = listening;
         let http = match crate::http::start(&cfg, running.core_tx.clone()).await {
             Ok(http) => http,
             Err(e) => {
-                accept.abort();
+                accept.iter().for_each(JoinHandle::abort);
                 let _ = running.core_tx.send(CoreMsg::Shutdown).await;
                 let _ = running.core.await;
                 let r = raft.clone();
@@ -185,6 +207,7 @@ impl Server {
         let (tick, election, _) = cfg.raft_timing();
         Ok(Server {
             addr,
+            secure_addr,
             core_tx: running.core_tx,
             raft,
             accept,
@@ -197,6 +220,11 @@ impl Server {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where `secureClientPort` listens (TLS only), if it is configured.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
     }
 
     /// Where the AdminServer listens, if it runs.
@@ -213,7 +241,7 @@ impl Server {
     /// voter first (so the others need not wait for an election timeout); then stops the core,
     /// flushes and stops the raft thread, and closes the peer links.
     pub async fn shutdown(self) {
-        self.accept.abort();
+        self.accept.iter().for_each(JoinHandle::abort);
         self.http.stop();
         if self.net.is_some() && self.raft.status().is_leader {
             let raft = self.raft.clone();
@@ -491,6 +519,7 @@ fn spawn_core(
         response_sizes: core.response_sizes(),
         throttle: Throttle::new(cfg.global_outstanding_limit),
         latency: latency.clone(),
+        counters: core.client_port_counters(),
     });
     // A member's core logs under its id, so that the members of an in-process ensemble (the
     // tests) can be told apart; a standalone server has no span.
@@ -539,24 +568,74 @@ async fn replay(running: &Running, replay_to: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens the client port and its accept loop.
+/// The client ports, open.
+struct Listening {
+    addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
+    accept: Vec<JoinHandle<()>>,
+}
+
+/// Opens the client port and, with `secureClientPort`, the secure one, each with its accept
+/// loop. The plaintext port takes TLS too with `client.portUnification`.
 async fn listen(
     cfg: &Arc<Config>,
     running: &Running,
-) -> anyhow::Result<(SocketAddr, JoinHandle<()>)> {
+    tls: Option<Arc<ClientPortTls>>,
+) -> anyhow::Result<Listening> {
     let bind = SocketAddr::new(cfg.client_port_address, cfg.client_port);
     let listener = TcpListener::bind(bind)
         .await
         .with_context(|| format!("binding the client port {bind}"))?;
     let addr = listener.local_addr()?;
-    info!(%addr, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
-    let accept = tokio::spawn(accept_loop(
+    let secure = match (&tls, cfg.client_tls.secure_port) {
+        (Some(tls), Some(port)) => {
+            let ip = cfg
+                .client_tls
+                .secure_address
+                .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+            let bind = SocketAddr::new(ip, port);
+            let listener = TcpListener::bind(bind)
+                .await
+                .with_context(|| format!("binding the secure client port {bind}"))?;
+            Some((listener, tls.clone()))
+        }
+        _ => None,
+    };
+    let secure_addr = match &secure {
+        Some((l, _)) => Some(l.local_addr()?),
+        None => None,
+    };
+    let unified = cfg.client_tls.port_unification;
+    info!(%addr, secure = ?secure_addr, unified, data_dir = %cfg.data_dir.display(), "serving ZooKeeper clients");
+    // Connection ids are unique across both ports: the core keys its connections by them.
+    let ids = Arc::new(AtomicU64::new(1));
+    let plain_port = match (&tls, unified) {
+        (Some(tls), true) => Port::Unified(tls.clone()),
+        _ => Port::Plain,
+    };
+    let mut accept = vec![tokio::spawn(accept_loop(
         listener,
         running.core_tx.clone(),
         cfg.clone(),
         running.params.clone(),
-    ));
-    Ok((addr, accept))
+        plain_port,
+        ids.clone(),
+    ))];
+    if let Some((listener, tls)) = secure {
+        accept.push(tokio::spawn(accept_loop(
+            listener,
+            running.core_tx.clone(),
+            cfg.clone(),
+            running.params.clone(),
+            Port::Secure(tls),
+            ids,
+        )));
+    }
+    Ok(Listening {
+        addr,
+        secure_addr,
+        accept,
+    })
 }
 
 /// Opens the raft directory's log if one was ever created (`None`: no store yet). The store stays
@@ -722,14 +801,20 @@ impl PerIp {
     }
 }
 
+/// One client port's accept loop. `maxClientCnxns` counts per port, as each of ZooKeeper's
+/// connection factories counts its own.
 async fn accept_loop(
     listener: TcpListener,
     core_tx: mpsc::Sender<CoreMsg>,
     cfg: Arc<Config>,
     params: Arc<ConnParams>,
+    port: Port,
+    next_id: Arc<AtomicU64>,
 ) {
-    let next_id = AtomicU64::new(1);
     let per_ip = Arc::new(PerIp::default());
+    // ZooKeeper's Netty factory counts every connection its plaintext port accepts (on a
+    // unified port before it knows whether TLS follows).
+    let count_non_mtls = cfg.client_tls.netty && !port.is_secure();
     loop {
         let (stream, remote) = match listener.accept().await {
             Ok(x) => x,
@@ -745,12 +830,21 @@ async fn accept_loop(
             drop(stream);
             continue;
         }
+        if count_non_mtls {
+            let c = &params.counters;
+            crate::stats::ClientPortCounters::bump(if remote.ip().is_loopback() {
+                &c.non_mtls_local
+            } else {
+                &c.non_mtls_remote
+            });
+        }
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let core_tx = core_tx.clone();
         let params = params.clone();
         let per_ip = per_ip.clone();
+        let port = port.clone();
         tokio::spawn(async move {
-            connection::serve(stream, remote, id, core_tx, params).await;
+            client_tls::serve(stream, remote, id, core_tx, params, port).await;
             per_ip.remove(remote.ip());
         });
     }

@@ -1,7 +1,7 @@
 //! Counters behind `srvr`, `stat`, `cons` and `mntr`: request latency, packets, per
 //! connection activity. Reset by `srst` and `crst`.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use tokio::time::Instant;
 use wire::OpCode;
@@ -14,6 +14,34 @@ pub struct ServerStats {
     pub packets_sent: u64,
     pub latency: LatencyStats,
     pub auth_failed: u64,
+}
+
+/// The client ports' accept counters, kept by the accept loops and the TLS handshakes
+/// (`client_tls.rs`) and read by the views. Never reset, as ZooKeeper's are not by `srst`.
+#[derive(Debug, Default)]
+pub struct ClientPortCounters {
+    /// Connections served in plaintext (four-letter words included), on either kind of port.
+    pub accepted_plaintext: AtomicU64,
+    /// TLS handshakes completed.
+    pub accepted_tls: AtomicU64,
+    /// TLS handshakes that failed, timed out or whose client certificate was refused after
+    /// them; ZooKeeper counts these in `auth_failed_count`.
+    pub tls_refused: AtomicU64,
+    /// ZooKeeper's `non_mtls_local_conn_count` and `non_mtls_remote_conn_count`: connections
+    /// accepted on the plaintext client port by the Netty factory (before a unified port knows
+    /// whether they speak TLS, as ZooKeeper counts them), from a loopback address or not.
+    pub non_mtls_local: AtomicU64,
+    pub non_mtls_remote: AtomicU64,
+}
+
+impl ClientPortCounters {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
 }
 
 /// Sizes of the replies and notifications sent to clients (the frame without its length

@@ -52,23 +52,46 @@ peerType=participant
     )
 }
 
-/// kazoo's harness asks for a TLS client port, which paddock lacks: the start is refused, naming
-/// the key (compat-tests/kazoo-suite/shim/java serves the file without it).
+/// kazoo's harness asks for a TLS client port with JKS stores: the start is refused with the
+/// keytool command that converts them (compat-tests/kazoo-suite/shim/java runs it, and serves
+/// the file with the PKCS12 stores).
 #[test]
-fn kazoo_cluster_config_is_refused_for_its_tls_client_port() {
+fn kazoo_cluster_config_asks_for_its_jks_stores_to_be_converted() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     std::fs::write(data.join("myid"), "2").unwrap();
     let path = write_cfg(dir.path(), &kazoo_cfg(&data));
     let err = Config::from_zoo_cfg(&path).unwrap_err().to_string();
-    assert!(
-        err.starts_with(&format!(
-            "{}:5: secureClientPort: paddock has no TLS on the client port yet",
-            path.display()
-        )),
-        "{err}"
+    assert_eq!(
+        err,
+        "ssl.keyStore.location=/tmp/k/keystore.jks: paddock cannot read JKS stores; convert it \
+         to PKCS12 with `keytool -importkeystore -srckeystore /tmp/k/keystore.jks -srcstoretype \
+         JKS -destkeystore /tmp/k/keystore.p12 -deststoretype PKCS12` and set \
+         ssl.keyStore.location=/tmp/k/keystore.p12"
     );
+    // Converted, the same file starts a secure port on 20004 beside the plaintext one.
+    let text = kazoo_cfg(&data).replace(".jks", ".p12");
+    let c = Config::from_zoo_cfg(&write_cfg(dir.path(), &text)).unwrap();
+    assert_eq!(c.client_tls.secure_port, Some(20004));
+    assert_eq!(c.client_tls.secure_address, None);
+    assert!(c.client_tls.netty && !c.client_tls.port_unification);
+    assert!(c.client_tls.x509_available());
+    assert_eq!(
+        c.client_tls
+            .ssl_keys
+            .get("keyStore.location")
+            .map(String::as_str),
+        Some("/tmp/k/keystore.p12")
+    );
+    assert!(
+        c.as_conf_lines()
+            .contains(&("secureClientPort".to_string(), "20004".to_string())),
+        "{:?}",
+        c.as_conf_lines()
+    );
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("apassword"), "{debug}");
 }
 
 #[test]
@@ -881,12 +904,63 @@ fn conf_in_quorum_mode_prints_the_quorum_keys_before_the_membership() {
 fn security_keys_paddock_cannot_honour_refuse_the_start() {
     let base = "dataDir=/tmp/x\nclientPort=2181\n";
     let cases: &[(&str, &str)] = &[
-        ("secureClientPort=2281", "secureClientPort: paddock has no TLS on the client port yet"),
-        ("client.portUnification=true", "client.portUnification: paddock has no TLS on the client port yet"),
-        ("ssl.authProvider=x509", "ssl.authProvider: x509 authentication needs TLS on the client port"),
         (
-            "authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
-            "authProvider.1: x509 authentication needs TLS on the client port",
+            "secureClientPort=2281",
+            "secureClientPort needs serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        ),
+        (
+            "client.portUnification=true",
+            "client.portUnification=true needs serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        ),
+        (
+            "secureClientPortAddress=0.0.0.0",
+            "secureClientPortAddress is set but secureClientPort is not set",
+        ),
+        (
+            "serverCnxnFactory=com.example.Factory",
+            "serverCnxnFactory: \"com.example.Factory\": paddock serves clients as ZooKeeper's",
+        ),
+        (
+            "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "secureClientPort needs ssl.keyStore.location",
+        ),
+        (
+            "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k.pem",
+            "secureClientPort with ssl.clientAuth=need needs ssl.trustStore.location",
+        ),
+        (
+            "client.portUnification=true\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k.pem\nssl.clientAuth=want",
+            "client.portUnification=true with ssl.clientAuth=want needs ssl.trustStore.location",
+        ),
+        (
+            "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem\nssl.crl=true",
+            "ssl.crl: paddock does not check revocation",
+        ),
+        (
+            "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem\nssl.ocsp=true",
+            "ssl.ocsp: paddock does not check revocation",
+        ),
+        (
+            "ssl.authProvider=com.example.Provider",
+            "ssl.authProvider: \"com.example.Provider\": paddock authenticates TLS clients with \
+             ZooKeeper's X509AuthenticationProvider (scheme x509) only",
+        ),
+        (
+            "enforce.auth.enabled=true\nenforce.auth.schemes=sasl,x509",
+            "enforce.auth.schemes: authentication scheme x509 is not available (set \
+             secureClientPort, or authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        ),
+        // A unified port alone does not register it before the schemes are checked (ZooKeeper
+        // 3.9.5 refuses this start too, measured).
+        (
+            "client.portUnification=true\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem\n\
+             enforce.auth.enabled=true\nenforce.auth.schemes=x509",
+            "enforce.auth.schemes: authentication scheme x509 is not available",
         ),
         (
             "authProvider.x=com.example.Unknown",
@@ -933,8 +1007,21 @@ fn security_keys_paddock_cannot_honour_refuse_the_start() {
         "DigestAuthenticationProvider.enabled=true",
         "admin.forceHttps=false",
         "client.portUnification=false",
-        "secureClientPortAddress=0.0.0.0",
+        "client.certReload=true",
         "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "serverCnxnFactory=org.apache.zookeeper.server.NIOServerCnxnFactory",
+        "ssl.authProvider=x509",
+        "X509AuthenticationProvider.superUser=CN=admin,O=Example",
+        "authProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n\
+         enforce.auth.enabled=true\nenforce.auth.schemes=x509",
+        // No certificate asked for, so no trust store needed.
+        "secureClientPort=2281\nsecureClientPortAddress=127.0.0.1\n\
+         serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+         ssl.keyStore.location=/k.pem\nssl.clientAuth=none",
+        // A secure client port has the x509 scheme without the provider line (ZooKeeper adds it).
+        "secureClientPort=2281\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+         ssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem\n\
+         enforce.auth.enabled=true\nenforce.auth.schemes=x509",
         "ssl.quorum.handshakeDetectionTimeoutMillis=5000",
         "quorum.cnxn.threads.size=20",
         "ssl.keyStore.location=/k.jks",

@@ -47,6 +47,7 @@ fn view() -> ServerView {
         connections: vec![
             ConnView {
                 remote: "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
+                secure: false,
                 interest_ops: 1,
                 queued: 0,
                 recved: 10,
@@ -63,6 +64,7 @@ fn view() -> ServerView {
             },
             ConnView {
                 remote: "[::1]:50001".parse::<SocketAddr>().unwrap(),
+                secure: false,
                 interest_ops: 0,
                 queued: 0,
                 recved: 1,
@@ -121,6 +123,8 @@ fn view() -> ServerView {
         min_client_response_size: 16,
         max_client_response_size: 120,
         auth_failed_count: 1,
+        non_mtls_local_conn_count: 3,
+        non_mtls_remote_conn_count: 2,
         quorum_size: None,
         leader: None,
         extra_metrics: vec![],
@@ -297,8 +301,8 @@ fn mntr_prints_tab_separated_zk_keys() {
          zk_min_client_response_size\t16\n\
          zk_outstanding_tls_handshake\t0\n\
          zk_auth_failed_count\t1\n\
-         zk_non_mtls_remote_conn_count\t0\n\
-         zk_non_mtls_local_conn_count\t0\n",
+         zk_non_mtls_remote_conn_count\t2\n\
+         zk_non_mtls_local_conn_count\t3\n",
         version_line().trim_start_matches("Zookeeper version: ")
     );
     assert_eq!(render(W::Mntr, &view(), &all()), expected);
@@ -325,7 +329,7 @@ fn mntr_on_a_leader_adds_leader_gauges_quorum_size_and_extras() {
     let out = render(W::Mntr, &v, &all());
     assert!(out.contains("zk_server_state\tleader\n"));
     assert!(out.ends_with(
-        "zk_non_mtls_local_conn_count\t0\nzk_learners\t2\nzk_synced_followers\t2\nzk_synced_non_voting_followers\t0\n\
+        "zk_non_mtls_local_conn_count\t3\nzk_learners\t2\nzk_synced_followers\t2\nzk_synced_non_voting_followers\t0\n\
          zk_synced_observers\t0\nzk_pending_syncs\t0\nzk_leader_uptime\t999\nzk_last_proposal_size\t80\n\
          zk_min_proposal_size\t40\nzk_max_proposal_size\t200\nzk_quorum_size\t3\nzk_paddock_raft_term\t4\n"
     ));
@@ -521,6 +525,8 @@ fn only(v: &ServerView, p: Parts) -> ServerView {
         min_client_response_size,
         max_client_response_size,
         auth_failed_count,
+        non_mtls_local_conn_count,
+        non_mtls_remote_conn_count,
         quorum_size,
         leader,
         extra_metrics,
@@ -549,6 +555,8 @@ fn only(v: &ServerView, p: Parts) -> ServerView {
         o.min_client_response_size = min_client_response_size;
         o.max_client_response_size = max_client_response_size;
         (o.auth_failed_count, o.quorum_size) = (auth_failed_count, quorum_size);
+        o.non_mtls_local_conn_count = non_mtls_local_conn_count;
+        o.non_mtls_remote_conn_count = non_mtls_remote_conn_count;
     }
     if p.extras {
         (o.extra_metrics, o.summaries) = (extra_metrics, summaries);

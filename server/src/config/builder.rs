@@ -25,8 +25,6 @@ const IGNORED_KEYS: &[&str] = &[
     "connectToLearnerMasterLimit",
     "localSessionsEnabled",
     "localSessionsUpgradingEnabled",
-    "secureClientPortAddress",
-    "serverCnxnFactory",
     "clientPortListenBacklog",
     "observerMasterPort",
     "syncEnabled",
@@ -55,9 +53,6 @@ const IGNORED_KEYS: &[&str] = &[
 ];
 
 const IGNORED_PREFIXES: &[&str] = &[
-    // Client-port TLS settings: they configure a secure client port, which paddock does not
-    // have; asking for one (secureClientPort, client.portUnification) refuses the start.
-    "ssl.",
     // Further PrometheusMetricsProvider tuning (numWorkerThreads, maxQueueSize,
     // workerShutdownTimeoutMs, ssl.*): no equivalent here.
     "metricsProvider.",
@@ -132,6 +127,7 @@ impl Builder {
             || self.http_key(key, v).map_err(invalid)?
             || self.client_auth_key(key, v).map_err(invalid)?
             || self.quorum_security_key(key, v).map_err(invalid)?
+            || self.client_tls_key(key, v).map_err(invalid)?
             || self.missing_protection_key(key, v).map_err(invalid)?;
         if !known {
             unused_key(key, e);
@@ -353,7 +349,8 @@ impl Builder {
         )
         .map_err(ConfigError::Invalid)?;
         crate::quorum_security::check(&c.quorum_security).map_err(ConfigError::Invalid)?;
-        c.enforce_auth_schemes = self.enforce_auth.schemes()?;
+        crate::client_tls::check(&c.client_tls).map_err(ConfigError::Invalid)?;
+        c.enforce_auth_schemes = self.enforce_auth.schemes(c.client_tls.x509_available())?;
         self.cfg.validate()?;
         Ok(self.cfg)
     }

@@ -10,7 +10,7 @@
 //! through unchanged. SASL is configured the same way: the JVM property
 //! `java.security.auth.login.config` (flag only) names the JAAS file, and `sasl.serverconfig`,
 //! `superUser[.*]`, `SASLAuthenticationProvider.superPassword` and `allowSaslFailedClients`
-//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (TLS, Jetty tuning, quorum
+//! tune it (see `sasl.rs`). Keys ZooKeeper knows but paddock does not use (Jetty tuning, quorum
 //! timing) are logged and ignored; unknown keys are logged at warn level. Neither is fatal,
 //! because the client test harnesses (kazoo, go-zookeeper) write many of them.
 //!
@@ -40,7 +40,9 @@ use crate::sasl::SaslConfig;
 
 use builder::Builder;
 use security::validate_super_digest;
-pub use security::QuorumSecurityConfig;
+pub use security::{
+    ClientTlsConfig, QuorumSecurityConfig, NETTY_FACTORY, NIO_FACTORY, X509_PROVIDER,
+};
 pub use server_spec::{ids_by_role, PeerRole, ServerSpec};
 pub use whitelist::FourLetterWhitelist;
 pub use zoo_cfg::parse_properties;
@@ -162,6 +164,9 @@ pub struct Config {
     /// How peer links are protected: `sslQuorum`, `portUnification`, `sslQuorumReloadCertFiles`,
     /// `ssl.quorum.*` and `quorum.auth.*` (`quorum_security.rs` turns it into the transport's).
     pub quorum_security: QuorumSecurityConfig,
+    /// The client port's TLS (`secureClientPort`, `client.portUnification`, `ssl.*`,
+    /// `client.certReload`, `serverCnxnFactory`) and x509 identities (`client_tls.rs`).
+    pub client_tls: ClientTlsConfig,
     /// `java.security.auth.login.config`: the JAAS file, read for the client port's SASL users
     /// (`sasl`) and for quorum SASL.
     pub jaas_file: Option<PathBuf>,
@@ -274,6 +279,7 @@ impl Config {
             linearizable_reads: false,
             sasl: None,
             quorum_security: QuorumSecurityConfig::default(),
+            client_tls: ClientTlsConfig::default(),
             jaas_file: None,
             krb5_conf: None,
             admin: AdminConfig {
@@ -555,8 +561,13 @@ impl Config {
             .unwrap_or_else(|| data_dir.clone());
         let mut lines = vec![
             ("clientPort".to_string(), self.client_port.to_string()),
-            // No TLS port: ZooKeeper prints -1 when it has none.
-            ("secureClientPort".to_string(), "-1".to_string()),
+            // ZooKeeper prints -1 when it has no TLS port.
+            (
+                "secureClientPort".to_string(),
+                self.client_tls
+                    .secure_port
+                    .map_or("-1".to_string(), |p| p.to_string()),
+            ),
             ("dataDir".to_string(), data_dir.display().to_string()),
             ("dataLogDir".to_string(), log_dir.display().to_string()),
             ("tickTime".to_string(), self.tick_time_ms.to_string()),

@@ -1,13 +1,17 @@
 //! The keys that protect the server, and the rules that keep it fail-closed: quorum TLS
-//! (`sslQuorum`, `portUnification`, `ssl.quorum.*`) and quorum SASL (`quorum.auth.*`); client
-//! authentication (the super digest, SASL users, `enforce.auth.*`, auth providers); and the keys
-//! that ask for protection paddock does not have (client-port TLS, HTTPS on the AdminServer,
-//! another digest algorithm), which refuse the start rather than run less protected than asked.
+//! (`sslQuorum`, `portUnification`, `ssl.quorum.*`) and quorum SASL (`quorum.auth.*`); the
+//! client port's TLS (`secureClientPort`, `client.portUnification`, `ssl.*`) and x509 identities;
+//! client authentication (the super digest, SASL users, `enforce.auth.*`, auth providers); and the
+//! keys that ask for protection paddock does not have (HTTPS on the AdminServer, another digest
+//! algorithm), which refuse the start rather than run less protected than asked.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::net::IpAddr;
 
 use super::builder::Builder;
-use super::zoo_cfg::{non_empty_path, parse_bool};
+use super::server_spec::parse_port;
+use super::zoo_cfg::{non_empty_path, parse_bool, parse_ip};
 use super::{ConfigError, Entry, Origin};
 
 /// The quorum's protection as configured, before any file is read.
@@ -32,26 +36,91 @@ impl QuorumSecurityConfig {
     }
 }
 
+/// `key=value` lines with store passwords masked, for Debug output.
+fn masked(keys: &BTreeMap<String, String>) -> Vec<String> {
+    keys.iter()
+        .map(|(k, v)| {
+            if k.to_ascii_lowercase().contains("password") && !k.ends_with("passwordPath") {
+                format!("{k}=******")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect()
+}
+
 /// Store passwords stay out of logs and `conf` dumps.
 impl fmt::Debug for QuorumSecurityConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let keys: Vec<String> = self
-            .ssl_keys
-            .iter()
-            .map(|(k, v)| {
-                if k.to_ascii_lowercase().contains("password") && !k.ends_with("passwordPath") {
-                    format!("{k}=******")
-                } else {
-                    format!("{k}={v}")
-                }
-            })
-            .collect();
         f.debug_struct("QuorumSecurityConfig")
             .field("ssl_quorum", &self.ssl_quorum)
             .field("port_unification", &self.port_unification)
             .field("reload_cert_files", &self.reload_cert_files)
-            .field("ssl_keys", &keys)
+            .field("ssl_keys", &masked(&self.ssl_keys))
             .field("sasl", &self.sasl)
+            .finish()
+    }
+}
+
+/// ZooKeeper's server connection factories (`serverCnxnFactory`). Only Netty's speaks TLS.
+pub const NETTY_FACTORY: &str = "org.apache.zookeeper.server.NettyServerCnxnFactory";
+pub const NIO_FACTORY: &str = "org.apache.zookeeper.server.NIOServerCnxnFactory";
+/// The authentication provider whose ids are client certificates' subjects.
+pub const X509_PROVIDER: &str = "org.apache.zookeeper.server.auth.X509AuthenticationProvider";
+
+/// The client port's TLS and x509 identities as configured, before any file is read
+/// (`client_tls.rs` checks the `ssl.*` keys and loads the stores).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ClientTlsConfig {
+    /// `secureClientPort`: a second client port that speaks TLS only (0 picks a free port).
+    pub secure_port: Option<u16>,
+    /// `secureClientPortAddress`; every interface when unset, as ZooKeeper binds it.
+    pub secure_address: Option<IpAddr>,
+    /// `client.portUnification`: the plaintext client port takes TLS too, told apart by the
+    /// first byte.
+    pub port_unification: bool,
+    /// `client.certReload` (the stores are watched whether it is set or not: see `client_tls.rs`).
+    pub cert_reload: bool,
+    /// `serverCnxnFactory` names ZooKeeper's Netty factory, the only one with TLS (and the one
+    /// whose plaintext connections `non_mtls_*_conn_count` count).
+    pub netty: bool,
+    /// The client port's `ssl.*` keys (not `ssl.quorum.*` nor `ssl.authProvider`), by the part
+    /// after the prefix.
+    pub ssl_keys: BTreeMap<String, String>,
+    /// `authProvider.N=...X509AuthenticationProvider`.
+    pub x509_provider: bool,
+    /// `X509AuthenticationProvider.superUser`: the subject whose connections are also `super`.
+    pub x509_super_user: Option<String>,
+}
+
+impl ClientTlsConfig {
+    /// A TLS client port is asked for: a secure port, or TLS on the plaintext one.
+    pub fn wants_tls(&self) -> bool {
+        self.secure_port.is_some() || self.port_unification
+    }
+
+    /// Whether `enforce.auth.schemes` may name `x509`: its provider is configured, or ZooKeeper
+    /// registers it itself for `secureClientPort` (`QuorumPeerConfig.configureSSLAuth`). For a
+    /// unified port alone ZooKeeper registers it only once its providers are loaded (measured:
+    /// 3.9.5 refuses the start with `enforce.auth.schemes=x509`, and closes TLS clients that
+    /// present a certificate, "X509 Auth provider not found"); paddock refuses the same start,
+    /// and gives such clients their x509 id.
+    pub fn x509_available(&self) -> bool {
+        self.x509_provider || self.secure_port.is_some()
+    }
+}
+
+impl fmt::Debug for ClientTlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientTlsConfig")
+            .field("secure_port", &self.secure_port)
+            .field("secure_address", &self.secure_address)
+            .field("port_unification", &self.port_unification)
+            .field("cert_reload", &self.cert_reload)
+            .field("netty", &self.netty)
+            .field("ssl_keys", &masked(&self.ssl_keys))
+            .field("x509_provider", &self.x509_provider)
+            .field("x509_super_user", &self.x509_super_user)
             .finish()
     }
 }
@@ -82,7 +151,8 @@ pub(super) struct EnforceAuth {
 
 impl EnforceAuth {
     /// The schemes a connection must have authenticated with, or `None` when nothing is enforced.
-    pub(super) fn schemes(&self) -> Result<Option<Vec<String>>, ConfigError> {
+    /// `x509`: whether that scheme has a provider (ZooKeeper refuses a scheme without one).
+    pub(super) fn schemes(&self, x509: bool) -> Result<Option<Vec<String>>, ConfigError> {
         if self.require_sasl {
             // The older switch wins and means exactly "sasl", whatever the other two say.
             return Ok(Some(vec!["sasl".to_string()]));
@@ -104,13 +174,22 @@ impl EnforceAuth {
                 "enforce.auth.enabled is true, so enforce.auth.schemes must be configured".into(),
             ));
         }
-        // paddock's authentication providers; x509 needs a TLS port, which paddock lacks.
+        // paddock's authentication providers; x509 has one when configured or with a secure
+        // client port (AuthenticationHelper: a scheme without a provider refuses the start).
         if let Some(missing) = schemes
             .iter()
-            .find(|s| !matches!(s.as_str(), "ip" | "digest" | "sasl"))
+            .find(|s| !(matches!(s.as_str(), "ip" | "digest" | "sasl") || (x509 && *s == "x509")))
         {
+            let hint = if missing == "x509" {
+                format!(
+                    " (set secureClientPort, or authProvider.x509={X509_PROVIDER}, as ZooKeeper \
+                     needs too)"
+                )
+            } else {
+                String::new()
+            };
             return Err(ConfigError::Invalid(format!(
-                "enforce.auth.schemes: authentication scheme {missing} is not available"
+                "enforce.auth.schemes: authentication scheme {missing} is not available{hint}"
             )));
         }
         Ok(Some(schemes))
@@ -173,7 +252,11 @@ impl Builder {
             "enforce.auth.enabled" => self.enforce_auth.enabled = parse_bool(v)?,
             "enforce.auth.schemes" => self.enforce_auth.schemes = Some(v.to_string()),
             "letAnySaslUserDoX" => self.cfg.let_any_sasl_user_do_x = Some(v.to_string()),
-            k if is_auth_provider_key(k) => check_auth_provider(v)?,
+            k if is_auth_provider_key(k) => {
+                if check_auth_provider(v)? {
+                    self.cfg.client_tls.x509_provider = true;
+                }
+            }
             "DigestAuthenticationProvider.digestAlg" => {
                 let alg = v.to_ascii_uppercase().replace('-', "");
                 if alg != "SHA1" {
@@ -229,34 +312,57 @@ impl Builder {
         Ok(true)
     }
 
+    /// The client port's TLS and x509 identities. The `ssl.*` keys are checked when the config is
+    /// finished (`client_tls::check`), all together. `Ok(false)`: not such a key.
+    pub(super) fn client_tls_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        let c = &mut self.cfg.client_tls;
+        match key {
+            "secureClientPort" => c.secure_port = Some(parse_port(v)?),
+            "secureClientPortAddress" => c.secure_address = Some(parse_ip(v.trim())?),
+            "client.portUnification" => c.port_unification = parse_bool(v)?,
+            "client.certReload" => c.cert_reload = parse_bool(v)?,
+            "serverCnxnFactory" => {
+                c.netty = match v.trim() {
+                    NETTY_FACTORY => true,
+                    NIO_FACTORY => false,
+                    other => {
+                        return Err(format!(
+                            "{other:?}: paddock serves clients as ZooKeeper's {NIO_FACTORY} (the \
+                             default) or {NETTY_FACTORY} (which adds TLS) do; another class \
+                             would not load in ZooKeeper either"
+                        ))
+                    }
+                }
+            }
+            // The scheme whose provider authenticates TLS clients; ZooKeeper looks the provider
+            // up by this name, and X509AuthenticationProvider's scheme is x509, so any other
+            // name is a Java class paddock does not have.
+            "ssl.authProvider" => {
+                if v.trim() != "x509" {
+                    return Err(format!(
+                        "{v:?}: paddock authenticates TLS clients with ZooKeeper's \
+                         X509AuthenticationProvider (scheme x509) only; remove the key or set \
+                         it to x509"
+                    ));
+                }
+            }
+            "X509AuthenticationProvider.superUser" => {
+                c.x509_super_user = Some(v.trim().to_string())
+            }
+            k if k.starts_with("ssl.") && !k.starts_with("ssl.quorum.") => {
+                c.ssl_keys
+                    .insert(k["ssl.".len()..].to_string(), v.to_string());
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Keys that ask for protection paddock does not have: each refuses the start when it asks
     /// for it, since a start would serve in plaintext what the operator meant to protect.
     /// `Ok(false)`: not such a key.
     pub(super) fn missing_protection_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
         match key {
-            "secureClientPort" => {
-                return Err(
-                    "paddock has no TLS on the client port yet, so it refuses to start rather than \
-                     serve clients in plaintext; remove secureClientPort (and client.portUnification) \
-                     and keep clients on clientPort, or put a TLS proxy in front of it"
-                        .into(),
-                );
-            }
-            "client.portUnification" => {
-                if parse_bool(v)? {
-                    return Err(
-                        "paddock has no TLS on the client port yet; set it to false or remove it"
-                            .into(),
-                    );
-                }
-            }
-            "ssl.authProvider" => {
-                return Err(
-                    "x509 authentication needs TLS on the client port, which paddock does not have \
-                     yet; remove the key (and x509 ACLs will not match)"
-                        .into(),
-                );
-            }
             "admin.portUnification" | "admin.forceHttps" | "admin.needClientAuth" => {
                 if parse_bool(v)? {
                     return Err(
@@ -279,25 +385,21 @@ fn is_auth_provider_key(k: &str) -> bool {
 }
 
 /// The authentication providers paddock has built in; any other class refuses the start, as
-/// ZooKeeper's does when it cannot load one.
-fn check_auth_provider(class: &str) -> Result<(), String> {
+/// ZooKeeper's does when it cannot load one. `Ok(true)`: the x509 provider.
+fn check_auth_provider(class: &str) -> Result<bool, String> {
     const KNOWN: &[&str] = &[
         "org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
         "org.apache.zookeeper.server.auth.IPAuthenticationProvider",
         "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
     ];
     if KNOWN.contains(&class) {
-        return Ok(());
+        return Ok(false);
     }
-    if class == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" {
-        return Err(
-            "x509 authentication needs TLS on the client port, which paddock does not have yet; \
-             remove the key"
-                .into(),
-        );
+    if class == X509_PROVIDER {
+        return Ok(true);
     }
     Err(format!(
-        "{class:?} is not an authentication provider paddock has (it has digest, ip and sasl); \
-         remove the key"
+        "{class:?} is not an authentication provider paddock has (it has digest, ip, sasl and \
+         x509); remove the key"
     ))
 }

@@ -15,7 +15,7 @@ use wire::{Id, ReplyHeader};
 
 use super::requests::{Pending, Queued};
 use super::Core;
-use crate::msg::ConnId;
+use crate::msg::{ConnId, Transport};
 use crate::outbound::{Outbound, OutboundTx, Refused};
 use crate::sasl::SaslServer;
 use crate::session::SessionId;
@@ -29,6 +29,8 @@ pub(super) struct Conn {
     pub(super) session_id: SessionId,
     pub(super) timeout_ms: i32,
     pub(super) auth: Vec<Id>,
+    /// Came through `secureClientPort` (listed apart by `cons`, `stat` and the AdminServer).
+    pub(super) secure_port: bool,
     /// The connection's SASL exchange, from its first token on (`ServerCnxn.zooKeeperSaslServer`).
     pub(super) sasl: Option<SaslServer>,
     pub(super) queue: VecDeque<Queued>,
@@ -47,6 +49,12 @@ pub(super) struct Conn {
 
 impl Conn {
     /// A connection that finished reading its ConnectRequest, before it holds a session.
+    ///
+    /// Its ids are ZooKeeper's, in the order it adds them: `ip:<address>` (the ServerCnxn's
+    /// constructor), then for a client that presented a verified certificate
+    /// (X509AuthenticationProvider, right after the TLS handshake) `super:<subject>` when the
+    /// subject is `X509AuthenticationProvider.superUser`, and `x509:<subject>`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         id: ConnId,
         remote: SocketAddr,
@@ -55,13 +63,23 @@ impl Conn {
         sent_read_only: bool,
         read_only: bool,
         ready: oneshot::Sender<bool>,
+        transport: Transport,
+        x509_super_user: Option<&str>,
     ) -> Conn {
+        let mut auth = vec![Id::new("ip", &remote.ip().to_string())];
+        if let Some(subject) = &transport.x509 {
+            if x509_super_user == Some(subject.as_str()) {
+                auth.push(Id::new("super", subject));
+            }
+            auth.push(Id::new("x509", subject));
+        }
         Conn {
             remote,
             out,
             session_id: SessionId::NONE,
             timeout_ms,
-            auth: vec![Id::new("ip", &remote.ip().to_string())],
+            auth,
+            secure_port: transport.secure_port,
             sasl: None,
             queue: VecDeque::new(),
             sent_read_only,

@@ -14,7 +14,7 @@ use znode_tree::Txn;
 use super::conns::Conn;
 use super::submit::stamp;
 use super::Core;
-use crate::msg::ConnId;
+use crate::msg::{ConnId, Transport};
 use crate::outbound::{Outbound, OutboundTx};
 use crate::session::SessionId;
 
@@ -26,6 +26,7 @@ impl Core {
         req: ConnectRequest,
         out: OutboundTx,
         ready: oneshot::Sender<bool>,
+        transport: Transport,
     ) {
         self.meters.stats.packets_received += 1;
         let sent_read_only = req.read_only.is_some();
@@ -62,6 +63,8 @@ impl Core {
             sent_read_only,
             read_only,
             ready,
+            transport,
+            self.cfg.client_tls.x509_super_user.as_deref(),
         );
         let _in_conn = conn.span.clone().entered();
         self.conns.insert(id, conn);

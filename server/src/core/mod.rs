@@ -201,7 +201,8 @@ impl Core {
                 req,
                 out,
                 ready,
-            } => self.connect(conn, remote, req, out, ready),
+                transport,
+            } => self.connect(conn, remote, req, out, ready, transport),
             CoreMsg::Request {
                 conn,
                 header,
@@ -217,11 +218,12 @@ impl Core {
                 word,
                 mask,
                 remote,
+                secure_port,
                 reply,
             } => {
                 // The in-memory part is gathered here; file-system reads and rendering run on a
                 // blocking thread, off the task every client's reply waits for.
-                let job = views::four_letter(self, word, mask, remote);
+                let job = views::four_letter(self, word, mask, remote, secure_port);
                 tokio::task::spawn_blocking(move || {
                     let _ = reply.send(job.finish());
                 });
@@ -252,6 +254,11 @@ impl Core {
     /// Handed to every connection's writer.
     pub(crate) fn response_sizes(&self) -> Arc<ResponseSizes> {
         self.meters.response_sizes.clone()
+    }
+
+    /// Counted by the accept loops and TLS handshakes, read by the views.
+    pub(crate) fn client_port_counters(&self) -> Arc<crate::stats::ClientPortCounters> {
+        self.meters.client_ports.clone()
     }
 
     /// Handed to every connection's writer, and to start-up for its own timings.

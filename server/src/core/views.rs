@@ -25,7 +25,7 @@ use crate::fourlw::{self, ConnView, ExpiryBucket, Mode, Parts, ServerView, Watch
 use crate::latency::Latency;
 use crate::msg::{ConnId, ViewReset};
 use crate::session::SessionId;
-use crate::stats::{ConnStats, ResponseSizes, ServerStats};
+use crate::stats::{ClientPortCounters, ConnStats, ResponseSizes, ServerStats};
 
 /// What the core measures for the views: the server's counters (every room counts into them),
 /// reply sizes and write latencies (shared with the connection writers), the trace mask and the
@@ -43,6 +43,8 @@ pub(super) struct Meters {
     trace_mask: i64,
     /// When the core started, for the uptime the four-letter words report.
     started: Instant,
+    /// The client ports' accept and TLS handshake counters, kept by the accept loops.
+    pub(super) client_ports: Arc<ClientPortCounters>,
 }
 
 impl Meters {
@@ -53,6 +55,7 @@ impl Meters {
             latency: Arc::new(Latency::new(ensemble_member)),
             trace_mask: fourlw::DEFAULT_TRACE_MASK,
             started: now,
+            client_ports: Arc::default(),
         }
     }
 }
@@ -65,6 +68,8 @@ struct LiveConn<'a> {
     timeout_ms: i32,
     /// Requests in the connection's FIFO.
     queued: usize,
+    /// Came through the secure client port.
+    secure: bool,
     stats: &'a mut ConnStats,
 }
 
@@ -111,13 +116,15 @@ impl FourLetterJob {
 }
 
 /// `remote` is the connection asking: ZooKeeper counts and lists it among the connections
-/// (`Connections: 1` on an idle server), so paddock does too.
-/// `mask` is `stmk`'s argument.
+/// (`Connections: 1` on an idle server), so paddock does too. `cons` and `stat` list the
+/// connections of the port asked (`secure_port`), as each of ZooKeeper's connection factories
+/// lists its own; `srvr`'s count is of both. `mask` is `stmk`'s argument.
 pub(super) fn four_letter(
     core: &mut Core,
     word: FourLetterWord,
     mask: Option<i64>,
     remote: SocketAddr,
+    secure_port: bool,
 ) -> FourLetterJob {
     let whitelist = core.config().four_letter_words.clone();
     // The connection refuses such a word itself; should one arrive, it costs nothing here either.
@@ -147,8 +154,10 @@ pub(super) fn four_letter(
         view.connection_count += 1;
     }
     if parts.connections {
+        view.connections.retain(|c| c.secure == secure_port);
         view.connections.push(ConnView {
             remote,
+            secure: secure_port,
             interest_ops: 0,
             queued: 0,
             recved: 1,
@@ -353,7 +362,11 @@ fn counts(core: &Core, v: &mut ServerView) {
     v.last_client_response_size = last;
     v.min_client_response_size = min;
     v.max_client_response_size = max;
-    v.auth_failed_count = core.stats().auth_failed;
+    // ZooKeeper counts a failed TLS handshake as a failed authentication.
+    let ports = &core.meters.client_ports;
+    v.auth_failed_count = core.stats().auth_failed + ClientPortCounters::get(&ports.tls_refused);
+    v.non_mtls_local_conn_count = ClientPortCounters::get(&ports.non_mtls_local);
+    v.non_mtls_remote_conn_count = ClientPortCounters::get(&ports.non_mtls_remote);
     v.quorum_size = core
         .is_ensemble()
         .then(|| core.raft().membership().0.len() as u64);
@@ -415,6 +428,7 @@ fn extras(core: &Core, v: &mut ServerView) {
         ),
     ]
     .into_iter()
+    .chain(client_ports(core))
     .chain(peer_links(core))
     .chain(core.meters.latency.mntr())
     .collect();
@@ -422,6 +436,26 @@ fn extras(core: &Core, v: &mut ServerView) {
         .meters
         .latency
         .summaries(&core.raft().entry_times().fsync);
+}
+
+/// The client ports' counters: connections served in plaintext and over TLS (the plaintext count
+/// stays put once every client of a unified port speaks TLS), and TLS handshakes refused.
+fn client_ports(core: &Core) -> Vec<(String, String)> {
+    let c = &core.meters.client_ports;
+    vec![
+        (
+            "paddock_client_accepted_tls".into(),
+            ClientPortCounters::get(&c.accepted_tls).to_string(),
+        ),
+        (
+            "paddock_client_accepted_plaintext".into(),
+            ClientPortCounters::get(&c.accepted_plaintext).to_string(),
+        ),
+        (
+            "paddock_client_tls_refused".into(),
+            ClientPortCounters::get(&c.tls_refused).to_string(),
+        ),
+    ]
 }
 
 /// The peer port's counters (an ensemble member only): links accepted over TLS and in plaintext
@@ -460,9 +494,11 @@ fn connections(core: &mut Core) -> Vec<ConnView> {
                  session_id,
                  timeout_ms,
                  queued,
+                 secure,
                  stats,
              }| ConnView {
                 remote,
+                secure,
                 interest_ops: 1,
                 queued: queued as u64,
                 recved: stats.received,
@@ -655,6 +691,7 @@ impl Core {
             session_id: c.session_id.0,
             timeout_ms: c.timeout_ms,
             queued: c.queue.len(),
+            secure: c.secure_port,
             stats: &mut c.stats,
         })
     }

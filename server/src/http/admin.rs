@@ -96,9 +96,13 @@ pub fn parts_of(command: &str) -> Option<Parts> {
         ..none
     };
     Some(match command {
-        "ruok" | "initial_configuration" | "voting_view" | "observer_connection_stat_reset" => {
-            return None
-        }
+        // Answered from the config, or (`snapshot`: http/admin_snapshot.rs) by a message of its
+        // own to the core, never from a view.
+        "ruok"
+        | "initial_configuration"
+        | "voting_view"
+        | "observer_connection_stat_reset"
+        | "snapshot" => return None,
         // The view's own fields (`mode`, `is_serving`, `trace_mask`, `leader_id`) are enough;
         // the two resets happen before it is taken.
         "connection_stat_reset"
@@ -247,9 +251,11 @@ fn latency_fields(m: &mut Map<String, Value>, l: &LatencyStats, whole: bool) {
     }
 }
 
-fn connections(v: &ServerView, brief: bool) -> Vec<Value> {
+/// One port's connections: `clientPort`'s, or `secureClientPort`'s (`secure`).
+fn connections(v: &ServerView, brief: bool, secure: bool) -> Vec<Value> {
     v.connections
         .iter()
+        .filter(|c| c.secure == secure)
         .map(|c| {
             let mut m = obj(json!({
                 // InetSocketAddress without the leading slash, as Jackson prints it.
@@ -305,8 +311,14 @@ fn server_stats(v: &ServerView) -> Map<String, Value> {
         json!(v.connection_count),
     );
     s.insert("auth_failed_count".into(), json!(v.auth_failed_count));
-    s.insert("non_mtlsremote_conn_count".into(), json!(0));
-    s.insert("non_mtlslocal_conn_count".into(), json!(0));
+    s.insert(
+        "non_mtlsremote_conn_count".into(),
+        json!(v.non_mtls_remote_conn_count),
+    );
+    s.insert(
+        "non_mtlslocal_conn_count".into(),
+        json!(v.non_mtls_local_conn_count),
+    );
     if let (Mode::Leader, Some(l)) = (v.mode, &v.leader) {
         // Leader's ServerStats adds the proposal sizes (always -1: paddock does not measure them).
         s.insert(
@@ -382,8 +394,8 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
             m
         }
         "connections" => obj(json!({
-            "connections": connections(v, false),
-            "secure_connections": [],
+            "connections": connections(v, false, false),
+            "secure_connections": connections(v, false, true),
         })),
         "connection_stat_reset" | "stat_reset" => Map::new(),
         "dirs" => obj(json!({
@@ -480,8 +492,11 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
                 "node_count": v.node_count,
             }));
             if command == "stats" {
-                m.insert("connections".into(), json!(connections(v, true)));
-                m.insert("secure_connections".into(), json!([]));
+                m.insert("connections".into(), json!(connections(v, true, false)));
+                m.insert(
+                    "secure_connections".into(),
+                    json!(connections(v, true, true)),
+                );
             }
             m
         }

@@ -143,11 +143,17 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
         "max_client_response_size",
         v.max_client_response_size as f64,
     );
-    // paddock never sheds connections, has no TLS port, hence no handshakes and no mTLS.
+    // paddock never sheds connections nor throttles TLS handshakes (ZooKeeper's default).
     f.zk_gauge("connection_drop_probability", 0.0);
     f.zk_gauge("outstanding_tls_handshake", 0.0);
-    f.zk_gauge("non_mtls_local_conn_count", 0.0);
-    f.zk_gauge("non_mtls_remote_conn_count", 0.0);
+    f.zk_gauge(
+        "non_mtls_local_conn_count",
+        v.non_mtls_local_conn_count as f64,
+    );
+    f.zk_gauge(
+        "non_mtls_remote_conn_count",
+        v.non_mtls_remote_conn_count as f64,
+    );
     if let Some(n) = v.open_file_descriptor_count {
         f.zk_gauge("open_file_descriptor_count", n as f64);
     }
@@ -269,6 +275,21 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
             "paddock_raft_acks_skipped",
             "paddock_raft_acks_skipped_total",
             "Append acknowledgements not sent since start because they repeated the last one (commit-only appends).",
+        ),
+        (
+            "paddock_client_accepted_tls",
+            "paddock_client_accepted_tls_total",
+            "Client connections whose TLS handshake completed since start (secure port and unified port).",
+        ),
+        (
+            "paddock_client_accepted_plaintext",
+            "paddock_client_accepted_plaintext_total",
+            "Client connections served in plaintext since start, four-letter words included.",
+        ),
+        (
+            "paddock_client_tls_refused",
+            "paddock_client_tls_refused_total",
+            "Client TLS handshakes that failed or timed out, or whose certificate was refused after them, since start.",
         ),
         (
             "paddock_peer_accepted_tls",

@@ -15,12 +15,14 @@ use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvi
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{NoServerSessionStorage, ParsedCertificate, WebPkiClientVerifier};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
     ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme,
     SupportedProtocolVersion,
 };
 
 use super::error::TlsError;
+use super::legacy_v1::AcceptV1;
 use super::settings::{ClientAuth, TlsSettings};
 use super::store::{load_key_store, load_trust_store};
 
@@ -157,29 +159,62 @@ pub fn server_config(
     material: &Material,
     client_auth: ClientAuth,
 ) -> Result<Arc<ServerConfig>, TlsError> {
+    build_server_config(settings, material, client_auth, false)
+}
+
+/// The client port's accepting side: [`server_config`] with the settings' `clientAuth`, which
+/// also takes a client's X.509 version 1 certificate signed directly by a trust anchor, as Java
+/// does (`legacy_v1`).
+pub fn client_port_server_config(
+    settings: &TlsSettings,
+    material: &Material,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    build_server_config(settings, material, settings.client_auth, true)
+}
+
+fn build_server_config(
+    settings: &TlsSettings,
+    material: &Material,
+    client_auth: ClientAuth,
+    accept_v1: bool,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = provider(settings);
     let verifier: Arc<dyn ClientCertVerifier> = match client_auth {
         ClientAuth::None => WebPkiClientVerifier::no_client_auth(),
-        ClientAuth::Need => WebPkiClientVerifier::builder_with_provider(
-            roots(settings, material)?,
-            provider.clone(),
-        )
-        .build()
-        .map_err(|e| build_error(settings, e))?,
-        ClientAuth::Want => WebPkiClientVerifier::builder_with_provider(
-            roots(settings, material)?,
-            provider.clone(),
-        )
-        .allow_unauthenticated()
-        .build()
-        .map_err(|e| build_error(settings, e))?,
+        ClientAuth::Need | ClientAuth::Want => {
+            let roots = roots(settings, material)?;
+            let builder =
+                WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+            let builder = if client_auth == ClientAuth::Want {
+                builder.allow_unauthenticated()
+            } else {
+                builder
+            };
+            let webpki = builder.build().map_err(|e| build_error(settings, e))?;
+            if accept_v1 {
+                Arc::new(AcceptV1 {
+                    inner: webpki,
+                    roots,
+                    provider: provider.clone(),
+                })
+            } else {
+                webpki
+            }
+        }
     };
+    // The key was checked to belong to the first certificate when the store was read
+    // (`store::usable_key`), also for a version 1 certificate, which rustls's own check
+    // (`with_single_cert`) cannot parse.
+    let signing = provider
+        .key_provider
+        .load_private_key(material.key.clone_key())
+        .map_err(|e| build_error(settings, e))?;
+    let certified = CertifiedKey::new(material.chain.clone(), signing);
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions(settings))
         .map_err(|e| build_error(settings, e))?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(material.chain.clone(), material.key.clone_key())
-        .map_err(|e| build_error(settings, e))?;
+        .with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     config.session_storage = Arc::new(NoServerSessionStorage {});
     config.send_tls13_tickets = 0;
     Ok(Arc::new(config))

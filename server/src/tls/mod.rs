@@ -16,6 +16,8 @@
 //! - `reload`: [`LiveTls`], the current configs, rebuilt when the files change.
 //! - `x509_name`: [`rfc2253_name`], a client certificate's subject as the string ZooKeeper's
 //!   x509 authentication provider makes its id from (Java's `X500Principal.getName()`).
+//! - `legacy_v1`: X.509 version 1 certificates on the client port (its own, and clients' signed
+//!   directly by a trust anchor), which Java accepts and webpki refuses.
 //!
 //! # What is reproduced from ZooKeeper 3.9
 //!
@@ -62,10 +64,14 @@
 //!   `clientHostnameVerification` is the caller's to apply with [`cert_valid_for_host`] on the
 //!   peer's certificate and address once the handshake is done.
 //! - No session resumption and no TLS 1.3 tickets on either side; ALPN is not set.
+//! - X.509 version 1 certificates (no extensions) are accepted on the client port only, as its
+//!   own certificate and from a client whose certificate a trust anchor signed directly; peer
+//!   links take v3 certificates only.
 //! - Reloads poll the files every second instead of using inotify, so symlink swaps are seen.
 
 mod configs;
 mod error;
+mod legacy_v1;
 mod pem;
 mod reload;
 mod settings;
@@ -74,7 +80,8 @@ mod suites;
 mod x509_name;
 
 pub use configs::{
-    cert_valid_for_host, quorum_client_config, quorum_server_config, server_config, Material,
+    cert_valid_for_host, client_port_server_config, quorum_client_config, quorum_server_config,
+    server_config, Material,
 };
 pub use error::TlsError;
 pub use reload::{LiveTls, TlsConfigs};

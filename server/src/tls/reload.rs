@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use rustls::{ClientConfig, ServerConfig};
 
-use super::configs::{quorum_client_config, server_config, Material};
+use super::configs::{client_port_server_config, quorum_client_config, server_config, Material};
 use super::error::TlsError;
 use super::settings::{ClientAuth, TlsSettings};
 
@@ -215,7 +215,7 @@ fn build(settings: &TlsSettings, side: Side) -> Result<TlsConfigs, TlsError> {
         },
         Side::ClientPort => TlsConfigs {
             client: None,
-            server: server_config(settings, &material, settings.client_auth)?,
+            server: client_port_server_config(settings, &material)?,
         },
     })
 }

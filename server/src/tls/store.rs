@@ -453,6 +453,16 @@ fn usable_key(
         .key_provider
         .load_private_key(key.clone_key())
         .map_err(|e| location_error(spec, format!("the private key cannot be used: {e}")))?;
+    // A version 1 certificate (which Java serves, and kazoo's harness makes) is beyond rustls's
+    // parser: its public key is compared here.
+    if let Some(first) = chain.first() {
+        if let Ok(Some(spki)) = super::legacy_v1::spki_of(first) {
+            return match signing.public_key() {
+                Some(key_spki) if key_spki.as_ref() != spki => Err(mismatch()),
+                _ => Ok(key),
+            };
+        }
+    }
     match CertifiedKey::new(chain.to_vec(), signing).keys_match() {
         // Unknown: the signer cannot tell its public key; nothing to compare.
         Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => Ok(key),
