@@ -210,21 +210,24 @@ func TestSummarizeAddsUpRunsAndNamesTheirViolations(t *testing.T) {
 		return d
 	}
 	clean := write("seg-1-s1001", runSummary{Target: "paddock", Nodes: 3, Seed: 1001, Healthy: true,
-		Cycles: map[string]int{"kill-one": 2}, Ops: map[string]*opCounts{"ack": {OK: 5}},
+		Cycles: map[string]int{"kill-one": 2, "disk-torn-write": 1}, Ops: map[string]*opCounts{"ack": {OK: 5}},
+		Outcomes: map[string]map[string]int{"disk-torn-write": {"power cut, torn tail dropped, rejoined": 1}},
 		Verdicts: []Verdict{{Checker: "acknowledged-writes", Checked: 5}}})
 	bad := write("seg-2-s1002", runSummary{Target: "paddock", Nodes: 3, Seed: 1002, Healthy: true,
-		Cycles: map[string]int{"kill-one": 1, "lossy": 1}, Ops: map[string]*opCounts{"ack": {OK: 3, Info: 1}},
+		Cycles: map[string]int{"kill-one": 1, "lossy": 1, "disk-torn-write": 1}, Ops: map[string]*opCounts{"ack": {OK: 3, Info: 1}},
+		Outcomes: map[string]map[string]int{"disk-torn-write": {"power cut, torn tail dropped, rejoined": 1}},
 		Verdicts: []Verdict{{Checker: "acknowledged-writes", Checked: 3, Violations: []string{"/ack/x missing on n2"}}}})
 	tab := newTable()
 	for _, d := range []string{clean, bad} {
 		var r runSummary
 		b, _ := os.ReadFile(filepath.Join(d, "verdict.json"))
 		json.Unmarshal(b, &r)
-		tab.addRun(r.Cycles, r.Refused, r.Ops, r.Verdicts, r.LateRefused, filepath.Base(d))
+		tab.addRun(r.Cycles, r.Refused, r.Outcomes, r.Ops, r.Verdicts, r.LateRefused, filepath.Base(d))
 	}
 	var out strings.Builder
 	tab.write(&out)
-	for _, want := range []string{"kill-one               |      3 |", "total                  |      4 |",
+	for _, want := range []string{"kill-one               |      3 |", "total                  |      6 |",
+		"disk-torn-write        |      2 | 2 x power cut, torn tail dropped, rejoined",
 		"ack                    |        8 |       0 |             1", "acknowledged-writes    |        8 |          1 |",
 		"VIOLATION acknowledged-writes: (seg-2-s1002) /ack/x missing on n2"} {
 		if !strings.Contains(out.String(), want) {

@@ -7,7 +7,7 @@
 #                                  no default route, an nftables table `inet pdkf` (partitions, egress guard)
 #   hosts.sh teardown              stops every member and removes all of it, also leftovers of a crashed run
 #                                  (anything named pdkf-*)
-#   hosts.sh start N | stop N | kill N | pause N | resume N
+#   hosts.sh start N [ARMED] | stop N | kill N | pause N | resume N   (ARMED: a fault armed at the start, as `arm`)
 #   hosts.sh alive N               prints yes if member N's process runs
 #   hosts.sh role N                prints the member's `Mode:` from `srvr` (leader/follower/standalone/...)
 #   hosts.sh block N M...          member N drops every packet from the members M (one-way: M -> N)
@@ -15,14 +15,28 @@
 #   hosts.sh heal [N...]           flushes the partition rules (all members by default)
 #   hosts.sh clock N SPEC          writes SPEC ("+30s", "-20s", "+0 x1.5") to member N's faketime file
 #   hosts.sh disk N FAULT          FAULT = truncate-log | corrupt-log | corrupt-snapshot | wipe (member stopped)
+#   hosts.sh exit N                how member N's last process ended: its exit status (137: kill -9), or `running`
+#   hosts.sh fill N | unfill N     fills member N's file system (filler files) / removes the fillers
+#   hosts.sh arm N WHAT            arms a fault in member N's shim: cut, torn-write, torn-sync, eio:KIND
+#   hosts.sh fired N               prints what the armed fault hit (empty: nothing yet)
+#   hosts.sh powerloss N           replaces member N's data with what its shim kept as durable (stopped)
+#   hosts.sh repair N              `paddock repair --data-dir` on member N's data: a dry run (paddock only)
 #   hosts.sh egress N              prints the count of packets member N tried to send off 10.77.0.0/24
+#
+# Disks: with FAULTS_DISK_MB=M, setup puts each member's data dir on an ext4 file system of M MB of its
+# own (a sparse file nN/$PREFIX-disk.img on a loop device, mounted on nN/data), which `fill` fills; the
+# teardown copies the data back into nN/data and removes the mount, the loop device and the image.
+# With FAULTS_SHIM=SO every member runs under that LD_PRELOAD shim (server/tests/shim/powerloss.c, built
+# by run.sh): it keeps in nN/shadow what a power loss would leave, and `arm` makes it cut the power or
+# fail a call with EIO. A start first copies the data dir into a fresh shadow: what a killed member left
+# is on the disk (only the power takes what was not made durable).
 #
 # With FAULTS_SLOT=S (1-9) every name is pdkfS-* instead of pdkf-* and every address 10.77.S.* instead of
 # 10.77.0.*, so that runs in different slots do not touch each other.
 #
 # Environment (set by run.sh): FAULTS_RUN (the run folder: members in $FAULTS_RUN/nN), FAULTS_NODES,
 # FAULTS_TARGET (zookeeper|paddock), PADDOCK_BIN, PADDOCK_SERVE_ARGS (extra `paddock serve` flags), ZK_CP (ZooKeeper's classpath), FAULTS_FAKETIME (1: start
-# members under libfaketime so the clock nemesis can move their clocks).
+# members under libfaketime so the clock nemesis can move their clocks), FAULTS_DISK_MB and FAULTS_SHIM (above).
 set -euo pipefail
 
 # FAULTS_SLOT (0-9) lets runs go side by side: slot 0 is pdkf-*/10.77.0.0/24, slot S is pdkfS-*/10.77.S.0/24.
@@ -74,6 +88,60 @@ table inet $PREFIX {
 }
 EOF
     done
+    if [[ "${FAULTS_DISK_MB:-0}" != 0 ]]; then
+        need_run
+        for i in $(seq 1 "$NODES"); do disk_setup "$i"; done
+    fi
+}
+
+# Member n's data dir on an ext4 file system of its own (no blocks reserved for root: the members run as
+# root, and a full disk must be full for them too). What the data dir held is moved onto it.
+disk_setup() {
+    local n=$1 d img
+    d="$(mdir "$n")"
+    img="$d/$PREFIX-disk.img"
+    mkdir -p "$d/data"
+    rm -f "$img"
+    truncate -s "${FAULTS_DISK_MB}M" "$img"
+    mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1 "$img" || die "mkfs.ext4 $img failed"
+    rm -rf "$d/data.pre"
+    mv "$d/data" "$d/data.pre"
+    mkdir "$d/data"
+    mount -o loop "$img" "$d/data" || { rmdir "$d/data"; mv "$d/data.pre" "$d/data"; die "could not mount $img"; }
+    rmdir "$d/data/lost+found" 2>/dev/null || true
+    cp -a "$d/data.pre/." "$d/data/"
+    rm -rf "$d/data.pre"
+}
+
+# Every loop device of this slot's images (also a crashed run's): its data copied back to the mount
+# point's path, then unmounted and detached, and the image removed.
+disk_teardown() {
+    local dev back mnt
+    while read -r dev back; do
+        [[ -n "$dev" ]] || continue
+        back=${back% (deleted)}
+        [[ "$back" == */"$PREFIX-disk.img" ]] || continue
+        for mnt in $(findmnt -rn -o TARGET -S "$dev" 2>/dev/null || true); do
+            rm -f "$mnt"/filler-*
+            rm -rf "$mnt.out"
+            mkdir -p "$mnt.out"
+            cp -a "$mnt/." "$mnt.out/" 2>/dev/null || true
+            for _ in $(seq 1 50); do umount "$mnt" 2>/dev/null && break; sleep 0.1; done
+            if ! mountpoint -q "$mnt"; then
+                rm -rf "$mnt"
+                mv "$mnt.out" "$mnt"
+            else
+                rm -rf "$mnt.out"
+                echo "hosts.sh: could not unmount $mnt" >&2
+            fi
+        done
+        for _ in $(seq 1 50); do
+            losetup -j "$back" 2>/dev/null | grep -q . || break
+            losetup -d "$dev" 2>/dev/null || true
+            sleep 0.1
+        done
+        rm -f "$back"
+    done < <(losetup -l -n -O NAME,BACK-FILE 2>/dev/null || true)
 }
 
 cmd_teardown() {
@@ -103,6 +171,7 @@ cmd_teardown() {
     for pid in "${killed[@]}"; do
         for _ in $(seq 1 50); do [[ -d "/proc/$pid" ]] || break; sleep 0.1; done
     done
+    disk_teardown
     faketime_sweep
 }
 
@@ -127,39 +196,135 @@ four() { # member word
     timeout 3 bash -c 'exec 3<>/dev/tcp/'"$NET.$1"'/2181 && printf %s '"$2"' >&3 && cat <&3' 2>/dev/null || true
 }
 
-cmd_start() {
+cmd_start() { # n [armed]: with the shim, ARMED (as for `arm`) is armed before the member starts
     need_run
-    local n=$1 d pid
+    local n=$1 armed=${2:-} d pid
     d="$(mdir "$n")"
     [[ -f "$d/zoo.cfg" ]] || die "no $d/zoo.cfg"
     if pid=$(member_pid "$n") && kill -0 "$pid" 2>/dev/null; then
         return 0
     fi
-    local pre=()
+    local pre=(env) preload=()
     if [[ "${FAULTS_FAKETIME:-0}" == 1 ]]; then
         [[ -f "$d/faketime" ]] || echo "+0" >"$d/faketime"
         # Only the wall clock moves (CLOCK_REALTIME: what a clock step or a skewed NTP does); the offset file
         # is re-read every second. FAKETIME_FORCE_MONOTONIC_FIX=0: without it a JVM hangs in start-up.
-        pre=(env LD_PRELOAD="$(faketime_lib)" FAKETIME_TIMESTAMP_FILE="$d/faketime" FAKETIME_CACHE_DURATION=1
+        preload+=("$(faketime_lib)")
+        pre+=(FAKETIME_TIMESTAMP_FILE="$d/faketime" FAKETIME_CACHE_DURATION=1
             FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0)
     fi
-    echo "=== $(stamp) start" >>"$d/member.log"
+    if [[ -n "${FAULTS_SHIM:-}" ]]; then
+        # The shadow starts as a copy of the data dir: what a killed member left is on the disk.
+        rm -rf "$d/shadow" "$d/control" "$d/control.taken" "$d/control.fired"
+        shadow_seed "$d/data" "$d/shadow"
+        [[ -z "$armed" ]] || echo "$armed" >"$d/control"
+        preload+=("$FAULTS_SHIM")
+        pre+=(SHIM_ROOT="$d/data" SHIM_SHADOW="$d/shadow" SHIM_CONTROL="$d/control"
+            SHIM_SEED="$((n * 7919 + $(date +%s) % 100000))")
+    fi
+    [[ ${#preload[@]} -gt 0 ]] && pre+=(LD_PRELOAD="${preload[*]}")
+    local cmd
     case "$TARGET" in
         zookeeper)
             # The same JVM flags as scripts/zookeeper.sh, with QuorumPeerMain for an ensemble member.
-            ip netns exec "$(ns "$n")" "${pre[@]}" java -Xmx192m -XX:+UseSerialGC \
-                -Dzookeeper.admin.enableServer=false -Dzookeeper.log.dir="$d" \
-                -cp "$ZK_CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" \
-                >>"$d/member.log" 2>&1 </dev/null &
+            cmd=(java -Xmx192m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false -Dzookeeper.log.dir="$d"
+                -cp "$ZK_CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg")
             ;;
         paddock)
-            # shellcheck disable=SC2086 # PADDOCK_SERVE_ARGS: extra flags, split on spaces
-            ip netns exec "$(ns "$n")" "${pre[@]}" "$PADDOCK_BIN" serve --config "$d/zoo.cfg" ${PADDOCK_SERVE_ARGS:-} \
-                >>"$d/member.log" 2>&1 </dev/null &
+            # shellcheck disable=SC2206 # PADDOCK_SERVE_ARGS: extra flags, split on spaces
+            cmd=("$PADDOCK_BIN" serve --config "$d/zoo.cfg" ${PADDOCK_SERVE_ARGS:-})
             ;;
         *) die "unknown target $TARGET" ;;
     esac
-    echo $! >"$d/pid"
+    rm -f "$d/exit" "$d/pid"
+    echo "=== $(stamp) start" >>"$d/member.log"
+    # A waiting shell records how the member ended (nN/exit: its status, 137 for kill -9). `ip netns
+    # exec` and `env` exec, so the pid is the member's own (pause, kill and the teardown signal it).
+    (
+        set +e
+        ip netns exec "$(ns "$n")" "${pre[@]}" "${cmd[@]}" >>"$d/member.log" 2>&1 </dev/null &
+        echo $! >"$d/pid.tmp"
+        mv "$d/pid.tmp" "$d/pid"
+        wait $!
+        rc=$?
+        echo "=== $(stamp) exited with status $rc" >>"$d/member.log"
+        echo $rc >"$d/exit"
+    ) >/dev/null 2>&1 </dev/null &
+    for _ in $(seq 1 100); do [[ -f "$d/pid" ]] && break; sleep 0.02; done
+}
+
+# Copies a data dir into a shim's shadow (powerloss.c's layout: inodes/<ino> with a file's bytes,
+# sparse, dirs/<ino> with a directory's entries).
+shadow_seed() { # data shadow
+    python3 - "$1" "$2" <<'PY'
+import os, stat, sys
+data, shadow = sys.argv[1:3]
+os.makedirs(shadow + "/inodes"); os.makedirs(shadow + "/dirs")
+def copy(src, dst):
+    with open(src, "rb") as f, open(dst, "wb") as o:
+        size = os.fstat(f.fileno()).st_size
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            if b.count(0) != len(b):
+                o.seek(f.tell() - len(b)); o.write(b)
+        o.truncate(size)
+def walk(d):
+    lines = []
+    for e in os.scandir(d):
+        st = e.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            lines.append(f"{e.name}\t{st.st_ino}\td\n"); walk(e.path)
+        elif stat.S_ISREG(st.st_mode) and not e.name.startswith("filler-"):
+            lines.append(f"{e.name}\t{st.st_ino}\tf\n"); copy(e.path, f"{shadow}/inodes/{st.st_ino}")
+    with open(f"{shadow}/dirs/{os.stat(d).st_ino}", "w") as o:
+        o.writelines(lines)
+walk(data)
+PY
+}
+
+# What a power loss left: member n's data dir rebuilt from its shadow (as server/tests/power_loss.rs
+# `materialize` does).
+cmd_powerloss() {
+    need_run
+    local n=$1 d
+    d="$(mdir "$n")"
+    if pid=$(member_pid "$n") && kill -0 "$pid" 2>/dev/null; then die "member $n is running; stop it first"; fi
+    [[ -f "$d/shadow/root" ]] || die "member $n ran without the shim: no shadow"
+    find "$d/data" -mindepth 1 -maxdepth 1 ! -name 'filler-*' -exec rm -rf {} +
+    python3 - "$d/shadow" "$d/data" <<'PY'
+import os, sys
+shadow, dest = sys.argv[1:3]
+files = 0
+def build(ino, to):
+    global files
+    os.makedirs(to, exist_ok=True)
+    try:
+        listing = open(f"{shadow}/dirs/{ino}").read().splitlines()
+    except FileNotFoundError:
+        return
+    for line in listing:
+        name, ino2, kind = line.split("\t")
+        if kind == "d":
+            build(ino2, os.path.join(to, name))
+            continue
+        files += 1
+        src = f"{shadow}/inodes/{ino2}"
+        with open(os.path.join(to, name), "wb") as o:
+            if os.path.exists(src):
+                with open(src, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    while True:
+                        b = f.read(1 << 20)
+                        if not b:
+                            break
+                        if b.count(0) != len(b):
+                            o.seek(f.tell() - len(b)); o.write(b)
+                    o.truncate(size)
+build(open(f"{shadow}/root").read().strip(), dest)
+print(f"data rebuilt from what was durable ({files} files)")
+PY
 }
 
 faketime_lib() {
@@ -243,9 +408,10 @@ cmd_disk() { # n fault
         zookeeper/truncate-log | zookeeper/corrupt-log) f=$(newest "$d/version-2" 'log.*') ;;
         zookeeper/corrupt-snapshot) f=$(newest "$d/version-2" 'snapshot.*') ;;
         # paddock's log is its segments (RocksDB beside them holds only synced checkpoints of the
-        # log's metadata, which a power loss keeps).
-        paddock/truncate-log) f=$(newest "$d/paddock/raftdb/log" '*.seg') ;;
-        paddock/corrupt-log) f=$(newest "$d/paddock/raftdb/log" '*.seg') ;;
+        # log's metadata). The segment written last is the highest-numbered one that holds records
+        # (a start begins a new segment, empty until the first write reaches it).
+        paddock/truncate-log | paddock/corrupt-log)
+            f=$(find "$d/paddock/raftdb/log" -maxdepth 1 -name '*.seg' -type f 2>/dev/null | sort -r | tr '\n' ' ') ;;
         paddock/corrupt-snapshot) f=$(newest "$d/paddock/snapshots" '*') ;;
         */wipe)
             find "$d" -mindepth 1 -maxdepth 1 ! -name myid -exec rm -rf {} +
@@ -256,37 +422,92 @@ cmd_disk() { # n fault
     esac
     [[ -n "$f" ]] || { echo "no file for $fault under $d"; return 0; }
     # ZooKeeper preallocates its logs with zeros: the data ends at the last non-zero byte. A paddock
-    # segment may be a pruned one written over, with its old records past the new ones: its data
-    # ends where its records do (20-byte headers, the length first; a header of zeros ends them).
-    python3 - "$fault" "$f" <<'PY'
+    # segment (consensus/src/segments.rs) is allocated whole: in format 2 a header block, then 512-byte
+    # sectors of 500 bytes of records, a stamp and a CRC; records are `len u32 | seq u64 | 2 x crc32`
+    # and a payload, a header of zeros after the last. Its data ends where its last record does (a
+    # spare written over holds older records past that). Format 1 (no header block): records straight
+    # in the file. The fault goes to the newest segment that holds a record.
+    # shellcheck disable=SC2086 # $f: the candidate segments, newest first
+    python3 - "$fault" $f <<'PY'
 import os, struct, sys
 fault, paths = sys.argv[1], sys.argv[2:]
-def segment_end(data):
+MAGIC = b"pdklog\0\x02"
+def records_end(body):
   at = 0
-  while at + 20 <= len(data) and data[at:at + 20] != bytes(20):
-    at += 20 + struct.unpack_from("<I", data, at)[0]
-  return min(at, len(data))
+  while at + 20 <= len(body) and body[at:at + 20] != bytes(20):
+    at += 20 + struct.unpack_from("<I", body, at)[0]
+  return min(at, len(body))
+def data_end(path, data):
+  # The file offset where the last record ends (0: no record).
+  if not path.endswith(".seg"):
+    return len(data.rstrip(b"\0")), "log"
+  if data[:8] != MAGIC:
+    return records_end(data), "segment (format 1)"
+  body = b"".join(data[at:at + 500] for at in range(4096, len(data) - 511, 512))
+  end = records_end(body)
+  return (0 if end == 0 else 4096 + end // 500 * 512 + end % 500), "segment (format 2)"
+done = False
 for path in paths:
   data = open(path, "rb").read()
-  end = segment_end(data) if path.endswith(".seg") else len(data.rstrip(b"\0"))
+  end, what = data_end(path, data)
   if end == 0:
-    print(f"{path}: empty, left alone"); continue
+    continue
+  done = True
+  name = os.path.basename(path)
   if fault == "truncate-log":
     cut = max(0, end - 37)
     with open(path, "r+b") as f:
         f.truncate(cut)
-    print(f"{path}: truncated from {end} to {cut} bytes")
+    print(f"{name} ({what}): cut from {len(data)} to {cut} bytes (its last record ends at {end})")
   elif fault == "corrupt-log":
     at = max(0, end - 20)
     with open(path, "r+b") as f:
         f.seek(at); b = f.read(8); f.seek(at); f.write(bytes(x ^ 0xFF for x in b))
-    print(f"{path}: flipped 8 bytes at {at} (data ends at {end})")
+    print(f"{name} ({what}): flipped 8 bytes at {at} (its last record ends at {end})")
   else:
     at = end // 2
     with open(path, "r+b") as f:
         f.seek(at); b = f.read(16); f.seek(at); f.write(bytes(x ^ 0xFF for x in b))
-    print(f"{path}: flipped 16 bytes at {at} of {end}")
+    print(f"{name}: flipped 16 bytes at {at} of {end}")
+  break
+if not done:
+  print("no file with data for " + fault + ": left alone")
 PY
+}
+
+cmd_fill() { # n: leaves no free block on member n's file system
+    local d free
+    d="$(mdir "$1")/data"
+    mountpoint -q "$d" || die "member $1's data dir is not on a file system of its own (FAULTS_DISK_MB)"
+    free=$(df --output=avail -B1 "$d" | tail -n 1 | tr -d ' ')
+    [[ "$free" -gt 65536 ]] && fallocate -l "$((free - 65536))" "$d/filler-1" 2>/dev/null
+    # What fallocate left, block by block.
+    dd if=/dev/zero of="$d/filler-2" bs=4096 2>/dev/null || true
+    echo "filled $d: $(df --output=avail -B1 "$d" | tail -n 1 | tr -d ' ') bytes free"
+}
+
+cmd_unfill() {
+    local d
+    d="$(mdir "$1")/data"
+    rm -f "$d"/filler-*
+    echo "freed $d: $(df --output=avail -h "$d" | tail -n 1 | tr -d ' ') free"
+}
+
+cmd_arm() { # n what
+    local d
+    d="$(mdir "$1")"
+    [[ -n "${FAULTS_SHIM:-}" ]] || die "the members run without the shim (FAULTS_SHIM)"
+    rm -f "$d/control.fired" "$d/control.taken"
+    echo "$2" >"$d/control.tmp"
+    mv "$d/control.tmp" "$d/control"
+}
+
+cmd_repair() {
+    [[ "$TARGET" == paddock ]] || { echo "no repair tool for $TARGET"; return 0; }
+    local out rc=0
+    out=$("$PADDOCK_BIN" repair --data-dir "$(mdir "$1")/data" 2>&1) || rc=$?
+    # Its verdict and what it says of a majority, on one line.
+    echo "exit $rc: $(echo "$out" | grep -E '^(verdict|a majority):' | tr '\n' ' ' | cut -c 1-700)"
 }
 
 cmd_egress() {
@@ -299,7 +520,7 @@ main() {
     case "$cmd" in
         setup) cmd_setup ;;
         teardown) cmd_teardown ;;
-        start) cmd_start "$1" ;;
+        start) cmd_start "$@" ;;
         stop) cmd_stop "$1" ;;
         kill) cmd_stop "$1" KILL ;;
         pause) kill -STOP "$(member_pid "$1")"; echo "=== $(stamp) SIGSTOP" >>"$(mdir "$1")/member.log" ;;
@@ -311,8 +532,15 @@ main() {
         heal) cmd_heal "$@" ;;
         clock) cmd_clock "$@" ;;
         disk) cmd_disk "$@" ;;
+        exit) if [[ -f "$(mdir "$1")/exit" ]]; then cat "$(mdir "$1")/exit"; else echo running; fi ;;
+        fill) cmd_fill "$1" ;;
+        unfill) cmd_unfill "$1" ;;
+        arm) cmd_arm "$@" ;;
+        fired) cat "$(mdir "$1")/control.fired" 2>/dev/null || true ;;
+        powerloss) cmd_powerloss "$1" ;;
+        repair) cmd_repair "$1" ;;
         egress) cmd_egress "$1" ;;
-        *) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+        *) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 }
 

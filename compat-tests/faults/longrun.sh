@@ -8,15 +8,18 @@
 #       [--segments K | --until HH:MM] [--segment-time SECONDS] [--seed-base BASE] [-- RUN.SH ARGS...]
 #
 # Defaults: --segments 10, --segment-time 900, --seed-base 1000, --out /tmp/paddock-faults/long-<target>-n<N>,
-# and `--hold 3s --quiet 2s` passed to run.sh (the CI run's holds: more cycles an hour) unless run.sh args
-# are given. With --until, a segment starts only if it can end (its time plus 3 minutes) before then.
-# A segment that passes keeps its history, timeline and member logs, not the members' data (disk); one
-# that fails keeps everything. Exit status 1 if any segment found a violation or gave no verdict.
+# and `--hold 3s --quiet 2s --quorum-tls` passed to run.sh (the CI run's holds, more cycles an hour, and its
+# quorum TLS) unless run.sh args are given. With --until, a segment starts only if it can end (its time
+# plus 3 minutes) before then. Every nemesis includes the disk ones: each segment runs its members under
+# the power-loss shim and on loop-mounted disks of their own, set up and removed by its run.sh.
+# A segment that passes keeps its history, timeline and member logs, not the members' data or the shim's
+# copies of it (disk); one that fails keeps everything. Exit status 1 if any segment found a violation or
+# gave no verdict.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 TARGET=paddock NODES=3 SLOT=0 OUT="" SEGMENTS=10 UNTIL="" SEGTIME=900 BASE=1000
-RUNARGS=(--hold 3s --quiet 2s)
+RUNARGS=(--hold 3s --quiet 2s --quorum-tls)
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --target) TARGET=$2; shift ;;
@@ -52,7 +55,7 @@ for i in $(seq 1 "$SEGMENTS"); do
     echo "longrun: $(date -u +%H:%M:%S) segment $i, seed $seed -> $dir"
     if "$HERE/run.sh" --target "$TARGET" --nodes "$NODES" --slot "$SLOT" --time "$SEGTIME" --nemesis all \
         --workload all --seed "$seed" --out "$dir" "${RUNARGS[@]}" >"$dir.log" 2>&1; then
-        rm -rf "$dir"/n*/data
+        rm -rf "$dir"/n*/data "$dir"/n*/shadow
     fi
     tail -n 1 "$dir.log"
     dirs+=("$dir")

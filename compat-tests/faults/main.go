@@ -49,6 +49,8 @@ func run() int {
 	keyPeriod := flag.Duration("key-period", 10*time.Second, "the register workload moves to fresh keys this often")
 	skipClock := flag.Bool("no-clock", false, "the members do not run under libfaketime: drop the clock nemeses")
 	quorum := flag.String("quorum", "plaintext", "how the members talk to each other (TLS or plaintext), only for the table")
+	shim := flag.Bool("shim", false, "the members run under the power-loss shim (hosts.sh FAULTS_SHIM): else the disk-lose-unsynced, disk-torn-write and disk-eio nemeses are dropped")
+	ownDisk := flag.Bool("disk", false, "each member's data dir is a file system of its own (hosts.sh FAULTS_DISK_MB): else disk-full is dropped")
 	flag.Parse()
 	memberNet = *netPrefix
 
@@ -63,6 +65,17 @@ func run() int {
 			if !strings.HasPrefix(k, "clock-") {
 				k2 = append(k2, k)
 			}
+		}
+		kinds = k2
+	}
+	{
+		var k2 []string
+		for _, k := range kinds {
+			if (needsShim[k] && !*shim) || (needsDisk[k] && !*ownDisk) {
+				fmt.Fprintf(os.Stderr, "faults: nemesis %s left out: the members run without the shim or disks of their own\n", k)
+				continue
+			}
+			k2 = append(k2, k)
 		}
 		kinds = k2
 	}
@@ -107,6 +120,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 2
 	}
+	nem.Target, nem.Dir, nem.Disk = *target, *runDir, *ownDisk
 	if !nem.WaitHealthy(90 * time.Second) {
 		fmt.Fprintln(os.Stderr, "faults: the ensemble did not come up (every member serving, one leader) within 90 s")
 		return 3
@@ -154,7 +168,10 @@ func run() int {
 	start := time.Now()
 	time.Sleep(*quiet)
 	var queue []string
-	for len(kinds) > 0 && time.Since(start) < *dur {
+	// With --each, the first pass goes through every kind even if it outlasts --time.
+	ran := 0
+	for len(kinds) > 0 && (time.Since(start) < *dur || (*perKind && ran < len(kinds))) {
+		ran++
 		var kind string
 		if *perKind {
 			if len(queue) == 0 {
@@ -231,6 +248,12 @@ func run() int {
 		}
 	}
 	verdicts = append(verdicts, ev)
+	for _, k := range kinds {
+		if strings.HasPrefix(k, "disk-") {
+			verdicts = append(verdicts, nem.checkDisk())
+			break
+		}
+	}
 	if len(final.errs) > 0 {
 		verdicts = append(verdicts, Verdict{Checker: "final-read", Checked: *nodes, Violations: final.errs})
 	}
@@ -353,7 +376,7 @@ func dumpMember(server string) (map[string]NodeInfo, error) {
 
 func report(dir, target, quorum string, nodes int, seed int64, dur time.Duration, nem *Nemesis, ops []Op, verdicts []Verdict, lateRefused int, healthy bool) int {
 	t := newTable()
-	t.addRun(nem.Cycles, nem.Refused, countOps(ops), verdicts, lateRefused, "")
+	t.addRun(nem.Cycles, nem.Refused, nem.Outcomes, countOps(ops), verdicts, lateRefused, "")
 	if !healthy {
 		t.notes = append(t.notes, "NOTE: not every member was serving after the final heal")
 	}
@@ -363,7 +386,7 @@ func report(dir, target, quorum string, nodes int, seed int64, dur time.Duration
 	os.WriteFile(filepath.Join(dir, "table.txt"), []byte(b.String()), 0o644)
 	out, _ := json.MarshalIndent(runSummary{
 		Target: target, Quorum: quorum, Nodes: nodes, Seed: seed, Seconds: dur.Seconds(), Cycles: nem.Cycles,
-		Refused: nem.Refused, Verdicts: verdicts, OK: t.bad() == 0, Ops: countOps(ops), LateRefused: lateRefused,
+		Refused: nem.Refused, Outcomes: nem.Outcomes, Verdicts: verdicts, OK: t.bad() == 0, Ops: countOps(ops), LateRefused: lateRefused,
 		Healthy: healthy,
 	}, "", "  ")
 	os.WriteFile(filepath.Join(dir, "verdict.json"), out, 0o644)

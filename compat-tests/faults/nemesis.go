@@ -19,11 +19,12 @@ import (
 
 // Every nemesis kind, grouped; --nemesis takes kinds or group names.
 var nemesisGroups = map[string][]string{
-	"partition":    {"partition-halves", "partition-leader", "partition-bridge", "partition-oneway", "lossy"},
-	"kill":         {"kill-one", "kill-minority", "kill-all"},
-	"pause":        {"pause-member", "pause-leader"},
-	"clock":        {"clock-jump", "clock-skew"},
-	"disk":         {"disk-truncate-log", "disk-corrupt-log", "disk-corrupt-snapshot", "disk-wipe"},
+	"partition": {"partition-halves", "partition-leader", "partition-bridge", "partition-oneway", "lossy"},
+	"kill":      {"kill-one", "kill-minority", "kill-all"},
+	"pause":     {"pause-member", "pause-leader"},
+	"clock":     {"clock-jump", "clock-skew"},
+	"disk": {"disk-truncate-log", "disk-corrupt-log", "disk-corrupt-snapshot", "disk-wipe",
+		"disk-lose-unsynced", "disk-torn-write", "disk-full", "disk-eio"},
 	"client-pause": {"client-pause"},
 }
 
@@ -88,7 +89,12 @@ type Nemesis struct {
 	timeline       *json.Encoder
 	tlFile         io.Closer
 	Cycles         map[string]int
-	Refused        map[string]int // disk faults after which the member would not start
+	Refused        map[string]int            // disk faults after which the member would not start
+	Outcomes       map[string]map[string]int // per disk kind, what became of the member (disk.go)
+	DiskViolations []string                  // paddock's broken disk promises (disk.go)
+	Target         string
+	Dir            string // the run folder
+	Disk           bool   // the members' data dirs are on file systems of their own (hosts.sh fill)
 	store          *Store
 	cycle          int
 	Events         []Event
@@ -100,7 +106,7 @@ func NewNemesis(hosts string, nodes int, seed int64, path string, st time.Durati
 		return nil, err
 	}
 	return &Nemesis{Hosts: hosts, Nodes: nodes, rng: rand.New(rand.NewSource(seed)), timeline: json.NewEncoder(f), tlFile: f,
-		Cycles: map[string]int{}, Refused: map[string]int{}, SessionTimeout: st}, nil
+		Cycles: map[string]int{}, Refused: map[string]int{}, Outcomes: map[string]map[string]int{}, SessionTimeout: st}, nil
 }
 
 func (n *Nemesis) log(kind, action, format string, args ...interface{}) {
@@ -214,6 +220,9 @@ func (n *Nemesis) split(left, right []int) {
 func (n *Nemesis) HealAll() {
 	n.sh("heal")
 	for _, i := range n.members() {
+		if n.Disk {
+			n.sh("unfill", strconv.Itoa(i))
+		}
 		n.sh("resume", strconv.Itoa(i))
 		n.sh("clock", strconv.Itoa(i), "+0")
 		n.sh("start", strconv.Itoa(i))
@@ -334,20 +343,9 @@ func (n *Nemesis) Run(kind string, hold time.Duration) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		n.sh("clock", strconv.Itoa(v), "+0")
-	case "disk-truncate-log", "disk-corrupt-log", "disk-corrupt-snapshot", "disk-wipe":
-		v := n.shuffled()[0]
-		fault := strings.TrimPrefix(kind, "disk-")
-		n.sh("kill", strconv.Itoa(v))
-		out, err := n.sh("disk", strconv.Itoa(v), fault)
-		n.log(kind, "inject", "member %d killed; %s: %s (%v)", v, fault, out, err)
-		n.sh("start", strconv.Itoa(v))
-		if !n.waitMember(v, 30*time.Second) {
-			n.Refused[kind]++
-			n.log(kind, "note", "member %d exited or did not rejoin within 30 s after %s: an operator wipes its data and restarts it", v, fault)
-			n.sh("kill", strconv.Itoa(v))
-			n.sh("disk", strconv.Itoa(v), "wipe")
-			n.sh("start", strconv.Itoa(v))
-		}
+	case "disk-truncate-log", "disk-corrupt-log", "disk-corrupt-snapshot", "disk-wipe",
+		"disk-lose-unsynced", "disk-torn-write", "disk-full", "disk-eio":
+		n.runDisk(kind, hold)
 	case "client-pause":
 		id, cmd := -1, (*exec.Cmd)(nil)
 		if n.store != nil {

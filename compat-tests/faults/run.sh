@@ -12,7 +12,7 @@
 # Nemeses (kinds, or the groups partition, kill, pause, clock, disk, client-pause; see README.md):
 #   partition-halves partition-leader partition-bridge partition-oneway lossy kill-one kill-minority
 #   kill-all pause-member pause-leader clock-jump clock-skew disk-truncate-log disk-corrupt-log
-#   disk-corrupt-snapshot disk-wipe client-pause
+#   disk-corrupt-snapshot disk-wipe disk-lose-unsynced disk-torn-write disk-full disk-eio client-pause
 # Workloads: register order lock ids eph ack watch.
 #
 # --hold D, --quiet D (Go durations, default 4s and 3s): how long a fault lasts, and the calm after it.
@@ -33,8 +33,14 @@
 # (compat-tests/lib.sh's contract). Exit status non-zero on any violation. Needs root (network
 # namespaces, nftables); installs nftables, libfaketime and iproute2 with apt-get when missing.
 #
+# The disk nemeses disk-lose-unsynced, disk-torn-write and disk-eio run every member under an LD_PRELOAD
+# shim (server/tests/shim/powerloss.c, built here with cc); disk-full puts each member's data dir on an
+# ext4 file system of FAULTS_DISK_MB (512) MB of its own on a loop device. Both only when such a kind is
+# selected; everything is removed at exit, on failure and on Ctrl-C.
+#
 # Env: PADDOCK_BIN (default: a debug build in CARGO_TARGET_DIR), PADDOCK_SERVE_ARGS (extra serve flags),
-#      ZK_VERSION (scripts/zookeeper.sh), FAULTS_OUT (where run folders go), FAULTS_CI_TIME, KEEP_WORK.
+#      ZK_VERSION (scripts/zookeeper.sh), FAULTS_OUT (where run folders go), FAULTS_CI_TIME, KEEP_WORK,
+#      FAULTS_DISK_MB.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$COMPAT_LIB_DIR/faults"
@@ -58,7 +64,7 @@ while [[ $# -gt 0 ]]; do
         --quiet) QUIET=$2; shift ;;
         --quorum-tls) TLS=1 ;;
         --plaintext) TLS=0 ;;
-        -h | --help) sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "faults/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -73,8 +79,9 @@ case "$TARGET" in paddock | zookeeper) ;; *) compat_fail "--target must be paddo
 [[ "$SLOT" =~ ^[0-9]$ ]] || compat_fail "--slot must be 0..9, not '$SLOT'"
 NET=10.77.$SLOT
 if [[ $CI == 1 ]]; then
-    # Every nemesis kind in turn (17 kinds, most 7-12 s a cycle with the shorter holds): 190 s gives every
-    # kind at least once; with start-up and the final checks about 5 minutes on 2 cores.
+    # Every nemesis kind in turn (21 kinds, most 7-12 s a cycle with the shorter holds, the disk ones up
+    # to 20 s): the driver ends no pass of --each before every kind ran once; with start-up and the
+    # final checks about 5 minutes on 2 cores.
     NODES=3 TIME=${FAULTS_CI_TIME:-190} NEMESIS=all WORKLOAD=all EACH=1 HOLD=3s QUIET=2s
 fi
 # Quorum TLS: on in a CI run, off in others, unless --quorum-tls or --plaintext says.
@@ -100,6 +107,16 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 command -v go >/dev/null || compat_fail "no 'go' on PATH"
 
+# Which disk nemeses are selected: the shim's (power, EIO) and the full disk's need more set up.
+SHIM_KINDS=0 DISK_KINDS=0
+for k in ${NEMESIS//,/ }; do
+    case "$k" in
+        all | disk) SHIM_KINDS=1 DISK_KINDS=1 ;;
+        disk-lose-unsynced | disk-torn-write | disk-eio) SHIM_KINDS=1 ;;
+        disk-full) DISK_KINDS=1 ;;
+    esac
+done
+
 # One run per slot at a time: a slot's namespaces and addresses have fixed names.
 LOCK=/run/paddock-faults.lock
 [[ "$SLOT" == 0 ]] || LOCK=/run/paddock-faults-$SLOT.lock
@@ -110,6 +127,8 @@ RUN="${OUT:-${FAULTS_OUT:-/tmp/paddock-faults}/$(date -u +%Y%m%dT%H%M%S)-$TARGET
 mkdir -p "$RUN"
 RUN="$(cd "$RUN" && pwd)"
 export FAULTS_RUN="$RUN" FAULTS_NODES="$NODES" FAULTS_TARGET="$TARGET" FAULTS_FAKETIME=1 FAULTS_SLOT="$SLOT" NO_COLOR=1
+DISK_MB=${FAULTS_DISK_MB:-512}
+export FAULTS_DISK_MB=0 FAULTS_SHIM=""
 
 DRIVER=""
 PASSED=0
@@ -142,6 +161,26 @@ grep -q '"Action":"pass","Package":"paddock/compat-tests/faults","Elapsed' "$RUN
     || { [[ $gotest_fail -gt 0 ]] || gotest_fail=1; }
 echo "faults: checker tests: $gotest_pass passed, $gotest_fail failed"
 (cd "$HERE" && go build -o "$RUN/faults" .) || compat_fail "the driver does not build"
+
+# The power-loss shim of server/tests/power_loss.rs, for every member (disk-lose-unsynced,
+# disk-torn-write, disk-eio), and a file system per member (disk-full).
+if [[ $SHIM_KINDS == 1 ]]; then
+    if command -v cc >/dev/null && cc -shared -fPIC -O1 -Wall -Wno-format-truncation -o "$RUN/powerloss.so" \
+        "$ROOT/server/tests/shim/powerloss.c" -ldl -lpthread; then
+        FAULTS_SHIM="$RUN/powerloss.so"
+        echo "faults: the members run under the power-loss shim ($FAULTS_SHIM)"
+    else
+        echo "faults: no C compiler or the shim does not build: disk-lose-unsynced, disk-torn-write and disk-eio left out" >&2
+    fi
+fi
+if [[ $DISK_KINDS == 1 ]]; then
+    if command -v mkfs.ext4 >/dev/null && command -v losetup >/dev/null && [[ -e /dev/loop-control ]]; then
+        FAULTS_DISK_MB=$DISK_MB
+        echo "faults: each member's data dir on an ext4 file system of $FAULTS_DISK_MB MB (loop device)"
+    else
+        echo "faults: no mkfs.ext4, losetup or loop devices: disk-full left out" >&2
+    fi
+fi
 
 case "$TARGET" in
     zookeeper)
@@ -213,6 +252,8 @@ args=(--nodes "$NODES" --time "${TIME}s" --nemesis "$NEMESIS" --workload "$WORKL
     --dir "$RUN" --hosts "$HERE/hosts.sh" --target "$TARGET" --hold "$HOLD" --quiet "$QUIET" --net "$NET"
     --quorum "$QUORUM")
 [[ $EACH == 1 ]] && args+=(--each)
+[[ -n "$FAULTS_SHIM" ]] && args+=(--shim)
+[[ "$FAULTS_DISK_MB" != 0 ]] && args+=(--disk)
 # In the background and waited for, so that Ctrl-C (or a TERM) runs the traps at once.
 set +e
 "$RUN/faults" "${args[@]}" 2> >(tee "$RUN/driver.log" >&2) > >(tee "$RUN/driver.out") &

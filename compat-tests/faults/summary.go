@@ -12,18 +12,19 @@ import (
 
 // runSummary is a run's verdict.json: what report writes and summarize reads.
 type runSummary struct {
-	Target      string               `json:"target"`
-	Quorum      string               `json:"quorum,omitempty"` // TLS or plaintext (empty in older runs)
-	Nodes       int                  `json:"nodes"`
-	Seed        int64                `json:"seed"`
-	Seconds     float64              `json:"seconds"`
-	Cycles      map[string]int       `json:"cycles"`
-	Refused     map[string]int       `json:"refused"`
-	Verdicts    []Verdict            `json:"verdicts"`
-	OK          bool                 `json:"ok"`
-	Ops         map[string]*opCounts `json:"ops"`
-	LateRefused int                  `json:"late_refused"`
-	Healthy     bool                 `json:"healthy"`
+	Target      string                    `json:"target"`
+	Quorum      string                    `json:"quorum,omitempty"` // TLS or plaintext (empty in older runs)
+	Nodes       int                       `json:"nodes"`
+	Seed        int64                     `json:"seed"`
+	Seconds     float64                   `json:"seconds"`
+	Cycles      map[string]int            `json:"cycles"`
+	Refused     map[string]int            `json:"refused"`
+	Outcomes    map[string]map[string]int `json:"outcomes,omitempty"` // per disk kind: what became of the member, per cycle
+	Verdicts    []Verdict                 `json:"verdicts"`
+	OK          bool                      `json:"ok"`
+	Ops         map[string]*opCounts      `json:"ops"`
+	LateRefused int                       `json:"late_refused"`
+	Healthy     bool                      `json:"healthy"`
 }
 
 type opCounts struct{ OK, Fail, Info int }
@@ -56,6 +57,7 @@ func countOps(ops []Op) map[string]*opCounts {
 // workload, per checker what it judged and how many violations, then every violation and note.
 type table struct {
 	cycles, refused map[string]int
+	outcomes        map[string]map[string]int
 	ops             map[string]*opCounts
 	checks          []Verdict // one per checker, in first-seen order; Violations carry their run's tag
 	late            int
@@ -63,11 +65,19 @@ type table struct {
 }
 
 func newTable() *table {
-	return &table{cycles: map[string]int{}, refused: map[string]int{}, ops: map[string]*opCounts{}}
+	return &table{cycles: map[string]int{}, refused: map[string]int{}, outcomes: map[string]map[string]int{}, ops: map[string]*opCounts{}}
 }
 
 // addRun adds one run's results; tag (the run's name, or "" for a single run) prefixes its violations.
-func (t *table) addRun(cycles, refused map[string]int, ops map[string]*opCounts, verdicts []Verdict, late int, tag string) {
+func (t *table) addRun(cycles, refused map[string]int, outcomes map[string]map[string]int, ops map[string]*opCounts, verdicts []Verdict, late int, tag string) {
+	for k, m := range outcomes {
+		if t.outcomes[k] == nil {
+			t.outcomes[k] = map[string]int{}
+		}
+		for o, c := range m {
+			t.outcomes[k][o] += c
+		}
+	}
 	for k, n := range cycles {
 		t.cycles[k] += n
 	}
@@ -120,7 +130,9 @@ func (t *table) write(w io.Writer) {
 	total := 0
 	for _, k := range sortedKeys(t.cycles) {
 		note := ""
-		if r := t.refused[k]; r > 0 {
+		if o := t.outcomes[k]; len(o) > 0 {
+			note = outcomeNote(o)
+		} else if r := t.refused[k]; r > 0 {
 			note = fmt.Sprintf("member refused to rejoin %d time(s); wiped and restarted", r)
 		}
 		fmt.Fprintf(w, "%-22s | %6d | %s\n", k, t.cycles[k], note)
@@ -186,7 +198,7 @@ func summarize(dirs []string) int {
 		targets[target] = true
 		seconds += r.Seconds
 		tag := fmt.Sprintf("%s, seed %d", filepath.Base(d), r.Seed)
-		t.addRun(r.Cycles, r.Refused, r.Ops, r.Verdicts, r.LateRefused, tag)
+		t.addRun(r.Cycles, r.Refused, r.Outcomes, r.Ops, r.Verdicts, r.LateRefused, tag)
 		if !r.Healthy {
 			t.notes = append(t.notes, fmt.Sprintf("NOTE %s: not every member serving after the final heal", tag))
 		}

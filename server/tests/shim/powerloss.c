@@ -19,13 +19,26 @@
  *   SHIM_EIO     KIND:N: the Nth call of KIND fails with EIO without doing anything, KIND one of
  *                segwrite (a write to a log segment, *.seg), fsync (fsync/fdatasync of a file),
  *                dirsync (fsync of a directory). Every later write or sync of that file is logged
- *                to SHIM_SHADOW/after-eio (a retried fsync would show there).
+ *                to SHIM_SHADOW/after-eio (a retried fsync would show there). A log file is
+ *                paddock's *.seg or ZooKeeper's log.* (the fault suite runs both under the shim).
+ *   SHIM_CONTROL a file checked at most every 20 ms while the process writes (the fault suite's
+ *                nemeses, compat-tests/faults/hosts.sh `arm`): its one word arms one fault, and it
+ *                is renamed to SHIM_CONTROL.taken when read; SHIM_CONTROL.fired says what it hit.
+ *                `cut`: at the next durability event the power goes, nothing of it applied.
+ *                `torn-write`: at the next O_DSYNC/O_SYNC write the power goes, a random half of
+ *                its sectors applied. `torn-sync`: at the next fsync/fdatasync of a file written
+ *                since its last sync, the power goes with a random half of those written sectors
+ *                applied. `eio:KIND`: the next call of KIND (as SHIM_EIO) fails with EIO.
  *
  * Durability model: a write through an O_DSYNC or O_SYNC descriptor is durable when it returns
  * (and extends the durable size); fsync/fdatasync make a file's current bytes and size durable;
  * fsync of a directory makes its current entries durable (a file named there but never synced
  * comes back empty). Nothing else is: data written without a sync, names made without a
- * directory sync, sync_file_range.
+ * directory sync, sync_file_range. The ranges written through other descriptors are kept per
+ * inode, so an fsync copies only those (a ZooKeeper log is a 64 MB file synced at every commit);
+ * a file synced with no range kept is copied whole. Whatever the directory held when the process
+ * started is its caller's to put in the shadow first (the fault suite copies the data directory:
+ * a restarted member's files survived, only the power can take them).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -42,6 +55,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_FD 65536
@@ -71,6 +85,18 @@ static ino_t eio_ino;
 static int active;
 static int no_direct;
 static int trace;
+static char control[PATH_MAX];
+static long long control_checked_ns;
+/* An armed fault from SHIM_CONTROL: 0 none, 1 cut, 2 torn-write, 3 torn-sync. */
+static int armed_cut;
+
+/* Bytes written through descriptors without O_DSYNC since the file's last sync, per inode. */
+#define MAX_DIRTY 256
+struct dirty {
+    ino_t ino;
+    off_t lo, hi;
+};
+static struct dirty dirty[MAX_DIRTY];
 
 static int (*real_open)(const char *, int, ...);
 static int (*real_open64)(const char *, int, ...);
@@ -104,6 +130,8 @@ static void init(void) {
     if (seed) rng ^= strtoull(seed, NULL, 10) * 0x9E3779B97F4A7C15ULL;
     no_direct = getenv("SHIM_NO_DIRECT") != NULL;
     trace = getenv("SHIM_TRACE") != NULL;
+    const char *ctl = getenv("SHIM_CONTROL");
+    if (ctl) snprintf(control, sizeof control, "%s", ctl);
     const char *e = getenv("SHIM_EIO");
     if (e) {
         const char *colon = strchr(e, ':');
@@ -134,6 +162,34 @@ static unsigned long long next_rand(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
+}
+
+static void mark_dirty(ino_t ino, off_t off, size_t n) {
+    if (n == 0) return;
+    int free_slot = -1;
+    for (int i = 0; i < MAX_DIRTY; i++) {
+        if (dirty[i].ino == ino) {
+            if (off < dirty[i].lo) dirty[i].lo = off;
+            if (off + (off_t)n > dirty[i].hi) dirty[i].hi = off + (off_t)n;
+            return;
+        }
+        if (free_slot < 0 && dirty[i].ino == 0) free_slot = i;
+    }
+    /* No slot: the file is copied whole at its sync, as if nothing were kept. */
+    if (free_slot >= 0) dirty[free_slot] = (struct dirty){ino, off, off + (off_t)n};
+}
+
+/* The range written since the last sync, taken (0 when none is kept). */
+static int take_dirty(ino_t ino, off_t *lo, off_t *hi) {
+    for (int i = 0; i < MAX_DIRTY; i++) {
+        if (dirty[i].ino == ino) {
+            *lo = dirty[i].lo;
+            *hi = dirty[i].hi;
+            dirty[i].ino = 0;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int under_root(const char *path) {
@@ -171,12 +227,56 @@ static void power_loss(void) {
     _exit(99);
 }
 
+static void note_fired(const char *fmt, const char *what, const char *path) {
+    if (!control[0]) return;
+    char p[PATH_MAX + 8];
+    snprintf(p, sizeof p, "%s.fired", control);
+    int fd = real_open(p, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd < 0) return;
+    char line[PATH_MAX + 64];
+    int n = snprintf(line, sizeof line, fmt, what, path);
+    if (n > 0) real_write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    real_close(fd);
+}
+
+/* Reads SHIM_CONTROL (at most every 20 ms) and arms what it says. */
+static void poll_control(void) {
+    if (!control[0]) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (now - control_checked_ns < 20000000LL) return;
+    control_checked_ns = now;
+    int fd = real_open(control, O_RDONLY);
+    if (fd < 0) return;
+    char word[64] = {0};
+    ssize_t n = read(fd, word, sizeof word - 1);
+    real_close(fd);
+    char taken[PATH_MAX + 8];
+    snprintf(taken, sizeof taken, "%s.taken", control);
+    rename(control, taken);
+    if (n <= 0) return;
+    word[strcspn(word, " \t\r\n")] = 0;
+    if (strcmp(word, "cut") == 0) {
+        armed_cut = 1;
+    } else if (strcmp(word, "torn-write") == 0) {
+        armed_cut = 2;
+    } else if (strcmp(word, "torn-sync") == 0) {
+        armed_cut = 3;
+    } else if (strncmp(word, "eio:", 4) == 0 && strlen(word + 4) < sizeof eio_kind) {
+        snprintf(eio_kind, sizeof eio_kind, "%s", word + 4);
+        eio_seen = 0;
+        eio_at = 1;
+    }
+}
+
 /* Whether this call of `kind` on `fi` fails with EIO. */
 static int inject_eio(const char *kind, struct fdinfo *fi) {
     if (eio_at < 0 || strcmp(kind, eio_kind) != 0) return 0;
     if (++eio_seen != eio_at) return 0;
     eio_ino = fi->ino;
     log_line("eio", "%s %s\n", kind, fi->path);
+    note_fired("eio %s %s\n", kind, fi->path);
     return 1;
 }
 
@@ -202,6 +302,34 @@ static void shadow_write(struct fdinfo *fi, const void *buf, size_t n, off_t off
     real_close(fd);
 }
 
+/* Copies bytes [lo, hi) of the file behind `fd` to the shadow exactly (zeros too); with `torn`,
+ * only a random half of its sectors. Returns the end of the last sector copied (0: none). */
+static off_t shadow_copy_range(int fd, struct fdinfo *fi, off_t lo, off_t hi, int torn) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    int src = real_open(self, O_RDONLY);
+    if (src < 0) return 0;
+    char p[PATH_MAX];
+    inode_path(p, fi->ino);
+    int dst = real_open(p, O_WRONLY | O_CREAT, 0600);
+    if (dst < 0) {
+        real_close(src);
+        return 0;
+    }
+    static char buf[SECTOR];
+    off_t end = 0;
+    for (off_t at = lo - lo % SECTOR; at < hi; at += SECTOR) {
+        if (torn && !(next_rand() & 1)) continue;
+        ssize_t r = pread(src, buf, SECTOR, at);
+        if (r <= 0) break;
+        real_pwrite(dst, buf, (size_t)r, at);
+        end = at + r;
+    }
+    real_close(src);
+    real_close(dst);
+    return end;
+}
+
 /* Copies a file's current bytes and size to the shadow (fsync/fdatasync returned). */
 static void shadow_sync_file(int fd, struct fdinfo *fi) {
     /* Through /proc, the file the descriptor holds, renamed or not. */
@@ -219,6 +347,17 @@ static void shadow_sync_file(int fd, struct fdinfo *fi) {
     int dst = real_open(p, O_WRONLY | O_CREAT, 0600);
     if (dst < 0) {
         real_close(src);
+        return;
+    }
+    off_t lo, hi;
+    if (take_dirty(fi->ino, &lo, &hi)) {
+        real_close(src);
+        if (ftruncate(dst, st.st_size) != 0) {
+            /* the range below is still copied */
+        }
+        real_close(dst);
+        if (hi > st.st_size) hi = st.st_size;
+        if (lo < hi) shadow_copy_range(fd, fi, lo, hi, 0);
         return;
     }
     if (ftruncate(dst, st.st_size) != 0) {
@@ -278,7 +417,9 @@ static void track(int fd, const char *path, int flags) {
         fi->ino = st.st_ino;
         snprintf(fi->path, sizeof fi->path, "%s", path);
         size_t len = strlen(path);
-        fi->seg = len > 4 && strcmp(path + len - 4, ".seg") == 0;
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        fi->seg = (len > 4 && strcmp(path + len - 4, ".seg") == 0) || strncmp(base, "log.", 4) == 0;
     }
     pthread_mutex_unlock(&mu);
 }
@@ -375,18 +516,21 @@ static ssize_t do_pwrite(ssize_t (*real)(int, const void *, size_t, off_t), int 
     struct fdinfo *fi = lookup(fd);
     if (!fi) return real(fd, buf, n, off);
     pthread_mutex_lock(&mu);
+    poll_control();
     note_after_eio("write", fi);
-    if (fi->seg && inject_eio("segwrite", fi)) {
+    if ((fi->seg && inject_eio("segwrite", fi)) || inject_eio("write", fi)) {
         pthread_mutex_unlock(&mu);
         errno = EIO;
         return -1;
     }
-    if (fi->sync && cut_now()) {
-        shadow_write(fi, buf, n, off, 1);
+    if (fi->sync && (cut_now() || armed_cut == 1 || armed_cut == 2)) {
+        if (armed_cut != 1) shadow_write(fi, buf, n, off, 1);
+        note_fired("power cut at %s %s\n", armed_cut == 1 ? "a write (none of it kept)" : "a write (torn)", fi->path);
         power_loss();
     }
     ssize_t r = real(fd, buf, n, off);
     if (r > 0 && fi->sync) shadow_write(fi, buf, (size_t)r, off, 0);
+    if (r > 0 && !fi->sync) mark_dirty(fi->ino, off, (size_t)r);
     pthread_mutex_unlock(&mu);
     return r;
 }
@@ -403,19 +547,22 @@ ssize_t write(int fd, const void *buf, size_t n) {
     struct fdinfo *fi = lookup(fd);
     if (!fi) return real_write(fd, buf, n);
     pthread_mutex_lock(&mu);
+    poll_control();
     note_after_eio("write", fi);
-    if (fi->seg && inject_eio("segwrite", fi)) {
+    if ((fi->seg && inject_eio("segwrite", fi)) || inject_eio("write", fi)) {
         pthread_mutex_unlock(&mu);
         errno = EIO;
         return -1;
     }
     off_t at = lseek(fd, 0, SEEK_CUR);
-    if (fi->sync && cut_now()) {
-        shadow_write(fi, buf, n, at, 1);
+    if (fi->sync && (cut_now() || armed_cut == 1 || armed_cut == 2)) {
+        if (armed_cut != 1) shadow_write(fi, buf, n, at, 1);
+        note_fired("power cut at %s %s\n", armed_cut == 1 ? "a write (none of it kept)" : "a write (torn)", fi->path);
         power_loss();
     }
     ssize_t r = real_write(fd, buf, n);
     if (r > 0 && fi->sync) shadow_write(fi, buf, (size_t)r, lseek(fd, 0, SEEK_CUR) - r, 0);
+    if (r > 0 && !fi->sync) mark_dirty(fi->ino, lseek(fd, 0, SEEK_CUR) - r, (size_t)r);
     pthread_mutex_unlock(&mu);
     return r;
 }
@@ -423,12 +570,19 @@ ssize_t write(int fd, const void *buf, size_t n) {
 ssize_t writev(int fd, const struct iovec *iov, int cnt) {
     struct fdinfo *fi = lookup(fd);
     if (!fi || !fi->sync) {
-        if (fi) {
-            pthread_mutex_lock(&mu);
-            note_after_eio("write", fi);
+        if (!fi) return real_writev(fd, iov, cnt);
+        pthread_mutex_lock(&mu);
+        poll_control();
+        note_after_eio("write", fi);
+        if ((fi->seg && inject_eio("segwrite", fi)) || inject_eio("write", fi)) {
             pthread_mutex_unlock(&mu);
+            errno = EIO;
+            return -1;
         }
-        return real_writev(fd, iov, cnt);
+        ssize_t r = real_writev(fd, iov, cnt);
+        if (r > 0) mark_dirty(fi->ino, lseek(fd, 0, SEEK_CUR) - r, (size_t)r);
+        pthread_mutex_unlock(&mu);
+        return r;
     }
     /* Through an O_DSYNC descriptor: one write at a time, each followed. */
     ssize_t total = 0;
@@ -445,6 +599,7 @@ static int do_sync(int (*real)(int), int fd) {
     struct fdinfo *fi = lookup(fd);
     if (!fi) return real(fd);
     pthread_mutex_lock(&mu);
+    poll_control();
     if (trace) log_line("trace", "%s %s\n", fi->is_dir ? "dirsync" : "fsync", fi->path);
     note_after_eio("sync", fi);
     if (inject_eio(fi->is_dir ? "dirsync" : "fsync", fi)) {
@@ -452,7 +607,22 @@ static int do_sync(int (*real)(int), int fd) {
         errno = EIO;
         return -1;
     }
-    if (cut_now()) power_loss();
+    if (cut_now() || armed_cut == 1) {
+        if (armed_cut == 1) note_fired("power cut at %s %s\n", fi->is_dir ? "a directory sync (not kept)" : "a sync (not kept)", fi->path);
+        power_loss();
+    }
+    off_t lo, hi;
+    if (armed_cut == 3 && !fi->is_dir && take_dirty(fi->ino, &lo, &hi)) {
+        off_t end = shadow_copy_range(fd, fi, lo, hi, 1);
+        char p[PATH_MAX];
+        inode_path(p, fi->ino);
+        struct stat st;
+        if (end > 0 && stat(p, &st) == 0 && st.st_size < end && truncate(p, end) != 0) {
+            /* the sectors are there; only the size is not */
+        }
+        note_fired("power cut at %s %s\n", "a sync (a random half of the written sectors kept)", fi->path);
+        power_loss();
+    }
     int r = real(fd);
     if (r == 0) {
         if (fi->is_dir)
