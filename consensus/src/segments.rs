@@ -1159,6 +1159,11 @@ impl Segments {
         self.offset + (HEADER + len) as u64 > self.capacity
     }
 
+    /// True once a write or sync has failed (module docs).
+    pub fn has_failed(&self) -> bool {
+        self.failed.is_some()
+    }
+
     /// The error every call returns once a write or sync has failed (module docs).
     fn check_failed(&self) -> Result<(), ConsensusError> {
         match &self.failed {

@@ -878,9 +878,23 @@ impl LogStore {
 impl Drop for LogStore {
     /// A clean stop writes the records held in memory (commit hints; a crash loses them, as it
     /// may: raft recomputes the commit index from a quorum).
+    ///
+    /// RocksDB is closed only when no write of the store's failed: after a failed write of the
+    /// segments (the disk is full or failing) or a background error inside RocksDB (a memtable
+    /// flush or its manifest write that met the full disk), one of its file writers may hold a
+    /// failed write, and Debian's build keeps the assertions that abort the process when closing
+    /// touches that writer again (seen with a full disk, 7 Dec 2026). Its handle is leaked instead:
+    /// every checkpoint it holds was written synced, a close adds nothing to them, and the member
+    /// is stopping for the failure anyway.
     fn drop(&mut self) {
         if let Err(e) = self.segments.flush() {
             tracing::warn!("the log's last commit hint was not written ({e})");
+        }
+        let rocksdb_failed = self.db.as_ref().is_some_and(|db| {
+            !matches!(db.property_int_value("rocksdb.background-errors"), Ok(Some(0)))
+        });
+        if self.segments.has_failed() || rocksdb_failed {
+            std::mem::forget(self.db.take());
         }
     }
 }
