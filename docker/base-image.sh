@@ -4,7 +4,8 @@
 # tarball in ~/.cache/paddock/ and rebuilt only when missing; the image is imported only when the engine
 # does not have it.
 #
-#   docker/base-image.sh paddock   -> image paddock-base:bookworm      (minbase + librocksdb7.8)
+#   docker/base-image.sh paddock   -> image paddock-base:bookworm      (minbase + the libraries paddock
+#                                     links: librocksdb7.8, libgssapi-krb5-2)
 #   docker/base-image.sh jre       -> image paddock-base-jre:bookworm  (minbase + a headless JRE 17,
 #                                     for the Apache ZooKeeper image the compose test can compare with)
 #
@@ -13,7 +14,7 @@ set -euo pipefail
 
 kind="${1:-paddock}"
 case "$kind" in
-    paddock) image=paddock-base:bookworm; include=librocksdb7.8 ;;
+    paddock) image=paddock-base:bookworm; include=librocksdb7.8,libgssapi-krb5-2 ;;
     jre) image=paddock-base-jre:bookworm; include=openjdk-17-jre-headless ;;
     *) echo "base-image.sh: unknown kind '$kind' (paddock or jre)" >&2; exit 2 ;;
 esac
@@ -30,11 +31,14 @@ mirror() {
     echo "${m:-http://deb.debian.org/debian}"
 }
 
-if docker image inspect "$image" >/dev/null 2>&1; then
+# The package list is recorded beside the cached tarball and as a label of the image: a cache or an
+# image made from another list (one from before the list grew lacks a library the binary links) is
+# made again rather than reused.
+if [[ "$(docker image inspect -f '{{index .Config.Labels "paddock.include"}}' "$image" 2>/dev/null)" == "$include" ]]; then
     echo "base-image.sh: $image is already there"
     exit 0
 fi
-if [[ ! -s "$tarball" ]]; then
+if [[ ! -s "$tarball" || "$(cat "$tarball.include" 2>/dev/null)" != "$include" ]]; then
     command -v debootstrap >/dev/null || { echo "base-image.sh: debootstrap not found (apt-get install debootstrap)" >&2; exit 1; }
     mkdir -p "$cache"
     root="$(mktemp -d "$cache/rootfs.XXXXXX")"
@@ -48,7 +52,8 @@ if [[ ! -s "$tarball" ]]; then
         "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/*
     tar -C "$root" -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
+    echo "$include" > "$tarball.include"
     echo "base-image.sh: root filesystem cached in $tarball ($(du -h "$tarball" | cut -f1), $((SECONDS - start)) s)"
 fi
-docker import "$tarball" "$image" >/dev/null
+docker import --change "LABEL paddock.include=$include" "$tarball" "$image" >/dev/null
 echo "base-image.sh: imported $image"
