@@ -71,3 +71,4 @@ pub mod throttle;
 pub mod tls;
 pub mod zk_export;
 pub mod zk_import;
+pub mod zk_restore;
