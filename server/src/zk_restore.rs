@@ -35,7 +35,9 @@ pub struct Prepared {
 /// by their magic) into the entry a restore proposes.
 pub fn prepare(bytes: &[u8], cfg: &Config) -> Result<Prepared, String> {
     if bytes.is_empty() {
-        return Err("the body is empty: POST the snapshot's bytes (curl --data-binary @FILE)".into());
+        return Err(
+            "the body is empty: POST the snapshot's bytes (curl --data-binary @FILE)".into(),
+        );
     }
     let codec = if bytes.starts_with(&[0x1f, 0x8b]) {
         compress::Codec::Gzip
@@ -46,8 +48,7 @@ pub fn prepare(bytes: &[u8], cfg: &Config) -> Result<Prepared, String> {
     };
     let raw = compress::decompress(codec, bytes, MAX_DECOMPRESSED)
         .map_err(|e| format!("not a ZooKeeper snapshot: {e}"))?;
-    let snap =
-        snapshot::decode(&raw).map_err(|e| format!("not a ZooKeeper snapshot: {e}"))?;
+    let snap = snapshot::decode(&raw).map_err(|e| format!("not a ZooKeeper snapshot: {e}"))?;
     if snap.dbid != snapshot::SNAP_DBID {
         return Err(format!(
             "a snapshot of another database: dbid {:#x} (ZooKeeper writes {})",
@@ -64,7 +65,10 @@ pub fn prepare(bytes: &[u8], cfg: &Config) -> Result<Prepared, String> {
         .unwrap_or(0);
     let mut max_zxid = zxid.max(snap.digest.map_or(0, |d| d.zxid));
     for n in &snap.nodes {
-        max_zxid = max_zxid.max(n.stat.czxid).max(n.stat.mzxid).max(n.stat.pzxid);
+        max_zxid = max_zxid
+            .max(n.stat.czxid)
+            .max(n.stat.mzxid)
+            .max(n.stat.pzxid);
     }
     let _ = writeln!(
         report,
@@ -75,7 +79,8 @@ pub fn prepare(bytes: &[u8], cfg: &Config) -> Result<Prepared, String> {
         snap.nodes.len(),
         snap.sessions.len(),
         snap.acls.len(),
-        snap.last_processed_zxid.map_or("none".into(), files::zxid_hex),
+        snap.last_processed_zxid
+            .map_or("none".into(), files::zxid_hex),
         files::zxid_hex(max_zxid)
     );
     let mut tree = DataTree::from_snapshot(&snap, MissingAcl::Refuse)
@@ -93,9 +98,7 @@ pub fn prepare(bytes: &[u8], cfg: &Config) -> Result<Prepared, String> {
     if tree.depth_first().map_or(true, |all| {
         !all.iter().any(|(p, _)| *p == "/zookeeper/config")
     }) {
-        return Err(
-            "the snapshot has no /zookeeper/config: not a ZooKeeper 3.5+ snapshot".into(),
-        );
+        return Err("the snapshot has no /zookeeper/config: not a ZooKeeper 3.5+ snapshot".into());
     }
     let imp = Imported {
         tree,

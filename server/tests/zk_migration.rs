@@ -308,7 +308,13 @@ async fn admin_restore_on_a_standalone_server() {
     // Refusals change nothing.
     let (status, _) = post(admin, "/commands/restore", None, &snap).await;
     assert_eq!(status, 401);
-    let (status, _) = post(admin, "/commands/restore", Some("digest admin:wrong"), &snap).await;
+    let (status, _) = post(
+        admin,
+        "/commands/restore",
+        Some("digest admin:wrong"),
+        &snap,
+    )
+    .await;
     assert_eq!(status, 403);
     let (status, body) = post(admin, "/commands/restore", Some("digest admin:pw"), b"").await;
     assert_eq!(status, 400, "{body}");
@@ -316,7 +322,13 @@ async fn admin_restore_on_a_standalone_server() {
     let mid = damaged.len() / 2;
     damaged[mid] ^= 0x55;
     tokio::time::sleep(Duration::from_millis(350)).await; // the rate limit
-    let (status, body) = post(admin, "/commands/restore", Some("digest admin:pw"), &damaged).await;
+    let (status, body) = post(
+        admin,
+        "/commands/restore",
+        Some("digest admin:pw"),
+        &damaged,
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("nothing restored"), "{body}");
     tokio::time::sleep(Duration::from_millis(350)).await;
@@ -328,7 +340,11 @@ async fn admin_restore_on_a_standalone_server() {
     )
     .await;
     assert_eq!(status, 400, "{body}");
-    assert_eq!(dump(addr).await, after_writes, "a refused restore changed the tree");
+    assert_eq!(
+        dump(addr).await,
+        after_writes,
+        "a refused restore changed the tree"
+    );
 
     // The restore.
     tokio::time::sleep(Duration::from_millis(350)).await;
@@ -347,11 +363,9 @@ async fn admin_restore_on_a_standalone_server() {
     assert!(new.closed_by_server().await);
     // The session the snapshot holds resumes, with the password its client holds; the watch
     // set before the restore fires at once.
-    let (resp, back) = common::RawClient::connect_with(
-        addr,
-        connect_as(old.session_id, old.passwd.clone(), seen),
-    )
-    .await;
+    let (resp, back) =
+        common::RawClient::connect_with(addr, connect_as(old.session_id, old.passwd.clone(), seen))
+            .await;
     let mut back = back.unwrap_or_else(|| panic!("old session not resumed: {resp:?}"));
     assert_eq!(back.session_id, old.session_id);
     let watches = wire::ops::watches::SetWatches {
@@ -373,11 +387,9 @@ async fn admin_restore_on_a_standalone_server() {
     }
     assert!(fired && set_reply, "fired {fired}, replied {set_reply}");
     // The session the snapshot does not hold is expired.
-    let (resp, none) = common::RawClient::connect_with(
-        addr,
-        connect_as(new.session_id, new.passwd.clone(), seen),
-    )
-    .await;
+    let (resp, none) =
+        common::RawClient::connect_with(addr, connect_as(new.session_id, new.passwd.clone(), seen))
+            .await;
     assert!(none.is_none(), "{resp:?}");
     assert_eq!(resp.unwrap().timeout, 0);
 
@@ -388,7 +400,11 @@ async fn admin_restore_on_a_standalone_server() {
     let zk = common::client(addr).await;
     zk.auth("digest", b"alice:secret").await.unwrap();
     let (stat, _) = zk.create("/after", b"", &open).await.unwrap();
-    assert!(stat.czxid > restored_at, "{:#x} <= {restored_at:#x}", stat.czxid);
+    assert!(
+        stat.czxid > restored_at,
+        "{:#x} <= {restored_at:#x}",
+        stat.czxid
+    );
     assert_eq!(stat.czxid >> 32, restored_at >> 32);
     drop(zk);
     drop(back);

@@ -274,7 +274,11 @@ impl Core {
                 }
             }
             Err(code) => {
-                error!(index, ?code, "a restore entry did not restore; the state is unchanged");
+                error!(
+                    index,
+                    ?code,
+                    "a restore entry did not restore; the state is unchanged"
+                );
                 if let Some(w) = waiter {
                     let _ = w.send(Err(format!(
                         "the restore entry did not apply ({code:?}); the state is unchanged"

@@ -50,7 +50,11 @@ impl Core {
         );
         match self.submit(&entry) {
             Ok(_) => {
-                info!(xid, max_zxid = format_args!("{max_zxid:#x}"), "restore proposed");
+                info!(
+                    xid,
+                    max_zxid = format_args!("{max_zxid:#x}"),
+                    "restore proposed"
+                );
                 self.restores.retain(|(_, r)| !r.is_closed());
                 self.restores.push((xid, reply));
             }

@@ -367,7 +367,11 @@ fn find_end(buf: &[u8]) -> Option<(usize, usize)> {
     buf.windows(4)
         .position(|w| w == b"\r\n\r\n")
         .map(|p| (p, p + 4))
-        .or_else(|| buf.windows(2).position(|w| w == b"\n\n").map(|p| (p, p + 2)))
+        .or_else(|| {
+            buf.windows(2)
+                .position(|w| w == b"\n\n")
+                .map(|p| (p, p + 2))
+        })
 }
 
 /// Parses the request line of `head` (`GET /path?query HTTP/1.1`).
@@ -442,12 +446,13 @@ pub async fn start(
                     max_body: admin_restore::MAX_BODY,
                     ..Limits::DEFAULT
                 };
-                eps.tasks.push(tokio::spawn(serve(listener, limits, move |req| {
-                    let core = core.clone();
-                    let cfg = cfg.clone();
-                    let limiters = limiters.clone();
-                    async move { admin_route(req, &core, &cfg, &limiters).await }
-                })));
+                eps.tasks
+                    .push(tokio::spawn(serve(listener, limits, move |req| {
+                        let core = core.clone();
+                        let cfg = cfg.clone();
+                        let limiters = limiters.clone();
+                        async move { admin_route(req, &core, &cfg, &limiters).await }
+                    })));
             }
             Err(e) => tracing::warn!(
                 %bind, error = %e,
@@ -510,9 +515,7 @@ async fn admin_route(
         Some("snapshot") => {
             return admin_snapshot::handle(&req, core, cfg, &limiters.snapshot).await
         }
-        Some("restore") => {
-            return admin_restore::handle(&req, core, cfg, &limiters.restore).await
-        }
+        Some("restore") => return admin_restore::handle(&req, core, cfg, &limiters.restore).await,
         // Every other command is a GET; a POST to one is refused, not run.
         Some(_) | None if req.method == "POST" => {
             return Response::text(405, "only restore takes a POST\n")
