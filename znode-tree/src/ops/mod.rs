@@ -116,12 +116,13 @@ impl Tree {
                 self.set_config(&cx, members, &mut changes);
                 Ok(Response::Empty)
             }
-            Txn::Restore { max_zxid, snapshot } => self
-                .restore_from(&cx, *max_zxid, snapshot)
-                .map(|restored_at| {
-                    last_zxid = restored_at;
-                    Response::Empty
-                }),
+            Txn::Restore { max_zxid, snapshot } => {
+                self.restore_from(&cx, *max_zxid, snapshot)
+                    .map(|restored_at| {
+                        last_zxid = restored_at;
+                        Response::Empty
+                    })
+            }
         };
         self.last_zxid = last_zxid;
         Applied { reply, changes }

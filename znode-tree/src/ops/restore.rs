@@ -39,8 +39,8 @@ impl Tree {
         max_zxid: i64,
         snapshot: &[u8],
     ) -> Result<i64, ErrorCode> {
-        let mut restored =
-            Tree::restore(snapshot, self.config.clone()).map_err(|_| ErrorCode::MarshallingError)?;
+        let mut restored = Tree::restore(snapshot, self.config.clone())
+            .map_err(|_| ErrorCode::MarshallingError)?;
         let Some(config) = self.node(CONFIG) else {
             return Err(ErrorCode::SystemError);
         };
