@@ -20,6 +20,16 @@
 #   ensemble            member 1 of a 3-member paddock ensemble imports (--config), the others
 #                       are prepared empty to join (import --join); all three start at once; the
 #                       tree read through member 3 equals the restart
+#   ensemble-restore    paddock backup from that ensemble, more writes, a session opened after
+#                       it; paddock restore with a kazoo client connected to each member: all
+#                       three reconnect to their sessions, with their ephemerals, the tree the
+#                       backup's, the later session expired, a watch fired, and no client's
+#                       zxid (its lastZxidSeen) ever goes backwards: the restore's is above all
+#   restore-damaged     paddock restore of a damaged or truncated backup: exit 1, a clear
+#                       message, the ensemble's zxid and tree unchanged
+#   pitr-zxid           paddock restore --to-zxid Z of ZooKeeper's files into a standalone
+#                       paddock against ZooKeeper's own restart on a copy cut right after Z
+#   pitr-time           --to-time T (the time of Z's transaction) gives the same snapshot
 #   damaged-*           a bad Adler32 mid-log, a log missing between snapshot and tail, an ACL
 #                       index absent from the cache, a snapshot of another dbid: exit 1, a clear
 #                       message, nothing written
@@ -239,9 +249,101 @@ else
     report_skip 1 "zk-restore: ZooKeeper's AdminServer jars could not be fetched (see $EXTRA/mvn.log)"
 fi
 
+# --- ensemble-restore and restore-damaged (run while the ensemble below serves) -------------
+ensemble_restore() {
+    if "$PY" - "$BIN" "$ADMINS" "127.0.0.1:$P1,127.0.0.1:$P2,127.0.0.1:$P3" "$W" >"$W/ens-restore.txt" 2>&1 <<'PY'; then
+import json, subprocess, sys, threading, time
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import SessionExpiredError, ConnectionLoss
+bin_, admins, members, w = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4]
+def run(*args):
+    p = subprocess.run([bin_, *args], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+def client(host):
+    c = KazooClient(hosts=host, timeout=20, connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 1})
+    c.start(timeout=30); c.add_auth("digest", "alice:secret")
+    c.states = []
+    c.add_listener(lambda s, c=c: c.states.append(s))
+    return c
+cs = [client(m) for m in members]
+cs[0].ensure_path("/restore-test")
+cs[0].create("/restore-test/a", b"before")
+for i, c in enumerate(cs):
+    c.create(f"/restore-test/e-{i}", b"mine", ephemeral=True)
+rc, out = run("backup", "--servers", admins, "--auth", "digest:admin:pw", "--out", f"{w}/ens-backup.bin")
+assert rc == 0, out
+print(out.strip())
+base = {p: cs[0].get(f"/restore-test/{p}")[0] for p in cs[0].get_children("/restore-test")}
+# After the backup: writes, and a session the backup does not hold.
+cs[1].set("/restore-test/a", b"after")
+cs[2].create("/restore-test/later", b"")
+late = client(members[2])
+late.create("/restore-test/late-eph", b"", ephemeral=True)
+fired = threading.Event()
+def watch(ev):
+    if ev is not None:
+        fired.set()
+cs[0].get("/restore-test/a", watch=watch)
+sessions = [c.client_id[0] for c in cs]
+seen = [c.last_zxid for c in cs]
+# restore-damaged: a flipped byte and a cut file change nothing.
+raw = open(f"{w}/ens-backup.bin", "rb").read()
+bad = bytearray(raw); bad[len(bad) // 2] ^= 0x10
+open(f"{w}/ens-bad.bin", "wb").write(bytes(bad))
+open(f"{w}/ens-cut.bin", "wb").write(raw[:len(raw) - 7])
+zxid_before = cs[1].exists("/restore-test/a").mzxid
+for f in ("ens-bad.bin", "ens-cut.bin"):
+    rc, out = run("restore", "--servers", admins, "--auth", "digest:admin:pw", f"{w}/{f}")
+    assert rc == 1 and "nothing restored" in out, (f, rc, out)
+    print(f"damaged {f}: exit 1: {out.strip().splitlines()[-1]}")
+assert cs[1].get("/restore-test/a")[0] == b"after"
+assert cs[1].exists("/restore-test/a").mzxid == zxid_before
+print("RESTORE-DAMAGED-OK")
+# The restore, every client connected.
+rc, out = run("restore", "--servers", admins, "--auth", "digest:admin:pw", f"{w}/ens-backup.bin")
+assert rc == 0, out
+print(out.strip().splitlines()[-1])
+restored = int(out.split("every member is at zxid ")[1].split(";")[0], 16)
+assert restored & 0xFFFFFFFF == 0 and all(restored > s for s in seen), (hex(restored), seen)
+deadline = time.time() + 60
+while time.time() < deadline and not (late.state == KazooState.LOST and all(c.state == KazooState.CONNECTED and KazooState.SUSPENDED in c.states for c in cs)):
+    time.sleep(0.2)
+for i, c in enumerate(cs):
+    assert KazooState.SUSPENDED in c.states, f"client {i} never saw its connection close: {c.states}"
+    assert c.state == KazooState.CONNECTED and c.client_id[0] == sessions[i], (i, c.state)
+    c.sync("/")
+    data, st = c.get("/restore-test/a")
+    assert data == b"before", data
+    assert c.last_zxid >= restored > seen[i], (i, hex(c.last_zxid), hex(restored), hex(seen[i]))
+    e = c.exists(f"/restore-test/e-{i}")
+    assert e is not None and e.ephemeralOwner == sessions[i], (i, e)
+    now = {p: c.get(f"/restore-test/{p}")[0] for p in c.get_children("/restore-test")}
+    assert now == base, (i, now, base)
+assert late.state == KazooState.LOST, late.state
+assert fired.wait(10), "the watch set before the restore did not fire"
+st = cs[1].set("/restore-test/a", b"new")
+assert st.mzxid > restored, (hex(st.mzxid), hex(restored))
+print(f"3 clients resumed their sessions at zxid >= {restored:#x} (before: {', '.join(hex(s) for s in seen)}); "
+      f"the later session expired; the watch fired; next write {st.mzxid:#x}")
+for c in cs + [late]:
+    try:
+        c.stop(); c.close()
+    except Exception:
+        pass
+PY
+        grep -q RESTORE-DAMAGED-OK "$W/ens-restore.txt" && ok restore-damaged
+        ok ensemble-restore
+        grep -v RESTORE-DAMAGED-OK "$W/ens-restore.txt" | sed 's/^/  /'
+    else
+        grep -q RESTORE-DAMAGED-OK "$W/ens-restore.txt" && ok restore-damaged || bad restore-damaged
+        bad ensemble-restore "$(tail -5 "$W/ens-restore.txt")"
+    fi
+}
+
 # --- ensemble -------------------------------------------------------------------------------
 ENS="$W/ens"
 P1=$(free_port); P2=$(free_port); P3=$(free_port)
+A1=$(free_port); A2=$(free_port); A3=$(free_port)
 SERVERS=""
 for i in 1 2 3; do
     SERVERS+="server.$i=127.0.0.1:$(free_port):$(free_port)"$'\n'
@@ -249,6 +351,7 @@ done
 for i in 1 2 3; do
     mkdir -p "$ENS/m$i"
     port_var="P$i"
+    admin_var="A$i"
     cat >"$ENS/m$i/zoo.cfg" <<CFG
 tickTime=500
 initLimit=10
@@ -257,7 +360,10 @@ dataDir=$ENS/m$i
 clientPort=${!port_var}
 clientPortAddress=127.0.0.1
 4lw.commands.whitelist=*
-admin.enableServer=false
+admin.enableServer=true
+admin.serverAddress=127.0.0.1
+admin.serverPort=${!admin_var}
+DigestAuthenticationProvider.superDigest=$SUPER
 extendedTypesEnabled=true
 jute.maxbuffer=4194304
 $SERVERS
@@ -283,6 +389,8 @@ if "$BIN" import --zookeeper "$W/orig" --config "$ENS/m1/zoo.cfg" >"$W/import-en
     else
         bad ensemble "$(tail -3 "$W/cmp4.txt" 2>/dev/null; tail -3 "$W/ens-m3.log")"
     fi
+    ADMINS="127.0.0.1:$A1,127.0.0.1:$A2,127.0.0.1:$A3"
+    ensemble_restore
     for i in 1 2 3; do stop_paddock "ens$i"; done
 else
     bad ensemble "$(tail -3 "$W/import-ens.txt")"
@@ -314,6 +422,35 @@ if "$BIN" import --zookeeper "$d" --data-dir "$W/torn-out" >"$d.txt" 2>&1 && gre
     ok torn-tail
 else
     bad torn-tail "$(tail -2 "$d.txt")"
+fi
+
+# --- pitr: restore --to-zxid / --to-time against ZooKeeper's restart on files cut there -------
+CUT="$W/cut"
+mkdir -p "$CUT" && cp -r "$W/orig" "$CUT/zk-data"
+read -r CUT_Z CUT_T < <("$PY" "$HERE/zk_files.py" cut-at 0.6 "$CUT/zk-data")
+PADMIN=$(free_port)
+PPORT=$(free_port)
+start_paddock pitr "$PPORT" "$W/pitr-pd" --extended-types -D jute.maxbuffer=4194304 \
+    -D admin.serverAddress=127.0.0.1 -D admin.serverPort="$PADMIN" \
+    -D "DigestAuthenticationProvider.superDigest=$SUPER"
+if zk_start "$CUT" && dump "127.0.0.1:$ZK_PORT" "$W/cut.json" \
+    && "$BIN" restore --to-zxid "$CUT_Z" --servers "127.0.0.1:$PADMIN" --auth digest:admin:pw "$W/orig" >"$W/pitr.txt" 2>&1 \
+    && dump "127.0.0.1:$PPORT" "$W/pitr.json" \
+    && compare "$W/cut.json" "$W/pitr.json" --ignore-prefix /zookeeper/config >"$W/cmp6.txt"; then
+    ok pitr-zxid
+    echo "  state right after $CUT_Z: $(grep '^stopped' "$W/pitr.txt"); $(tail -1 "$W/cmp6.txt")"
+else
+    bad pitr-zxid "$(tail -3 "$W/pitr.txt" 2>/dev/null; tail -3 "$W/cmp6.txt" 2>/dev/null)"
+fi
+zk_stop "$CUT"
+stop_paddock pitr
+if "$BIN" restore --to-zxid "$CUT_Z" --out "$W/pitr-z.bin" "$W/orig" >/dev/null 2>&1 \
+    && "$BIN" restore --to-time "$CUT_T" --out "$W/pitr-t.bin" "$W/orig" >"$W/pitr-t.txt" 2>&1 \
+    && cmp -s "$W/pitr-z.bin" "$W/pitr-t.bin"; then
+    ok pitr-time
+    echo "  $(head -1 "$W/pitr-t.txt")"
+else
+    bad pitr-time "$(tail -3 "$W/pitr-t.txt" 2>/dev/null)"
 fi
 
 report "$PASSED" "$FAILED" "$SKIPPED"

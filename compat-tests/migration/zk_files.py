@@ -6,6 +6,11 @@ re-sealing a snapshot's Adler32 checksums where the damage must get past them.
     python zk_files.py acl-missing DIR        a node of the newest snapshot points at ACL index 999
     python zk_files.py other-dbid DIR         the newest snapshot says dbid 0x2a
     python zk_files.py torn-tail DIR          cut the newest log inside its last record
+    python zk_files.py cut-at FRACTION DIR    ZooKeeper's files as they were right after one
+                                              transaction (the one FRACTION of the way through
+                                              the logs whose successor has a later time): the
+                                              logs zeroed after it, later logs and snapshots
+                                              removed; prints its zxid (hex) and time (ms)
 """
 
 import os
@@ -86,7 +91,49 @@ class Snap:
         open(path, "wb").write(bytes(out))
 
 
+def txns(d):
+    """(zxid, time, log name, record offset, record length) of every record, in zxid order."""
+    out = []
+    for _, n in files(d, "log"):
+        p = os.path.join(v2(d), n)
+        b = open(p, "rb").read()
+        for off, ln in records(p):
+            zxid, time = struct.unpack(">qq", b[off + 24:off + 40])
+            out.append((zxid, time, n, off, ln))
+    return sorted(out)
+
+
+def cut_at(fraction, d):
+    all_ = txns(d)
+    # The transaction to stop after: near the fraction, its successor committed later (so a
+    # time names it alone), and a snapshot named before it to start from.
+    first_snap = files(d, "snapshot")[0][0]
+    start = int(len(all_) * fraction)
+    for i in range(start, len(all_) - 1):
+        z, t = all_[i][0], all_[i][1]
+        if all_[i + 1][1] > t and z > first_snap:
+            break
+    else:
+        raise SystemExit("no transaction to cut at")
+    _, _, name, off, ln = all_[i]
+    p = os.path.join(v2(d), name)
+    b = bytearray(open(p, "rb").read())
+    end = off + 12 + ln + 1
+    b[end:] = bytes(len(b) - end)
+    open(p, "wb").write(bytes(b))
+    for lz, ln_ in files(d, "log"):
+        if lz > z:
+            os.remove(os.path.join(v2(d), ln_))
+    for sz, sn in files(d, "snapshot"):
+        if sz > z:
+            os.remove(os.path.join(v2(d), sn))
+    print(f"0x{z:x} {t}")
+
+
 def main():
+    if sys.argv[1] == "cut-at":
+        cut_at(float(sys.argv[2]), sys.argv[3])
+        return
     cmd, d = sys.argv[1], sys.argv[2]
     logs, snaps = files(d, "log"), files(d, "snapshot")
     if cmd == "bad-log-crc":

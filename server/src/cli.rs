@@ -88,6 +88,13 @@ pub enum Command {
     /// Write a stopped server's state as a ZooKeeper 3.9 snapshot (ZooKeeper loads it as
     /// version-2/snapshot.<zxid> or through its restore command).
     Export(crate::zk_export::ExportArgs),
+    /// Take the ensemble's state as a ZooKeeper snapshot from the leader's AdminServer
+    /// (`snapshot`), written whole to --out or not at all.
+    Backup(crate::backup_cmd::BackupArgs),
+    /// Restore every member of an ensemble from a ZooKeeper snapshot (AdminServer `restore`),
+    /// or from a ZooKeeper data directory replayed up to --to-zxid or --to-time. Nothing is
+    /// restored if the input is damaged.
+    Restore(crate::backup_cmd::RestoreArgs),
     /// Say what is damaged in a stopped server's raft log, what dropping it would lose and
     /// whether a majority may count on the server; change it only when told.
     Repair(crate::repair_cmd::RepairArgs),
@@ -167,11 +174,13 @@ impl Cli {
             Command::Status(_) => Err(ConfigError::Invalid(
                 "`paddock status` runs no server".into(),
             )),
-            Command::Import(_) | Command::Export(_) | Command::Repair(_) => {
-                Err(ConfigError::Invalid(
-                    "`paddock import`, `export` and `repair` run no server".into(),
-                ))
-            }
+            Command::Import(_)
+            | Command::Export(_)
+            | Command::Repair(_)
+            | Command::Backup(_)
+            | Command::Restore(_) => Err(ConfigError::Invalid(
+                "`paddock import`, `export`, `repair`, `backup` and `restore` run no server".into(),
+            )),
             Command::Lock(_) | Command::Elect(_) => Err(ConfigError::InvalidValue {
                 origin: Origin::Flag("command".into()),
                 key: "command".into(),

@@ -39,6 +39,7 @@
 //! ARCHITECTURE.md at the repository root describes the threads, the request paths and the
 //! invariants.
 
+pub mod backup_cmd;
 pub mod cli;
 pub mod client_tls;
 pub mod clock;
@@ -71,3 +72,4 @@ pub mod throttle;
 pub mod tls;
 pub mod zk_export;
 pub mod zk_import;
+pub mod zk_restore;

@@ -25,6 +25,8 @@ fn main() -> anyhow::Result<()> {
         Command::Elect(args) => std::process::exit(recipes::cli::run_elect(args)),
         Command::Import(ref args) => std::process::exit(paddock::zk_import::run(args)),
         Command::Export(ref args) => std::process::exit(paddock::zk_export::run(args)),
+        Command::Backup(ref args) => std::process::exit(paddock::backup_cmd::run_backup(args)),
+        Command::Restore(ref args) => std::process::exit(paddock::backup_cmd::run_restore(args)),
         Command::Serve(_) => {}
     }
     let config = match cli.into_config() {

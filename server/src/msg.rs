@@ -77,6 +77,21 @@ pub enum CoreMsg {
         auth: Vec<wire::Id>,
         reply: oneshot::Sender<Option<znode_tree::SnapshotView>>,
     },
+    /// The AdminServer's `restore`, before the body is read: whether `auth` holds every
+    /// permission on `/`.
+    AdminAllowed {
+        auth: Vec<wire::Id>,
+        reply: oneshot::Sender<bool>,
+    },
+    /// The AdminServer's `restore` (`http/admin_restore.rs`): propose `Txn::Restore` with this
+    /// tree snapshot (znode-tree's encoding) if `auth` holds every permission on `/`; answered
+    /// with the zxid the ensemble is at once this member applied it, or why not.
+    Restore {
+        auth: Vec<wire::Id>,
+        max_zxid: i64,
+        snapshot: Vec<u8>,
+        reply: oneshot::Sender<Result<i64, String>>,
+    },
     /// Answered once the applied index reaches `index` (start-up replay).
     WaitApplied {
         index: u64,

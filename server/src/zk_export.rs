@@ -154,7 +154,7 @@ fn apply_entry(
     }
     let entry =
         Entry::decode(data).map_err(|e| format!("log entry {index} does not decode: {e}"))?;
-    let zxid = index as i64;
+    let zxid = tree.zxid_at(index);
     if let Txn::Write(wire::Request::Reconfig(req)) = &entry.txn {
         let current = members_of_tree(cfg, tree);
         let decided = crate::reconfig::next_members(&current, req, cfg.standalone_enabled)

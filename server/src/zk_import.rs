@@ -122,6 +122,47 @@ pub fn read_zookeeper(
     log_dir: &Path,
     missing_acl: MissingAcl,
 ) -> Result<Imported, String> {
+    read_zookeeper_upto(snap_dir, log_dir, missing_acl, None)
+}
+
+/// The zxid of the last transaction the logs in `log_dir` committed at or before `time_ms`
+/// (the transaction header's time, the leader's clock), for a restore `--to-time`.
+pub fn zxid_at_time(log_dir: &Path, time_ms: i64) -> Result<Option<i64>, String> {
+    let log_dir = version2(log_dir);
+    let mut logs: Vec<(i64, String)> = list(&log_dir)?
+        .into_iter()
+        .filter(|(k, _, _)| *k == FileKind::Log)
+        .map(|(_, z, n)| (z, n))
+        .collect();
+    logs.sort();
+    let mut found = None;
+    for (_, name) in &logs {
+        let path = log_dir.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        if bytes.is_empty() {
+            continue;
+        }
+        txnlog::decode_with(&bytes, |rec| {
+            if rec.header.time <= time_ms {
+                found = Some(found.map_or(rec.header.zxid, |f: i64| f.max(rec.header.zxid)));
+            }
+            false
+        })
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(found)
+}
+
+/// `read_zookeeper`, stopping right after the transaction `upto` (the state a point-in-time
+/// restore wants): the snapshot is the newest whose every transaction is at or before it (its
+/// last-processed zxid, or its name's zxid when it has no such trailer), and the replay
+/// ignores every later transaction. The logs must reach `upto`.
+pub fn read_zookeeper_upto(
+    snap_dir: &Path,
+    log_dir: &Path,
+    missing_acl: MissingAcl,
+    upto: Option<i64>,
+) -> Result<Imported, String> {
     let started = Instant::now();
     let snap_dir = version2(snap_dir);
     let log_dir = version2(log_dir);
@@ -150,13 +191,28 @@ pub fn read_zookeeper(
     // cover the gap from the older one, which the replay checks.
     let mut chosen = None;
     let mut input_bytes = 0usize;
-    for (zxid, name) in snaps.iter().take(SNAPSHOTS_TRIED) {
+    for (zxid, name) in snaps
+        .iter()
+        .filter(|(z, _)| upto.is_none_or(|u| *z <= u))
+        .take(SNAPSHOTS_TRIED)
+    {
         let path = snap_dir.join(name);
         let raw = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         let codec = compress::Codec::of_name(name);
         let decoded = compress::decompress(codec, &raw, MAX_SNAPSHOT_BYTES)
             .and_then(|bytes| snapshot::decode(&bytes).map(|s| (s, bytes.len())));
         match decoded {
+            Ok((snap, _))
+                if upto.is_some_and(|u| snap.last_processed_zxid.is_some_and(|l| l > u)) =>
+            {
+                let _ = writeln!(
+                    report,
+                    "snapshot: {} skipped: it holds transactions up to {}, past {}",
+                    path.display(),
+                    snap.last_processed_zxid.map_or("?".into(), files::zxid_hex),
+                    files::zxid_hex(upto.unwrap_or(0))
+                );
+            }
             Ok((snap, len)) => {
                 if snap.dbid != snapshot::SNAP_DBID {
                     return Err(format!(
@@ -224,6 +280,7 @@ pub fn read_zookeeper(
     let mut replayed = 0u64;
     let mut big = 0u64;
     let mut last_digest: Option<(i64, i64)> = None;
+    let mut past_upto = false;
     let n_logs = to_read.len();
     for (i, (_, name)) in to_read.iter().enumerate() {
         let path = log_dir.join(name);
@@ -242,6 +299,10 @@ pub fn read_zookeeper(
         let mut count = 0u64;
         let file = txnlog::decode_with(&bytes, |rec| {
             if err.is_some() || rec.header.zxid <= snap_zxid {
+                return false;
+            }
+            if upto.is_some_and(|u| rec.header.zxid > u) {
+                past_upto = true;
                 return false;
             }
             let z = rec.header.zxid;
@@ -300,6 +361,23 @@ pub fn read_zookeeper(
             "log: {} ({}, {count} transactions replayed, ended at {end})",
             path.display(),
             mb(bytes.len()),
+        );
+    }
+    if let Some(u) = upto {
+        if last < u && !past_upto {
+            return Err(format!(
+                "{report}the files end at {}, before {}: the state at {} cannot be known from \
+                 them; nothing written",
+                files::zxid_hex(last),
+                files::zxid_hex(u),
+                files::zxid_hex(u)
+            ));
+        }
+        let _ = writeln!(
+            report,
+            "stopped: after {}, the last transaction at or before {}",
+            files::zxid_hex(last),
+            files::zxid_hex(u)
         );
     }
     let stats = tree.stats.clone();

@@ -508,6 +508,7 @@ async fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout(
         max_connections: 1,
         read_timeout: Duration::from_secs(10),
         write_timeout: Duration::from_secs(2),
+        max_body: 0,
     };
     let task = tokio::spawn(serve(listener, limits, |req| async move {
         let body = if req.path == "/big" {

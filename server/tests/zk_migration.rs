@@ -207,3 +207,233 @@ async fn admin_snapshot_import_and_export_round_trip() {
     drop(zk);
     server.shutdown().await;
 }
+
+async fn post(addr: SocketAddr, p: &str, auth: Option<&str>, body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    s.write_all(
+        format!(
+            "POST {p} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/octet-stream\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    s.write_all(body).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut out))
+        .await
+        .expect("reply in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1.to_string();
+    (status, body)
+}
+
+fn connect_as(session_id: i64, passwd: Vec<u8>, last_zxid_seen: i64) -> wire::ConnectRequest {
+    wire::ConnectRequest {
+        timeout: 10_000,
+        session_id,
+        passwd: Some(passwd),
+        last_zxid_seen,
+        read_only: Some(false),
+        ..Default::default()
+    }
+}
+
+fn get_data(path: &str, watch: bool) -> wire::Request {
+    wire::Request::GetData(wire::ops::data::GetDataRequest {
+        path: path.into(),
+        watch,
+    })
+}
+
+/// POST /commands/restore on a standalone server: auth, the switch, a damaged body refused with
+/// nothing changed; then the snapshot restored while clients are connected: every connection
+/// closes, the zxid jumps to a new epoch above all a client saw, a session the snapshot holds
+/// resumes with the password its client holds, one it does not hold is expired, a watch set
+/// before fires on reconnect, and the tree is the snapshot's.
+#[tokio::test]
+async fn admin_restore_on_a_standalone_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.super_digest = Some(znode_tree::acl::digest_id("admin:pw"));
+    let server = common::start_with(cfg).await;
+    let addr = server.local_addr();
+    let admin = server.admin_addr().expect("admin server");
+    let zk = common::client(addr).await;
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    zk.create("/a", b"1", &open).await.unwrap();
+    zk.create("/a/b", b"2", &open).await.unwrap();
+    // A session the snapshot will hold, with an ephemeral.
+    let mut old = common::RawClient::connect(addr, 10_000).await;
+    old.send(
+        1,
+        &wire::Request::Create(wire::ops::create::CreateRequest {
+            path: "/eph".into(),
+            data: Some(b"e".to_vec()),
+            acl: wire::Acl::open_unsafe(),
+            flags: 1,
+        }),
+    )
+    .await;
+    assert_eq!(old.recv().await.unwrap().0.err, 0);
+    // The root only alice's (and the super user's): others are not authorized.
+    zk.auth("digest", b"alice:secret").await.unwrap();
+    zk.set_acl("/", &Acls::creator_all(), None).await.unwrap();
+    let (status, _, snap) = get(
+        admin,
+        "/commands/snapshot?streaming=true",
+        Some("digest admin:pw"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let at_snapshot = dump(addr).await;
+
+    // After the snapshot: more writes, and a session the snapshot does not hold.
+    zk.set_data("/a", b"changed", None).await.unwrap();
+    zk.create("/later", b"", &open).await.unwrap();
+    zk.delete("/a/b", None).await.unwrap();
+    let mut new = common::RawClient::connect(addr, 10_000).await;
+    // The old session watches /a (changed since the snapshot, and back by the restore).
+    old.send(2, &get_data("/a", true)).await;
+    let (h, _) = old.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let seen = h.zxid;
+    let after_writes = dump(addr).await;
+
+    // Refusals change nothing.
+    let (status, _) = post(admin, "/commands/restore", None, &snap).await;
+    assert_eq!(status, 401);
+    let (status, _) = post(
+        admin,
+        "/commands/restore",
+        Some("digest admin:wrong"),
+        &snap,
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, body) = post(admin, "/commands/restore", Some("digest admin:pw"), b"").await;
+    assert_eq!(status, 400, "{body}");
+    let mut damaged = snap.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x55;
+    tokio::time::sleep(Duration::from_millis(350)).await; // the rate limit
+    let (status, body) = post(
+        admin,
+        "/commands/restore",
+        Some("digest admin:pw"),
+        &damaged,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("nothing restored"), "{body}");
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let (status, body) = post(
+        admin,
+        "/commands/restore",
+        Some("digest admin:pw"),
+        &snap[..snap.len() - 10],
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        dump(addr).await,
+        after_writes,
+        "a refused restore changed the tree"
+    );
+
+    // The restore.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let (status, body) = post(admin, "/commands/restore", Some("digest admin:pw"), &snap).await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["command"], "restore");
+    assert_eq!(v["error"], serde_json::Value::Null);
+    let restored_at = v["last_zxid"].as_i64().unwrap();
+    // The first zxid of the next epoch: every zxid so far is in epoch 0.
+    assert!(seen < 1 << 32);
+    assert_eq!(restored_at, 1 << 32);
+
+    // Every connection was closed.
+    assert!(old.closed_by_server().await);
+    assert!(new.closed_by_server().await);
+    // The session the snapshot holds resumes, with the password its client holds; the watch
+    // set before the restore fires at once.
+    let (resp, back) =
+        common::RawClient::connect_with(addr, connect_as(old.session_id, old.passwd.clone(), seen))
+            .await;
+    let mut back = back.unwrap_or_else(|| panic!("old session not resumed: {resp:?}"));
+    assert_eq!(back.session_id, old.session_id);
+    let watches = wire::ops::watches::SetWatches {
+        relative_zxid: seen,
+        data_watches: vec!["/a".into()],
+        exist_watches: vec![],
+        child_watches: vec![],
+    };
+    back.send(-8, &wire::Request::SetWatches(watches)).await;
+    let mut fired = false;
+    let mut set_reply = false;
+    for _ in 0..2 {
+        let (h, _) = back.recv().await.unwrap();
+        if h.xid == -1 {
+            fired = true;
+        } else if h.xid == -8 {
+            set_reply = true;
+        }
+    }
+    assert!(fired && set_reply, "fired {fired}, replied {set_reply}");
+    // The session the snapshot does not hold is expired.
+    let (resp, none) =
+        common::RawClient::connect_with(addr, connect_as(new.session_id, new.passwd.clone(), seen))
+            .await;
+    assert!(none.is_none(), "{resp:?}");
+    assert_eq!(resp.unwrap().timeout, 0);
+
+    // The tree is the snapshot's (the old session's ephemeral included), and new zxids
+    // continue above the restore's.
+    drop(zk);
+    assert_eq!(dump(addr).await, at_snapshot);
+    let zk = common::client(addr).await;
+    zk.auth("digest", b"alice:secret").await.unwrap();
+    let (stat, _) = zk.create("/after", b"", &open).await.unwrap();
+    assert!(
+        stat.czxid > restored_at,
+        "{:#x} <= {restored_at:#x}",
+        stat.czxid
+    );
+    assert_eq!(stat.czxid >> 32, restored_at >> 32);
+    drop(zk);
+    drop(back);
+    server.shutdown().await;
+
+    // The restart replays the restore entry (or a snapshot taken after it): the same tree and
+    // zxids.
+    let mut cfg = common::test_config(dir.path());
+    cfg.super_digest = Some(znode_tree::acl::digest_id("admin:pw"));
+    let server = common::start_with(cfg).await;
+    let zk = common::client(server.local_addr()).await;
+    zk.auth("digest", b"alice:secret").await.unwrap();
+    let stat = zk.check_stat("/after").await.unwrap().unwrap();
+    assert!(stat.czxid > restored_at);
+    let (stat2, _) = zk.create("/after2", b"", &open).await.unwrap();
+    assert!(stat2.czxid > stat.czxid);
+    drop(zk);
+    server.shutdown().await;
+
+    // admin.restore.enabled=false answers 503 (after the auth, as ZooKeeper's).
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir2.path());
+    cfg.super_digest = Some(znode_tree::acl::digest_id("admin:pw"));
+    cfg.admin.restore_enabled = false;
+    let server = common::start_with(cfg).await;
+    let admin = server.admin_addr().unwrap();
+    let (status, _) = post(admin, "/commands/restore", Some("digest admin:pw"), &snap).await;
+    assert_eq!(status, 503);
+    let (status, _) = post(admin, "/commands/restore", None, &snap).await;
+    assert_eq!(status, 401);
+    server.shutdown().await;
+}

@@ -5,7 +5,7 @@
 //! Layout (jute primitives): `u8 version=1, i64 session_id, i32 xid, i64 time_ms,
 //! vector<Id> auth, u8 tag, body`; bodies: 0 CreateSession `i32 timeout, 16 raw bytes`;
 //! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`;
-//! 4 SetConfig `ustring members`.
+//! 4 SetConfig `ustring members`; 5 Restore `i64 max_zxid, buffer snapshot`.
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Id, Request};
@@ -44,6 +44,14 @@ pub enum Txn {
     SetConfig {
         members: String,
     },
+    /// The AdminServer's `restore` (`ops/restore.rs`): the whole state becomes `snapshot` (this
+    /// crate's own snapshot encoding, built by the member that took the request from a
+    /// ZooKeeper snapshot), at a zxid in a new epoch above both the tree's and `max_zxid`, the
+    /// largest zxid anywhere in the snapshot. The membership (`/zookeeper/config`) stays.
+    Restore {
+        max_zxid: i64,
+        snapshot: Vec<u8>,
+    },
 }
 
 impl Entry {
@@ -78,6 +86,11 @@ impl Entry {
             Txn::SetConfig { members } => {
                 w.write_u8(4);
                 w.write_string(members);
+            }
+            Txn::Restore { max_zxid, snapshot } => {
+                w.write_u8(5);
+                w.write_i64(*max_zxid);
+                w.write_buffer(Some(snapshot));
             }
         }
         w.into_inner()
@@ -134,6 +147,16 @@ impl Entry {
                 members: r
                     .read_string("SetConfig.members")
                     .map_err(TreeError::BadEntry)?,
+            },
+            5 => Txn::Restore {
+                max_zxid: r
+                    .read_i64("Restore.max_zxid")
+                    .map_err(TreeError::BadEntry)?,
+                snapshot: r
+                    .read_opt_bytes("Restore.snapshot")
+                    .map_err(TreeError::BadEntry)?
+                    .unwrap_or_default()
+                    .to_vec(),
             },
             t => return Err(TreeError::EntryTag(t)),
         };

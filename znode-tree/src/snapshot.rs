@@ -13,6 +13,11 @@
 //! (sorted full paths would give `/a`, `/a-x`, `/a/b`); ACL lists are numbered in that order.
 //! Restore builds each child map in one pass from that order (`bulk::Builder`).
 //!
+//! Version 3, written only by a tree a restore moved to a new epoch (`ops/restore.rs`), is
+//! version 2 with `i64 zxid_offset, i64 restored_zxid` after `last_zxid`; a tree never
+//! restored writes version 2, byte for byte as before, so a member of an older release still
+//! reads it.
+//!
 //! Version 1 is the same records with nodes (and the ACL numbering) in sorted full-path order,
 //! as the flat map keyed by full path wrote them. Restore still reads it: it checks that order,
 //! then sorts the nodes depth first and builds the same way.
@@ -32,8 +37,10 @@ use crate::session::Session;
 use crate::tree::Tree;
 
 const MAGIC: &[u8; 4] = b"PDKT";
-/// What `encode` writes; `restore` reads this and 1.
+/// What `encode` writes for a tree never restored; `restore` reads 1, 2 and 3.
 const VERSION: u8 = 2;
+/// What `encode` writes once a restore set the zxid offset.
+const VERSION_RESTORED: u8 = 3;
 
 /// The state as of one moment, for encoding later and elsewhere. Taking it is O(1) in the
 /// znodes: it holds the tree's root `Arc` (the whole node structure is shared; the tree copies
@@ -51,6 +58,8 @@ const VERSION: u8 = 2;
 #[derive(Debug, Clone)]
 pub struct SnapshotView {
     last_zxid: i64,
+    zxid_offset: i64,
+    restored_zxid: i64,
     sessions: Vec<Session>,
     acls: AclTable,
     root: Arc<Node>,
@@ -83,8 +92,15 @@ impl SnapshotView {
     /// beyond the ACL slot index.
     fn encode_state(&self, w: &mut Writer) {
         w.buf.extend_from_slice(MAGIC);
-        w.write_u8(VERSION);
-        w.write_i64(self.last_zxid);
+        if self.zxid_offset == 0 && self.restored_zxid == 0 {
+            w.write_u8(VERSION);
+            w.write_i64(self.last_zxid);
+        } else {
+            w.write_u8(VERSION_RESTORED);
+            w.write_i64(self.last_zxid);
+            w.write_i64(self.zxid_offset);
+            w.write_i64(self.restored_zxid);
+        }
         w.write_i32(self.sessions.len() as i32);
         for s in &self.sessions {
             w.write_i64(s.id);
@@ -138,6 +154,8 @@ impl Tree {
     pub fn snapshot_view(&self) -> SnapshotView {
         SnapshotView {
             last_zxid: self.last_zxid,
+            zxid_offset: self.zxid_offset,
+            restored_zxid: self.restored_zxid,
             sessions: self.sessions.values().cloned().collect(),
             acls: self.acls.clone(),
             root: Arc::clone(&self.root),
@@ -332,7 +350,7 @@ impl Restore {
         let start = rest.len();
         if rest.len() > MAGIC.len() {
             let version = rest[MAGIC.len()];
-            if &rest[..MAGIC.len()] != MAGIC || !(version == 1 || version == VERSION) {
+            if &rest[..MAGIC.len()] != MAGIC || !(1..=VERSION_RESTORED).contains(&version) {
                 return Err(RestoreError::Format);
             }
             self.version = version;
@@ -341,6 +359,11 @@ impl Restore {
             r.read_u8("snapshot.magic")?;
         }
         let last_zxid = r.read_i64("last_zxid")?;
+        let (zxid_offset, restored_zxid) = if self.version == VERSION_RESTORED {
+            (r.read_i64("zxid_offset")?, r.read_i64("restored_zxid")?)
+        } else {
+            (0, 0)
+        };
         let n = r.read_count("sessions", 28)?.unwrap_or(0);
         let mut sessions = Vec::with_capacity(n);
         for _ in 0..n {
@@ -375,6 +398,8 @@ impl Restore {
             n => n as usize,
         };
         self.tree.last_zxid = last_zxid;
+        self.tree.zxid_offset = zxid_offset;
+        self.tree.restored_zxid = restored_zxid;
         for s in sessions {
             self.tree.sessions.insert(s.id, s);
         }

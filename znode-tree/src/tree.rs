@@ -92,6 +92,13 @@ pub struct Tree {
     /// Wrapping sum of `node_hash` over all nodes, kept up to date by the primitives.
     pub(crate) node_digest: u64,
     pub(crate) last_zxid: i64,
+    /// What a log position adds to become a zxid (`zxid_at`): 0 until a restore makes the
+    /// zxids jump to a new epoch above every zxid clients saw and every zxid in the restored
+    /// snapshot, while the log's positions go on one by one (`ops/restore.rs`).
+    pub(crate) zxid_offset: i64,
+    /// The zxid of the last restore (0: none): a client reconnecting with a `lastZxidSeen`
+    /// below it saw another tree, and its watches fire as if every node had changed.
+    pub(crate) restored_zxid: i64,
     pub(crate) undo: Option<Vec<Undo>>,
 }
 
@@ -136,6 +143,8 @@ impl Tree {
             data_size: 0,
             node_digest: 0,
             last_zxid: 0,
+            zxid_offset: 0,
+            restored_zxid: 0,
             undo: None,
         }
     }
@@ -147,6 +156,22 @@ impl Tree {
     /// zxid of the last applied entry; 0 for a fresh tree.
     pub fn last_zxid(&self) -> i64 {
         self.last_zxid
+    }
+
+    /// The zxid of the entry at log position `position` (a raft index): the position itself
+    /// until a restore, then the position plus the jump the restore made (`zxid_offset`).
+    pub fn zxid_at(&self, position: u64) -> i64 {
+        (position as i64).wrapping_add(self.zxid_offset)
+    }
+
+    /// What a log position adds to become a zxid (0 until a restore).
+    pub fn zxid_offset(&self) -> i64 {
+        self.zxid_offset
+    }
+
+    /// The zxid the last restore took the tree to (0: never restored).
+    pub fn restored_zxid(&self) -> i64 {
+        self.restored_zxid
     }
 
     /// A deterministic 64-bit hash of the whole state: the running sum of per-node hashes

@@ -248,6 +248,7 @@ impl Builder {
             "admin.serverAddress" => self.cfg.admin.address = parse_ip(v)?,
             "admin.serverPort" => self.cfg.admin.port = parse_port(v)?,
             "admin.snapshot.enabled" => self.cfg.admin.snapshot_enabled = parse_bool(v)?,
+            "admin.restore.enabled" => self.cfg.admin.restore_enabled = parse_bool(v)?,
             "admin.rateLimiterIntervalInMS" => {
                 self.cfg.admin.rate_limiter_interval_ms = v
                     .trim()

@@ -203,7 +203,10 @@ pub struct AdminConfig {
     pub port: u16,
     /// `admin.snapshot.enabled`, default true: the `snapshot` command (`http/admin_snapshot.rs`).
     pub snapshot_enabled: bool,
-    /// `admin.rateLimiterIntervalInMS`: at most one `snapshot` per interval. Default 300 ms, the
+    /// `admin.restore.enabled`, default true (ZooKeeper's): the `restore` command
+    /// (`http/admin_restore.rs`).
+    pub restore_enabled: bool,
+    /// `admin.rateLimiterIntervalInMS`: at most one `snapshot`, and one `restore`, per interval. Default 300 ms, the
     /// interval ZooKeeper 3.9.5 enforces (its limiter reads the documented 300000 as µs).
     pub rate_limiter_interval_ms: u64,
     /// `admin.commandURL`, default `/commands`.
@@ -287,6 +290,7 @@ impl Config {
                 address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 port: 8080,
                 snapshot_enabled: true,
+                restore_enabled: true,
                 rate_limiter_interval_ms: 300,
                 command_url: "/commands".to_string(),
             },

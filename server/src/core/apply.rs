@@ -147,7 +147,8 @@ impl Core {
         })?;
         self.applied.index = ce.index;
         self.applied.term = ce.term;
-        let zxid = ce.index as i64;
+        // The index itself, until a restore made the zxids jump (`Tree::zxid_at`).
+        let zxid = self.tree.zxid_at(ce.index);
         let session = SessionId(entry.session_id);
         if let Txn::Write(Request::Reconfig(req)) = &entry.txn {
             self.apply_reconfig(zxid, &entry, req);
@@ -229,8 +230,62 @@ impl Core {
                 info!(zxid, "ensemble membership written to /zookeeper/config");
                 self.membership_from_tree();
             }
+            Txn::Restore { .. } => {
+                let outcome = match applied.reply {
+                    Ok(_) => Ok(self.tree.last_zxid()),
+                    Err(code) => Err(code),
+                };
+                self.restore_applied(ce.index, &entry, outcome);
+            }
         }
         Ok(())
+    }
+
+    /// A restore applied at `index`: every connection closes, as ZooKeeper's restore closes
+    /// them, and everything that hung off the old tree goes (`reset_after_install`). Clients
+    /// reconnect: to a session the snapshot holds (its password kept if it was live here), or
+    /// are told theirs expired; either way with a `lastZxidSeen` below the restore's zxid, which
+    /// the handshake accepts. The caller that proposed it, if it waits on this member, learns
+    /// the zxid.
+    fn restore_applied(
+        &mut self,
+        index: u64,
+        entry: &Entry,
+        outcome: Result<i64, wire::ErrorCode>,
+    ) {
+        let waiter = (entry.session_id == 0)
+            .then(|| self.restores.iter().position(|(x, _)| *x == entry.xid))
+            .flatten()
+            .map(|i| self.restores.swap_remove(i).1);
+        match outcome {
+            Ok(zxid) => {
+                info!(
+                    index,
+                    zxid = format_args!("{zxid:#x}"),
+                    nodes = self.tree.node_count(),
+                    sessions = self.tree.sessions().count(),
+                    "restored the state from a snapshot: every client connection closes; new \
+                     zxids continue in a new epoch"
+                );
+                self.reset_after_install();
+                self.membership_from_tree();
+                if let Some(w) = waiter {
+                    let _ = w.send(Ok(zxid));
+                }
+            }
+            Err(code) => {
+                error!(
+                    index,
+                    ?code,
+                    "a restore entry did not restore; the state is unchanged"
+                );
+                if let Some(w) = waiter {
+                    let _ = w.send(Err(format!(
+                        "the restore entry did not apply ({code:?}); the state is unchanged"
+                    )));
+                }
+            }
+        }
     }
 
     /// Queues the watch events `changes` fire. ZooKeeper 3.9 delivers an event only to watchers

@@ -115,6 +115,9 @@ pub struct Core {
     snapshots: Snapshots,
     /// Counters, reply sizes, latencies and the trace mask the four-letter words report (`views`).
     meters: Meters,
+    /// The AdminServer's restores this member proposed, by the xid of their entry, waiting for
+    /// it to apply (`export`, `apply`).
+    restores: Vec<(i32, tokio::sync::oneshot::Sender<Result<i64, String>>)>,
 }
 
 impl Core {
@@ -143,6 +146,7 @@ impl Core {
             membership: Default::default(),
             snapshots: Snapshots::new(applied_index),
             meters: Meters::new(ensemble_member, now),
+            restores: Vec::new(),
         };
         // The membership as of the restored snapshot; replaying the log updates it.
         core.membership_from_tree();
@@ -231,6 +235,15 @@ impl Core {
             CoreMsg::ZkSnapshot { auth, reply } => {
                 let _ = reply.send(self.zk_snapshot_view(&auth));
             }
+            CoreMsg::AdminAllowed { auth, reply } => {
+                let _ = reply.send(self.holds_all_on_root(&auth));
+            }
+            CoreMsg::Restore {
+                auth,
+                max_zxid,
+                snapshot,
+                reply,
+            } => self.propose_restore(&auth, max_zxid, snapshot, reply),
             CoreMsg::View {
                 reset,
                 parts,

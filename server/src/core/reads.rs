@@ -177,6 +177,18 @@ impl Core {
     }
 
     fn set_watches(&mut self, id: ConnId, sw2: &wire::ops::watches::SetWatches2) {
+        // Watches set before a restore were set on another tree: each fires as if its node
+        // changed (or was created, or deleted), never silently kept (`ops/restore.rs`).
+        let before_restore;
+        let sw2 = if sw2.relative_zxid < self.tree.restored_zxid() {
+            before_restore = wire::ops::watches::SetWatches2 {
+                relative_zxid: i64::MIN,
+                ..sw2.clone()
+            };
+            &before_restore
+        } else {
+            sw2
+        };
         let events = self.watches.set_watches(&self.tree, id, sw2);
         for event in events {
             self.send(id, Outbound::Event { zxid: -1, event });

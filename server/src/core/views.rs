@@ -342,7 +342,7 @@ fn leader(core: &Core) -> fourlw::LeaderView {
             .filter(|p| p.is_learner)
             .map(|p| fourlw::ObserverView {
                 sid: p.id,
-                last_zxid: p.matched as i64,
+                last_zxid: core.tree().zxid_at(p.matched),
                 established_ms: core.wall.now_ms() - leader_uptime.as_millis() as i64,
             })
             .collect(),

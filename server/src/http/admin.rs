@@ -52,10 +52,6 @@ const NOT_HONOURED: &[(&str, &str)] = &[
         "not provided by paddock: its snapshots are raft snapshots of the log, not ZooKeeper snapshot files with a zxid in their name",
     ),
     (
-        "restore",
-        "not provided by paddock: state is restored from the raft log and its snapshots, not from an uploaded ZooKeeper snapshot",
-    ),
-    (
         "set_trace_mask",
         "not provided by paddock's AdminServer: use the stmk four-letter word (paddock logs through RUST_LOG filters)",
     ),
@@ -96,13 +92,14 @@ pub fn parts_of(command: &str) -> Option<Parts> {
         ..none
     };
     Some(match command {
-        // Answered from the config, or (`snapshot`: http/admin_snapshot.rs) by a message of its
-        // own to the core, never from a view.
+        // Answered from the config, or (`snapshot`, `restore`: http/admin_snapshot.rs,
+        // http/admin_restore.rs) by a message of its own to the core, never from a view.
         "ruok"
         | "initial_configuration"
         | "voting_view"
         | "observer_connection_stat_reset"
-        | "snapshot" => return None,
+        | "snapshot"
+        | "restore" => return None,
         // The view's own fields (`mode`, `is_serving`, `trace_mask`, `leader_id`) are enough;
         // the two resets happen before it is taken.
         "connection_stat_reset"

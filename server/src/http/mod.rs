@@ -3,13 +3,16 @@
 //!
 //! A small HTTP/1.1 responder on tokio instead of hyper or axum: both endpoints answer a GET
 //! of a path with one body and close, so a request line and headers read with a size and time
-//! bound are all the protocol they need, and the server pulls in no HTTP stack. Each endpoint
+//! bound are all the protocol they need, and the server pulls in no HTTP stack. The one POST,
+//! the AdminServer's `restore`, sends its body with a `Content-Length` (`Limits::max_body`
+//! bounds it; the metrics endpoint takes none). Each endpoint
 //! serves at most 64 connections at once and gives a client 10 s to send its request and 10 s
 //! to take the reply (`Limits`). Each request asks the core for the parts of a `ServerView` it
 //! prints (`CoreMsg::View`, `fourlw::Parts`), the same data the four-letter words print;
 //! file-system and `/proc` facts are read off the core task.
 
 pub mod admin;
+pub mod admin_restore;
 pub mod admin_snapshot;
 pub mod metrics;
 
@@ -41,6 +44,9 @@ pub struct Limits {
     /// How long a client may take to take its reply: one that does not read holds its
     /// connection (and a slot of `max_connections`) until then, not for ever.
     pub write_timeout: Duration,
+    /// The largest POST body taken (0: POST is refused). Each MiB of it must arrive within
+    /// `read_timeout`.
+    pub max_body: usize,
 }
 
 impl Limits {
@@ -49,6 +55,7 @@ impl Limits {
         max_connections: 64,
         read_timeout: Duration::from_secs(10),
         write_timeout: Duration::from_secs(10),
+        max_body: 0,
     };
 }
 
@@ -63,6 +70,8 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The client's address (the AdminServer's `ip` authentication).
     pub remote: Option<SocketAddr>,
+    /// A POST's body (empty for GET and HEAD).
+    pub body: Vec<u8>,
 }
 
 impl Request {
@@ -175,12 +184,13 @@ where
     H: Fn(Request) -> F,
     F: Future<Output = Response>,
 {
-    let head = match tokio::time::timeout(limits.read_timeout, read_head(&mut stream)).await {
-        Ok(Ok(Some(head))) => head,
-        Ok(Ok(None)) => return Ok(()),
-        Ok(Err(e)) => return Err(e),
-        Err(_) => return Ok(()),
-    };
+    let (head, early) =
+        match tokio::time::timeout(limits.read_timeout, read_head(&mut stream)).await {
+            Ok(Ok(Some(head))) => head,
+            Ok(Ok(None)) => return Ok(()),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Ok(()),
+        };
     let (mut resp, head_only) = match head {
         Head::TooLarge => (Response::text(413, "request head too large\n"), false),
         Head::Complete(text) => match parse_request(&text) {
@@ -190,6 +200,20 @@ where
                 let head_only = req.method == "HEAD";
                 (handler(req).await, head_only)
             }
+            Ok(mut req) if req.method == "POST" && limits.max_body > 0 => {
+                match read_body(&mut stream, &req, early, limits).await? {
+                    Ok(body) => {
+                        req.remote = Some(remote);
+                        req.body = body;
+                        (handler(req).await, false)
+                    }
+                    Err(refused) => (refused, false),
+                }
+            }
+            Ok(_) if limits.max_body > 0 => (
+                Response::text(405, "only GET, HEAD and POST are served\n"),
+                false,
+            ),
             Ok(_) => (Response::text(405, "only GET and HEAD are served\n"), false),
         },
     };
@@ -201,7 +225,11 @@ where
         resp.body.len()
     );
     if resp.status == 405 {
-        out.push_str("Allow: GET, HEAD\r\n");
+        out.push_str(if limits.max_body > 0 {
+            "Allow: GET, HEAD, POST\r\n"
+        } else {
+            "Allow: GET, HEAD\r\n"
+        });
     }
     for (k, v) in &resp.headers {
         out.push_str(&format!("{k}: {v}\r\n"));
@@ -239,8 +267,79 @@ enum Head {
     TooLarge,
 }
 
+/// A POST's body: `Content-Length` bytes, the first of them `early` (read with the head). A
+/// missing or too large length is refused with the response to send; a client that stops
+/// sending mid-body (no MiB within the read timeout) or closes ends the connection.
+async fn read_body(
+    stream: &mut TcpStream,
+    req: &Request,
+    early: Vec<u8>,
+    limits: Limits,
+) -> std::io::Result<Result<Vec<u8>, Response>> {
+    if req
+        .header("Transfer-Encoding")
+        .is_some_and(|v| !v.eq_ignore_ascii_case("identity"))
+    {
+        return Ok(Err(Response::text(
+            411,
+            "send the body with a Content-Length, not chunked\n",
+        )));
+    }
+    let Some(len) = req
+        .header("Content-Length")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    else {
+        return Ok(Err(Response::text(411, "a POST needs a Content-Length\n")));
+    };
+    if len > limits.max_body {
+        return Ok(Err(Response::text(
+            413,
+            &format!(
+                "the body of {len} bytes is larger than the {} bytes taken\n",
+                limits.max_body
+            ),
+        )));
+    }
+    let mut body = early;
+    if body.len() > len {
+        body.truncate(len);
+    }
+    body.reserve_exact(len - body.len());
+    let mut chunk = vec![0u8; 1 << 16];
+    while body.len() < len {
+        let want = (len - body.len()).min(chunk.len());
+        let step = async {
+            let mut got = 0;
+            // Progress bound: a MiB (or the rest) within the read timeout.
+            let goal = (len - body.len()).min(1 << 20);
+            while got < goal {
+                let n = stream.read(&mut chunk[..want.min(goal - got)]).await?;
+                if n == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the client closed before its body ended",
+                    ));
+                }
+                body.extend_from_slice(&chunk[..n]);
+                got += n;
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        tokio::time::timeout(limits.read_timeout, step)
+            .await
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the client did not send its body in time",
+                )
+            })??;
+    }
+    Ok(Ok(body))
+}
+
 /// Reads up to the blank line that ends the head; `None` if the peer closed before sending one.
-async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Head>> {
+/// With the head, the bytes read past it (the start of a POST's body).
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<(Head, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
@@ -249,22 +348,30 @@ async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Head>> {
             return Ok(None);
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = find_end(&buf) {
+        if let Some((end, body_at)) = find_end(&buf) {
+            let early = buf.split_off(body_at);
             buf.truncate(end);
-            return Ok(Some(Head::Complete(
-                String::from_utf8_lossy(&buf).into_owned(),
+            return Ok(Some((
+                Head::Complete(String::from_utf8_lossy(&buf).into_owned()),
+                early,
             )));
         }
         if buf.len() > MAX_HEAD {
-            return Ok(Some(Head::TooLarge));
+            return Ok(Some((Head::TooLarge, Vec::new())));
         }
     }
 }
 
-fn find_end(buf: &[u8]) -> Option<usize> {
+/// Where the head ends, and where the body starts.
+fn find_end(buf: &[u8]) -> Option<(usize, usize)> {
     buf.windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .or_else(|| buf.windows(2).position(|w| w == b"\n\n"))
+        .map(|p| (p, p + 4))
+        .or_else(|| {
+            buf.windows(2)
+                .position(|w| w == b"\n\n")
+                .map(|p| (p, p + 2))
+        })
 }
 
 /// Parses the request line of `head` (`GET /path?query HTTP/1.1`).
@@ -295,6 +402,7 @@ pub fn parse_request(head: &str) -> Result<Request, String> {
         query: query.to_string(),
         headers,
         remote: None,
+        body: Vec::new(),
     })
 }
 
@@ -330,13 +438,20 @@ pub async fn start(
                 tracing::info!(%addr, url = %cfg.admin.command_url, "AdminServer started");
                 eps.admin_addr = Some(addr);
                 let cfg = cfg.clone();
-                let limiter = admin_snapshot::Limiter::new(cfg.admin.rate_limiter_interval_ms);
+                let limiters = AdminLimiters {
+                    snapshot: admin_snapshot::Limiter::new(cfg.admin.rate_limiter_interval_ms),
+                    restore: admin_snapshot::Limiter::new(cfg.admin.rate_limiter_interval_ms),
+                };
+                let limits = Limits {
+                    max_body: admin_restore::MAX_BODY,
+                    ..Limits::DEFAULT
+                };
                 eps.tasks
-                    .push(tokio::spawn(serve(listener, Limits::DEFAULT, move |req| {
+                    .push(tokio::spawn(serve(listener, limits, move |req| {
                         let core = core.clone();
                         let cfg = cfg.clone();
-                        let limiter = limiter.clone();
-                        async move { admin_route(req, &core, &cfg, &limiter).await }
+                        let limiters = limiters.clone();
+                        async move { admin_route(req, &core, &cfg, &limiters).await }
                     })));
             }
             Err(e) => tracing::warn!(
@@ -374,11 +489,18 @@ async fn metrics_route(req: Request, core: &mpsc::Sender<CoreMsg>) -> Response {
     }
 }
 
+/// One rate limiter per command that has one, as ZooKeeper's.
+#[derive(Clone)]
+struct AdminLimiters {
+    snapshot: admin_snapshot::Limiter,
+    restore: admin_snapshot::Limiter,
+}
+
 async fn admin_route(
     req: Request,
     core: &mpsc::Sender<CoreMsg>,
     cfg: &Arc<crate::config::Config>,
-    limiter: &admin_snapshot::Limiter,
+    limiters: &AdminLimiters,
 ) -> Response {
     let base = cfg.admin.command_url.as_str();
     let rest = req.path.strip_prefix(base);
@@ -390,7 +512,14 @@ async fn admin_route(
         _ => return Response::text(404, &format!("not found: commands are under {base}\n")),
     };
     let json = match admin::resolve(name) {
-        Some("snapshot") => return admin_snapshot::handle(&req, core, cfg, limiter).await,
+        Some("snapshot") => {
+            return admin_snapshot::handle(&req, core, cfg, &limiters.snapshot).await
+        }
+        Some("restore") => return admin_restore::handle(&req, core, cfg, &limiters.restore).await,
+        // Every other command is a GET; a POST to one is refused, not run.
+        Some(_) | None if req.method == "POST" => {
+            return Response::text(405, "only restore takes a POST\n")
+        }
         None => admin::unknown(name),
         Some(command) => {
             let v = match admin::parts_of(command) {

@@ -22,12 +22,14 @@ use crate::entry::{Entry, Txn};
 use crate::tree::{Change, Tree, WriteCtx};
 
 use create::CreateOp;
+pub use restore::next_epoch;
 
 mod check;
 mod create;
 mod delete;
 mod multi;
 mod quota;
+mod restore;
 mod session;
 mod set_acl;
 mod set_data;
@@ -96,6 +98,7 @@ impl Tree {
             auth: &entry.auth,
         };
         let mut changes = Vec::new();
+        let mut last_zxid = zxid;
         let reply = match &entry.txn {
             Txn::CreateSession {
                 timeout_ms,
@@ -113,8 +116,15 @@ impl Tree {
                 self.set_config(&cx, members, &mut changes);
                 Ok(Response::Empty)
             }
+            Txn::Restore { max_zxid, snapshot } => {
+                self.restore_from(&cx, *max_zxid, snapshot)
+                    .map(|restored_at| {
+                        last_zxid = restored_at;
+                        Response::Empty
+                    })
+            }
         };
-        self.last_zxid = zxid;
+        self.last_zxid = last_zxid;
         Applied { reply, changes }
     }
 
