@@ -219,12 +219,13 @@ start_system() { # name: sets KIND ENDPOINTS PIDS
             KIND=zk
             local zk=()
             [[ $name == zookeeper-3 ]] && zk=(--zookeeper)
-            ENSEMBLES+=("$dir")
+            # ensemble.sh wants a directory of its own (empty, or one of its ensembles).
+            ENSEMBLES+=("$dir/ens")
             ENDPOINTS="$(PADDOCK_BIN="$PADDOCK" RUST_LOG=warn "${SERVER_PIN[@]}" bash scripts/ensemble.sh start 3 \
-                --dir "$dir" "${zk[@]+"${zk[@]}"}" 2>>"$dir/ensemble.err")" ||
+                --dir "$dir/ens" "${zk[@]+"${zk[@]}"}" 2>>"$dir/ensemble.err")" ||
                 { tail -n 20 "$dir/ensemble.err" >&2; die "$name did not start"; }
-            PIDS="$(for k in 1 2 3; do cat "$dir/m$k/server.pid"; done | paste -sd,)"
-            SYS_DIR="$dir" SYS_ZK=("${zk[@]+"${zk[@]}"}")
+            PIDS="$(for k in 1 2 3; do cat "$dir/ens/m$k/server.pid"; done | paste -sd,)"
+            SYS_DIR="$dir/ens" SYS_ZK=("${zk[@]+"${zk[@]}"}")
             ;;
         etcd-1 | etcd-3)
             KIND=etcd ETCD_N="${name#etcd-}" ETCD_DIR="$dir"
@@ -286,7 +287,7 @@ kill_and_restart() {
             KILLED="the leader, member $k (pid $pid)"
             while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
             PADDOCK_BIN="$PADDOCK" RUST_LOG=warn "${SERVER_PIN[@]}" bash scripts/ensemble.sh start 3 --dir "$SYS_DIR" \
-                "${SYS_ZK[@]+"${SYS_ZK[@]}"}" >/dev/null 2>>"$SYS_DIR/ensemble.err" || die "$name: member $k did not restart"
+                "${SYS_ZK[@]+"${SYS_ZK[@]}"}" >/dev/null 2>>"$SYS_DIR/../ensemble.err" || die "$name: member $k did not restart"
             PIDS="$(for k in 1 2 3; do cat "$SYS_DIR/m$k/server.pid"; done | paste -sd,)"
             ;;
         etcd-1 | etcd-3)

@@ -28,7 +28,7 @@ TOKEN = {"zk": "czxid", "etcd": "revision", "redis": "none"}
 
 fields = ["system", "members", "wait", "contenders", "handoffs_per_sec", "acquire_p50_ms", "acquire_p99_ms",
           "server_cpu_us_per_handoff", "min_per_contender", "max_per_contender", "violations", "errors",
-          "fencing_token", "steal_pct", "loadavg", "secs", "handoffs"]
+          "fencing_token", "generator_busy_pct", "waiting_at_end", "steal_pct", "loadavg", "secs", "handoffs"]
 rows = []
 for c in cells:
     system = c["label"].split("/")[0]
@@ -44,6 +44,8 @@ for c in cells:
         "max_per_contender": c.get("max_handoffs_per_contender", ""),
         "violations": c.get("violations", ""), "errors": c.get("errors", c.get("error", "")),
         "fencing_token": TOKEN[c["system"]],
+        "generator_busy_pct": round(100 * c["client_cpu_secs"] / c["secs"]) if c.get("secs") else "",
+        "waiting_at_end": c.get("waiting_at_end", ""),
         "steal_pct": round(c["steal_pct"], 1) if "steal_pct" in c else "",
         "loadavg": c.get("loadavg", ""), "secs": c.get("secs", ""), "handoffs": c.get("handoffs", ""),
     })
@@ -69,11 +71,11 @@ print(f"Lock shoot-out, {params['date_utc']}, git {params['git_rev']}: servers p
 print("One generator (bench/locks/harness, Go) for every system; fsync on everywhere (Redis: appendfsync as named).")
 print()
 table(["system", "wait", "contenders", "hand-offs/s", "acquire p50 ms", "p99 ms", "server CPU µs/hand-off",
-       "per contender min..max", "violations", "token", "steal %", "load"],
+       "per contender min..max", "violations", "token", "generator busy %", "steal %", "load"],
       [[r["system"], r["wait"], r["contenders"], r["handoffs_per_sec"], r["acquire_p50_ms"], r["acquire_p99_ms"],
         r["server_cpu_us_per_handoff"], f"{r['min_per_contender']}..{r['max_per_contender']}",
         r["violations"] if not r["errors"] else f"{r['violations']} (errors: {r['errors']})",
-        r["fencing_token"], r["steal_pct"], r["loadavg"]] for r in rows])
+        r["fencing_token"], r["generator_busy_pct"], r["steal_pct"], r["loadavg"]] for r in rows])
 if kills:
     print()
     print(f"kill -9 test: a holder takes the lock, the server (the leader of 3) is SIGKILLed and restarted, "
