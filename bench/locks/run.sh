@@ -4,7 +4,12 @@
 # system. docs/locks.md ("The lock shoot-out") has the table and what it means.
 #
 #   bench/locks/run.sh                 every system, 10 s measured per cell (after 2 s of warm-up)
-#   bench/locks/run.sh --quick         smoke: 2 s per cell (0.5 s warm-up), kill tests wait 5 s
+#   bench/locks/run.sh --quick         a short run: 2 s per cell (0.5 s warm-up), kill tests wait 5 s
+#   bench/locks/run.sh --smoke         CI (scripts/test.sh, about a minute): 1 s cells, kill tests wait 3 s,
+#                                      on paddock-1, etcd-1, redis-always and redis-default at 1 and 8
+#                                      contenders; measures nothing, fails on any error or violation, and
+#                                      unless paddock-1 kept its lock through the kill and redis-default
+#                                      lost it without telling the holder (the kill test can tell both)
 #   bench/locks/run.sh --systems paddock-1,etcd-1 --contenders 1,8 --duration 5
 #
 # Systems (--systems, default all, in this order):
@@ -18,11 +23,14 @@
 #                    SET NX PX + checked release (no token), waiting as redis-py's Lock does by
 #                    default (sleep 0.1 s between tries) and, a second row, in a tight loop
 #   redis-everysec   the same with appendfsync everysec
+#   redis-default    the same with Debian's redis.conf persistence: no AOF, RDB snapshots (save 3600 1
+#                    300 100 60 10000): no fsync per write, so its rows are not like for like; it is here
+#                    for the kill test (a lock taken since the last snapshot is gone after a restart)
 #
 # Options: --duration S (10), --warmup S (2), --contenders LIST (1,8,64), --systems LIST,
 #   --server-cpu LIST (0), --client-cpus LIST (default: every other CPU this process may use),
 #   --no-kill (skip the kill tests), --wait-secs S (kill test: how long another client tries to take
-#   the lock after the restart; 15, 5 with --quick), --no-build (use $CARGO_TARGET_DIR/release/paddock),
+#   the lock after the restart; 15, 5 with --quick, 3 with --smoke), --no-build (use $CARGO_TARGET_DIR/release/paddock),
 #   --bin-dir DIR (take paddock from DIR; implies --no-build), --out DIR.
 # Environment: CARGO_TARGET_DIR (default ~/.cache/paddock-target), ZK_HEAP (default 1g, as compare.sh),
 #   PADDOCK_EXTRA_ARGS (default "--max-client-cnxns 0").
@@ -56,13 +64,14 @@ cd "$ROOT"
 . "$ROOT/bench/lib.sh"
 export ZK_HEAP="${ZK_HEAP:-1g}"
 
-ALL_SYSTEMS="paddock-1,paddock-3,zookeeper-1,zookeeper-3,etcd-1,etcd-3,redis-always,redis-everysec"
+ALL_SYSTEMS="paddock-1,paddock-3,zookeeper-1,zookeeper-3,etcd-1,etcd-3,redis-always,redis-everysec,redis-default"
 DURATION=10 WARMUP=2 CONTENDERS="1,8,64" SYSTEMS="$ALL_SYSTEMS" SERVER_CPU=0 CLIENT_CPUS="" KILL=1
-WAIT_SECS="" BUILD=1 BIN_DIR="" OUT="" QUICK=0
+WAIT_SECS="" BUILD=1 BIN_DIR="" OUT="" QUICK=0 SMOKE=0
 need() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --quick) QUICK=1 DURATION=2 WARMUP=0.5 ;;
+        --smoke) QUICK=1 SMOKE=1 DURATION=1 WARMUP=0.5 CONTENDERS="1,8" SYSTEMS="paddock-1,etcd-1,redis-always,redis-default" ;;
         --no-kill) KILL=0 ;;
         --no-build) BUILD=0 ;;
         --duration | --warmup | --contenders | --systems | --server-cpu | --client-cpus | --wait-secs | --bin-dir | --out)
@@ -85,7 +94,11 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-[[ -n "$WAIT_SECS" ]] || { if [[ $QUICK -eq 1 ]]; then WAIT_SECS=5; else WAIT_SECS=15; fi; }
+if [[ -z "$WAIT_SECS" ]]; then
+    WAIT_SECS=15
+    [[ $QUICK -eq 1 ]] && WAIT_SECS=5
+    [[ $SMOKE -eq 1 ]] && WAIT_SECS=3
+fi
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ && "$WARMUP" =~ ^[0-9]+(\.[0-9]+)?$ && "$WAIT_SECS" =~ ^[0-9]+$ ]] ||
     die "--duration, --warmup and --wait-secs take numbers"
 [[ "$CONTENDERS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--contenders takes a list of numbers > 0, got '$CONTENDERS'"
@@ -180,10 +193,13 @@ start_zookeeper_one() { # dir port
         { cat "$1/start.err" >&2; die "ZooKeeper did not start"; }
     STARTED+=("$ONE_PID")
 }
-start_redis_one() { # dir port fsync
+start_redis_one() { # dir port always|everysec|default
+    local persist=(--appendonly yes --appendfsync "$3" --save "")
+    # Debian's /etc/redis/redis.conf: no AOF, RDB snapshot points as below.
+    [[ $3 == default ]] && persist=(--appendonly no --save "3600 1 300 100 60 10000")
     mkdir -p "$1"
-    "${SERVER_PIN[@]}" redis-server --port "$2" --bind 127.0.0.1 --dir "$1" --appendonly yes \
-        --appendfsync "$3" --save "" --daemonize no --logfile "$1/redis.log" </dev/null >/dev/null 2>&1 &
+    "${SERVER_PIN[@]}" redis-server --port "$2" --bind 127.0.0.1 --dir "$1" "${persist[@]}" \
+        --daemonize no --logfile "$1/redis.log" </dev/null >/dev/null 2>&1 &
     ONE_PID=$!
     disown "$ONE_PID"
     STARTED+=("$ONE_PID")
@@ -237,7 +253,7 @@ start_system() { # name: sets KIND ENDPOINTS PIDS
             ENDPOINTS="$(for ((k = 1; k <= ETCD_N; k++)); do echo "127.0.0.1:${ETCD_CPORT[$k]}"; done | paste -sd,)"
             PIDS="$(for ((k = 1; k <= ETCD_N; k++)); do echo "${ETCD_PID[$k]}"; done | paste -sd,)"
             ;;
-        redis-always | redis-everysec)
+        redis-always | redis-everysec | redis-default)
             KIND=redis
             p="$(ports 1)"
             start_redis_one "$dir" "$p" "${name#redis-}"
@@ -268,7 +284,7 @@ PY
 kill_and_restart() {
     local name="$1" k pid
     case "$name" in
-        paddock-1 | zookeeper-1 | redis-always | redis-everysec)
+        paddock-1 | zookeeper-1 | redis-always | redis-everysec | redis-default)
             kill -9 "$PIDS"
             KILLED="the server (pid $PIDS)"
             while kill -0 "$PIDS" 2>/dev/null; do sleep 0.05; done
@@ -422,6 +438,31 @@ cat >"$OUT/params.json" <<EOF
   "zookeeper": "$(bash scripts/zookeeper.sh version 2>/dev/null || echo unknown)"}}
 EOF
 python3 bench/locks/table.py "$OUT" | tee "$OUT/table.txt"
+# Every cell and kill test must have reported (a missing one is a failure, not a blank).
+cells_want=0
+for name in "${SYSTEM_LIST[@]}"; do
+    per=1
+    [[ $name == redis-* ]] && per=2
+    cells_want=$((cells_want + per * ${#CONT_LIST[@]}))
+done
+cells_got="$(grep -c '"mode":"bench"' "$OUT/results.jsonl" || true)"
+[[ "$cells_got" -eq "$cells_want" ]] || { log "$cells_got of $cells_want cells reported"; FAILED=1; }
+if [[ $KILL -eq 1 ]]; then
+    kills_got="$(grep -c '"verdict"' "$OUT/killtests.jsonl" || true)"
+    [[ "$kills_got" -eq ${#SYSTEM_LIST[@]} ]] || { log "$kills_got of ${#SYSTEM_LIST[@]} kill tests reported"; FAILED=1; }
+fi
+verdict_of() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("label") == sys.argv[2]: print(r.get("verdict", ""))' "$OUT/killtests.jsonl" "$1"; }
+if [[ $SMOKE -eq 1 ]]; then
+    v="$(verdict_of paddock-1)"
+    [[ "$v" == kept ]] || { log "smoke: paddock-1's kill test: '$v', expected 'kept'"; FAILED=1; }
+    v="$(verdict_of redis-default)"
+    [[ "$v" == "LOST, holder not told" ]] ||
+        { log "smoke: redis-default's kill test: '$v', expected 'LOST, holder not told'"; FAILED=1; }
+fi
 [[ -s "$OUT/harness.err" ]] && log "harness stderr: $OUT/harness.err"
 if [[ $FAILED -ne 0 ]]; then
     log "FAILED: a cell saw an error or an exclusion violation, or pinning did not hold (see $OUT)"

@@ -21,7 +21,7 @@ kills = {k["label"]: k for k in load("killtests.jsonl")}
 params = json.load(open(os.path.join(out, "params.json")))
 
 MEMBERS = {"paddock-1": 1, "paddock-3": 3, "zookeeper-1": 1, "zookeeper-3": 3, "etcd-1": 1, "etcd-3": 3,
-           "redis-always": 1, "redis-everysec": 1}
+           "redis-always": 1, "redis-everysec": 1, "redis-default": 1}
 RECIPE = {"zk": "ephemeral-sequential (go-zookeeper)", "etcd": "concurrency.Mutex (clientv3)",
           "redis": "SET NX PX + checked DEL (go-redis)"}
 TOKEN = {"zk": "czxid", "etcd": "revision", "redis": "none"}
