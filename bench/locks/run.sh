@@ -11,6 +11,8 @@
 #                                      unless paddock-1 kept its lock through the kill and redis-default
 #                                      lost it without telling the holder (the kill test can tell both)
 #   bench/locks/run.sh --systems paddock-1,etcd-1 --contenders 1,8 --duration 5
+#   bench/locks/run.sh --rounds 3      every system three times over (fresh servers each round, the
+#                                      systems in turn), the table showing each cell's median and range
 #
 # Systems (--systems, default all, in this order):
 #   paddock-1        paddock standalone            ZooKeeper recipe via go-zookeeper (token: czxid)
@@ -27,7 +29,7 @@
 #                    300 100 60 10000): no fsync per write, so its rows are not like for like; it is here
 #                    for the kill test (a lock taken since the last snapshot is gone after a restart)
 #
-# Options: --duration S (10), --warmup S (2), --contenders LIST (1,8,64), --systems LIST,
+# Options: --duration S (10), --warmup S (2), --contenders LIST (1,8,64), --systems LIST, --rounds R (1),
 #   --server-cpu LIST (0), --client-cpus LIST (default: every other CPU this process may use),
 #   --no-kill (skip the kill tests), --wait-secs S (kill test: how long another client tries to take
 #   the lock after the restart; 15, 5 with --quick, 3 with --smoke), --no-build (use $CARGO_TARGET_DIR/release/paddock),
@@ -66,7 +68,7 @@ export ZK_HEAP="${ZK_HEAP:-1g}"
 
 ALL_SYSTEMS="paddock-1,paddock-3,zookeeper-1,zookeeper-3,etcd-1,etcd-3,redis-always,redis-everysec,redis-default"
 DURATION=10 WARMUP=2 CONTENDERS="1,8,64" SYSTEMS="$ALL_SYSTEMS" SERVER_CPU=0 CLIENT_CPUS="" KILL=1
-WAIT_SECS="" BUILD=1 BIN_DIR="" OUT="" QUICK=0 SMOKE=0
+WAIT_SECS="" BUILD=1 BIN_DIR="" OUT="" QUICK=0 SMOKE=0 ROUNDS=1
 need() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -74,7 +76,7 @@ while [[ $# -gt 0 ]]; do
         --smoke) QUICK=1 SMOKE=1 DURATION=1 WARMUP=0.5 CONTENDERS="1,8" SYSTEMS="paddock-1,etcd-1,redis-always,redis-default" ;;
         --no-kill) KILL=0 ;;
         --no-build) BUILD=0 ;;
-        --duration | --warmup | --contenders | --systems | --server-cpu | --client-cpus | --wait-secs | --bin-dir | --out)
+        --duration | --warmup | --contenders | --systems | --server-cpu | --client-cpus | --wait-secs | --bin-dir | --out | --rounds)
             need "$@"
             case "$1" in
                 --duration) DURATION="$2" ;;
@@ -86,6 +88,7 @@ while [[ $# -gt 0 ]]; do
                 --wait-secs) WAIT_SECS="$2" ;;
                 --bin-dir) BIN_DIR="$2" BUILD=0 ;;
                 --out) OUT="$2" ;;
+                --rounds) ROUNDS="$2" ;;
             esac
             shift
             ;;
@@ -101,6 +104,7 @@ if [[ -z "$WAIT_SECS" ]]; then
 fi
 [[ "$DURATION" =~ ^[0-9]+(\.[0-9]+)?$ && "$WARMUP" =~ ^[0-9]+(\.[0-9]+)?$ && "$WAIT_SECS" =~ ^[0-9]+$ ]] ||
     die "--duration, --warmup and --wait-secs take numbers"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "--rounds takes a number > 0, got '$ROUNDS'"
 [[ "$CONTENDERS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--contenders takes a list of numbers > 0, got '$CONTENDERS'"
 IFS=, read -ra SYSTEM_LIST <<<"$SYSTEMS"
 for s in "${SYSTEM_LIST[@]}"; do
@@ -369,11 +373,11 @@ print(("BAD " + "; ".join(bad[:3])) if bad or not lines else f"ok {len(lines)}")
     done
 }
 
-run_cell() { # name contenders [redis-wait]
-    local name="$1" n="$2" wait="${3:-}" label="$1" extra=()
+run_cell() { # name contenders round [redis-wait]
+    local name="$1" n="$2" round="$3" wait="${4:-}" label="$1" extra=()
     if [[ -n "$wait" ]]; then extra=(--redis-wait "$wait"); label="$name/$wait"; fi
-    log "$label: $n contender(s), ${DURATION}s"
-    if ! "${CLIENT_PIN[@]}" "$LB" --mode bench --system "$KIND" --endpoints "$ENDPOINTS" --pids "$PIDS" \
+    log "$label: $n contender(s), ${DURATION}s, round $round of $ROUNDS"
+    if ! "${CLIENT_PIN[@]}" "$LB" --mode bench --round "$round" --system "$KIND" --endpoints "$ENDPOINTS" --pids "$PIDS" \
         --contenders "$n" --duration-secs "$DURATION" --warmup-secs "$WARMUP" --label "$label" \
         "${extra[@]+"${extra[@]}"}" --json "$OUT/results.jsonl" >/dev/null 2>>"$OUT/harness.err"; then
         log "$label at $n contenders FAILED: $(tail -n 1 "$OUT/results.jsonl")"
@@ -405,34 +409,70 @@ print(json.dumps(r))' "$line" "$KILLED" >>"$OUT/killtests.jsonl"
     log "$name: $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["verdict"])' "$line")"
 }
 
+# disk_probe: the disk's cost of one synced 512-byte write, from the servers' CPU, with no server
+# running: appending to a file that grows (as Redis's AOF does) and overwriting a preallocated file (as
+# the write-ahead logs of paddock, ZooKeeper and etcd mostly do); median and p99 of 200 each, in µs.
+disk_probe() {
+    "${SERVER_PIN[@]}" python3 - "$WORK/disk-probe" <<'PY'
+import json, os, sys, time
+def run(path, prealloc, n=200):
+    fd = os.open(path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY)
+    if prealloc:
+        os.posix_fallocate(fd, 0, n * 512)
+        os.fsync(fd)
+    ts = []
+    for i in range(n):
+        t = time.perf_counter()
+        if prealloc:
+            os.pwrite(fd, b"x" * 512, i * 512)
+        else:
+            os.write(fd, b"x" * 512)
+        os.fdatasync(fd)
+        ts.append(time.perf_counter() - t)
+    os.close(fd)
+    os.unlink(path)
+    ts.sort()
+    return round(ts[n // 2] * 1e6), round(ts[int(n * 0.99)] * 1e6)
+a, p = run(sys.argv[1], False), run(sys.argv[1], True)
+print(json.dumps({"append_fdatasync_p50_us": a[0], "append_fdatasync_p99_us": a[1],
+                  "prealloc_fdatasync_p50_us": p[0], "prealloc_fdatasync_p99_us": p[1]}))
+PY
+}
+
 IFS=, read -ra CONT_LIST <<<"$CONTENDERS"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "pinned: servers on CPU(s) $SERVER_CPU, generator on CPU(s) $CLIENT_CPUS; load average $LOAD_START"
-for name in "${SYSTEM_LIST[@]}"; do
-    log "$name: starting"
-    start_system "$name"
-    for n in "${CONT_LIST[@]}"; do
-        if [[ $KIND == redis ]]; then
-            run_cell "$name" "$n" sleep
-            run_cell "$name" "$n" tight
-        else
-            run_cell "$name" "$n"
+DISK_START="$(disk_probe)"
+for ((round = 1; round <= ROUNDS; round++)); do
+    for name in "${SYSTEM_LIST[@]}"; do
+        log "$name: starting"
+        start_system "$name"
+        for n in "${CONT_LIST[@]}"; do
+            if [[ $KIND == redis ]]; then
+                run_cell "$name" "$n" "$round" sleep
+                run_cell "$name" "$n" "$round" tight
+            else
+                run_cell "$name" "$n" "$round"
+            fi
+        done
+        verify_pinned "$name" "after the runs of round $round"
+        # One kill test per system, in the first round.
+        if [[ $KILL -eq 1 && $round -eq 1 ]]; then
+            kill_test "$name"
+            verify_pinned "$name" "after the kill test's restart"
         fi
+        stop_system "$name"
     done
-    verify_pinned "$name" "after the runs"
-    if [[ $KILL -eq 1 ]]; then
-        kill_test "$name"
-        verify_pinned "$name" "after the kill test's restart"
-    fi
-    stop_system "$name"
 done
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
+DISK_END="$(disk_probe)"
 
 cat >"$OUT/params.json" <<EOF
 {"git_rev": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)", "date_utc": "$(date -u +%FT%TZ)",
  "loadavg_start": "$LOAD_START", "loadavg_end": "$LOAD_END", "nproc": $(nproc),
  "server_cpus": "$SERVER_CPU", "client_cpus": "$CLIENT_CPUS", "duration_secs": $DURATION,
- "warmup_secs": $WARMUP, "contenders": "$CONTENDERS", "systems": "$SYSTEMS", "kill_wait_secs": $WAIT_SECS,
+ "warmup_secs": $WARMUP, "rounds": $ROUNDS, "contenders": "$CONTENDERS",
+ "disk_start": $DISK_START, "disk_end": $DISK_END, "systems": "$SYSTEMS", "kill_wait_secs": $WAIT_SECS,
  "versions": {"paddock": "$([[ -n "$PADDOCK" ]] && "$PADDOCK" --version 2>/dev/null | head -n1)",
   "etcd": "$(etcd --version 2>/dev/null | head -n1)", "redis": "$(redis-server --version | cut -d' ' -f3)",
   "zookeeper": "$(bash scripts/zookeeper.sh version 2>/dev/null || echo unknown)"}}
@@ -443,7 +483,7 @@ cells_want=0
 for name in "${SYSTEM_LIST[@]}"; do
     per=1
     [[ $name == redis-* ]] && per=2
-    cells_want=$((cells_want + per * ${#CONT_LIST[@]}))
+    cells_want=$((cells_want + per * ${#CONT_LIST[@]} * ROUNDS))
 done
 cells_got="$(grep -c '"mode":"bench"' "$OUT/results.jsonl" || true)"
 [[ "$cells_got" -eq "$cells_want" ]] || { log "$cells_got of $cells_want cells reported"; FAILED=1; }

@@ -26,7 +26,7 @@ RECIPE = {"zk": "ephemeral-sequential (go-zookeeper)", "etcd": "concurrency.Mute
           "redis": "SET NX PX + checked DEL (go-redis)"}
 TOKEN = {"zk": "czxid", "etcd": "revision", "redis": "none"}
 
-fields = ["system", "members", "wait", "contenders", "handoffs_per_sec", "acquire_p50_ms", "acquire_p99_ms",
+fields = ["system", "members", "wait", "contenders", "round", "handoffs_per_sec", "acquire_p50_ms", "acquire_p99_ms",
           "server_cpu_us_per_handoff", "min_per_contender", "max_per_contender", "violations", "errors",
           "fencing_token", "generator_busy_pct", "waiting_at_end", "steal_pct", "loadavg", "secs", "handoffs"]
 rows = []
@@ -35,7 +35,7 @@ for c in cells:
     rows.append({
         "system": system, "members": MEMBERS.get(system, ""),
         "wait": c.get("redis_wait", "watch"),
-        "contenders": c["contenders"],
+        "contenders": c["contenders"], "round": c.get("round", 1),
         "handoffs_per_sec": round(c.get("handoffs_per_sec", 0), 1),
         "acquire_p50_ms": round(c.get("acquire_p50_us", 0) / 1000, 2),
         "acquire_p99_ms": round(c.get("acquire_p99_us", 0) / 1000, 2),
@@ -66,16 +66,49 @@ def table(header, body):
 
 print(f"Lock shoot-out, {params['date_utc']}, git {params['git_rev']}: servers pinned to CPU {params['server_cpus']} "
       f"(all members of a 3-member system on it), generator on CPU {params['client_cpus']}; "
-      f"{params['duration_secs']} s measured per cell after {params['warmup_secs']} s warm-up; "
-      f"load average {params['loadavg_start']} at the start, {params['loadavg_end']} at the end.")
-print("One generator (bench/locks/harness, Go) for every system; fsync on everywhere (Redis: appendfsync as named).")
+      f"{params['duration_secs']} s measured per cell after {params['warmup_secs']} s warm-up, "
+      f"{params.get('rounds', 1)} round(s); load average {params['loadavg_start']} at the start, "
+      f"{params['loadavg_end']} at the end.")
+disk = [params.get("disk_start"), params.get("disk_end")]
+if all(disk):
+    print("Disk, one synced 512-byte write (p50/p99 µs, start and end): append to a growing file "
+          + ", ".join(f"{d['append_fdatasync_p50_us']}/{d['append_fdatasync_p99_us']}" for d in disk)
+          + "; overwrite of a preallocated file "
+          + ", ".join(f"{d['prealloc_fdatasync_p50_us']}/{d['prealloc_fdatasync_p99_us']}" for d in disk) + ".")
+print("One generator (bench/locks/harness, Go) for every system; fsync on everywhere (Redis: appendfsync as named; "
+      "redis-default: no AOF).")
 print()
-table(["system", "wait", "contenders", "hand-offs/s", "acquire p50 ms", "p99 ms", "server CPU µs/hand-off",
-       "per contender min..max", "violations", "token", "generator busy %", "steal %", "load"],
-      [[r["system"], r["wait"], r["contenders"], r["handoffs_per_sec"], r["acquire_p50_ms"], r["acquire_p99_ms"],
-        r["server_cpu_us_per_handoff"], f"{r['min_per_contender']}..{r['max_per_contender']}",
-        r["violations"] if not r["errors"] else f"{r['violations']} (errors: {r['errors']})",
-        r["fencing_token"], r["generator_busy_pct"], r["steal_pct"], r["loadavg"]] for r in rows])
+
+
+def fmt(x):
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+groups = {}
+for r in rows:
+    groups.setdefault((r["system"], r["wait"], r["contenders"]), []).append(r)
+agg = []
+for (system, wait, n), rs in groups.items():
+    num = lambda k: [r[k] for r in rs if r[k] != ""]
+    rate = num("handoffs_per_sec")
+    spread = f" [{fmt(min(rate))}..{fmt(max(rate))}]" if len(rs) > 1 else ""
+    cpu = num("server_cpu_us_per_handoff")
+    errors = sum(r["errors"] for r in rs if isinstance(r["errors"], int))
+    agg.append([system, wait, n, f"{fmt(median(rate))}{spread}", fmt(median(num("acquire_p50_ms"))),
+                fmt(median(num("acquire_p99_ms"))), f"{median(cpu):.0f}" if cpu else "",
+                f"{min(num('min_per_contender'))}..{max(num('max_per_contender'))}",
+                sum(num("violations")) if not errors else f"{sum(num('violations'))} (errors: {errors})",
+                rs[0]["fencing_token"], f"{median(num('generator_busy_pct')):.0f}", f"{max(num('steal_pct')):.1f}",
+                " / ".join(sorted({r['loadavg'].split()[0] for r in rs if r['loadavg']}))])
+table(["system", "wait", "contenders", "hand-offs/s" + (" [rounds]" if params.get("rounds", 1) > 1 else ""),
+       "acquire p50 ms", "p99 ms", "server CPU µs/hand-off", "per contender min..max", "violations", "token",
+       "generator busy %", "steal %", "load (1 min)"], agg)
 if kills:
     print()
     print(f"kill -9 test: a holder takes the lock, the server (the leader of 3) is SIGKILLed and restarted, "
@@ -87,7 +120,7 @@ if kills:
 
 # Targets (issue 43): paddock >= 3x etcd's hand-offs (like with like: 1 and 3 members), paddock
 # standalone >= Redis with appendfsync always (both waits).
-rate = {(r["system"], r["wait"], r["contenders"]): r["handoffs_per_sec"] for r in rows}
+rate = {(a[0], a[1], a[2]): float(a[3].split()[0]) for a in agg}
 targets = []
 for n in sorted({r["contenders"] for r in rows}):
     for mine, theirs, wait, want in [("paddock-1", "etcd-1", "watch", 3.0), ("paddock-3", "etcd-3", "watch", 3.0),

@@ -64,7 +64,7 @@ type System interface {
 
 type config struct {
 	mode, system, endpoints, label, jsonPath, pids, root, redisWait string
-	contenders                                                      int
+	contenders, round                                               int
 	duration, warmup, wait, session                                 time.Duration
 	redisSleep                                                      time.Duration
 }
@@ -81,6 +81,7 @@ func main() {
 	flag.StringVar(&c.root, "root", "", "key or path prefix for this run (default: unique)")
 	flag.StringVar(&c.redisWait, "redis-wait", "sleep", "redis: sleep (redis-py's default) or tight")
 	flag.IntVar(&c.contenders, "contenders", 1, "sessions contending for the lock")
+	flag.IntVar(&c.round, "round", 1, "bench: the round this run belongs to, for the report")
 	flag.Float64Var(&durationSecs, "duration-secs", 10, "measured seconds")
 	flag.Float64Var(&warmupSecs, "warmup-secs", 1, "unmeasured seconds before")
 	flag.Float64Var(&waitSecs, "wait-secs", 15, "killtest: how long another client tries to take the lock")
@@ -206,7 +207,7 @@ func (e *errList) add(err error) {
 
 func runBench(c config, sys System) (map[string]any, bool) {
 	report := map[string]any{"mode": "bench", "system": c.system, "label": c.label, "contenders": c.contenders,
-		"fencing_token": sys.HasToken()}
+		"round": c.round, "fencing_token": sys.HasToken()}
 	if c.system == "redis" {
 		report["redis_wait"] = c.redisWait
 	}
