@@ -3,7 +3,8 @@
 #
 #   scripts/install-deps.sh                 everything the tests need: build packages, a JDK, Maven and tmux
 #                                           (compat-tests/java, scripts/zookeeper.sh), PostgreSQL 15
-#                                           (compat-tests/locks), and the Python venv
+#                                           (compat-tests/locks), etcd 3.4 and Redis 7.0 (bench/locks),
+#                                           and the Python venv
 #   scripts/install-deps.sh --debian-only   only the Debian packages needed to build the server (serve.sh)
 #   scripts/install-deps.sh --zookeeper     accepted for compatibility: the default already covers it
 #
@@ -44,6 +45,10 @@ if [[ "$WANT_JAVA" == 1 ]]; then
     PACKAGES+=(openjdk-17-jdk-headless maven tmux)
     # compat-tests/locks runs its fencing and example checks against a real PostgreSQL server.
     PACKAGES+=(postgresql)
+    # bench/locks/run.sh (the lock shoot-out, and its smoke in scripts/test.sh) runs etcd 3.4 and Redis 7.0
+    # beside paddock. Where systemd runs, the packages start their own services; the benchmark does not use
+    # them (its servers have their own ports and data directories).
+    PACKAGES+=(etcd-server redis-server)
 fi
 
 # A python3 from elsewhere (pyenv, say) that already has venv needs nothing from Debian.

@@ -2,7 +2,8 @@
 # THE test command: installs dependencies, builds the workspace from the committed Cargo.lock, runs every
 # Rust test, then the whole compatibility suite (compat-tests/run.sh: real clients against servers each
 # suite starts itself, and back-to-back runs against Apache ZooKeeper), then a smoke of bench/compare.sh
-# (seconds per workload: it keeps the benchmark working, it measures nothing). Needs no running services
+# (seconds per workload: it keeps the benchmark working, it measures nothing) and of the lock shoot-out
+# (bench/locks/run.sh --smoke: paddock, etcd and Redis, with its kill -9 test). Needs no running services
 # (CI=true works): every server is started on a free loopback port and stopped on exit.
 #
 # Ends with one `<suite>: N passed, N failed[, N skipped]` line per suite, the reasons for skips, and
@@ -153,6 +154,18 @@ else
         echo "test.sh: bench/compare.sh --smoke failed; its output:" >&2
         tail -n 40 "$LOG_DIR/bench-smoke.log" >&2
         record bench-smoke 0 1
+    fi
+
+    note "lock shoot-out smoke (bench/locks/run.sh --smoke)"
+    # Not a benchmark either: 1 s per cell against paddock, etcd and Redis, and the kill -9 test, which must
+    # find paddock's lock kept and the lock of a Redis without an AOF lost (about a minute).
+    if timeout 600 bash bench/locks/run.sh --smoke --bin-dir "$CARGO_TARGET_DIR/debug" --out "$LOG_DIR/locks-smoke" \
+        >"$LOG_DIR/locks-smoke.log" 2>&1; then
+        record locks-smoke 1 0
+    else
+        echo "test.sh: bench/locks/run.sh --smoke failed; its output:" >&2
+        tail -n 40 "$LOG_DIR/locks-smoke.log" >&2
+        record locks-smoke 0 1
     fi
 fi
 
