@@ -401,6 +401,90 @@ async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
     shutdown(&mut members).await;
 }
 
+/// A session that moved to another member is kept alive there: the new member's touches reach
+/// the leader, so the session outlives its old connection's timeout many times over, while a
+/// control session left silent on the old member expires within the same wait (which shows the
+/// wait is long enough to matter).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_moved_session_lives_on_at_its_new_member_past_the_old_connections_timeout() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let mut followers = members.iter().filter(|m| m.id != leader).map(|m| m.id);
+    let (a, b) = (followers.next().unwrap(), followers.next().unwrap());
+    const T: i32 = 600;
+    let mut old = common::RawClient::connect(member(&members, a).addr(), T).await;
+    assert_eq!(old.timeout, T);
+    old.send(1, &create_ephemeral("/moved")).await;
+    let (h, _) = old.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let mut control = common::RawClient::connect(member(&members, a).addr(), T).await;
+    control.send(1, &create_ephemeral("/control")).await;
+    let (h, _) = control.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let last_zxid = h.zxid;
+    let (session, passwd) = (old.session_id, old.passwd.clone());
+    // The old connection goes silent (no CloseSession: a client that lost its link), and so does
+    // the control's.
+    drop(old);
+    drop(control);
+    let baddr = member(&members, b).addr();
+    wait_until(
+        "member b applied the client's last zxid",
+        Duration::from_secs(10),
+        || async { srvr_zxid(baddr).await.is_some_and(|z| z >= last_zxid) },
+    )
+    .await;
+    let (resp, moved) = common::RawClient::connect_with(
+        baddr,
+        wire::ConnectRequest {
+            last_zxid_seen: last_zxid,
+            timeout: T,
+            session_id: session,
+            passwd: Some(passwd),
+            read_only: Some(false),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(resp.expect("a reply").session_id, session);
+    let mut moved = moved.expect("the session moved");
+    // Heartbeats on member b only, for ten times the session timeout.
+    let start = tokio::time::Instant::now();
+    let mut xid = 10;
+    while start.elapsed() < Duration::from_millis(10 * T as u64) {
+        moved.send(-2, &wire::Request::Ping).await;
+        let (h, _) = moved.recv().await.expect("member b answers the moved session");
+        assert_eq!((h.xid, h.err), (-2, 0), "ping {xid}");
+        xid += 1;
+        tokio::time::sleep(Duration::from_millis(T as u64 / 4)).await;
+    }
+    let writer = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    assert!(
+        !exists_after_sync(&writer, "/control").await,
+        "the silent control session did not expire in ten timeouts"
+    );
+    assert!(
+        exists_after_sync(&writer, "/moved").await,
+        "the moved session expired although member b heard from it"
+    );
+    moved
+        .send(
+            xid,
+            &wire::Request::Exists(wire::ops::exists::ExistsRequest {
+                path: "/moved".into(),
+                watch: false,
+            }),
+        )
+        .await;
+    let (h, _) = moved.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (xid, 0));
+    drop(moved);
+    drop(writer);
+    shutdown(&mut members).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_cut_off_from_its_quorum_closes_its_clients_and_stops_serving() {
     logs();
