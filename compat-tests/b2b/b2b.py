@@ -780,7 +780,7 @@ def main():
     ap.add_argument("--shrink-budget", type=float, default=90.0, help="seconds of shrinking per mismatch")
     ap.add_argument("--max-mismatches", type=int, default=5, help="shrink at most this many mismatches")
     ap.add_argument("--jobs", type=int, default=4, help="sequences run at the same time")
-    ap.add_argument("--counts-file", help="write 'passed failed skipped' here")
+    ap.add_argument("--counts-file", help="write 'sequences-equal sequences-failed ops-compared ops-mismatching ops-not-run' here")
     ap.add_argument("--coverage", action="store_true", help="print outcome counts per op kind at the end")
     ap.add_argument("--save-dir", help="write each shrunk sequence here as JSON (for --ops-file)")
     ap.add_argument("--ops-file", help="replay this JSON list of ops (one sequence) instead of generating")
@@ -830,14 +830,19 @@ def main():
     # Sequences are independent (own namespace, own sessions), so --jobs of them share the servers.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         results = list(pool.map(one, jobs))
+    # Ops and sequences are counted apart: a sequence is a test (it passes when every op of it was equal),
+    # an op is one comparison; compat-tests/lib.sh's row counts the tests, report_ops the operations.
     passed = failed = skipped = 0
+    seq_passed = seq_failed = 0
     mismatches = 0
     out = sys.stdout
     for seed, ops, done, mm in results:
         n = len(ops)
         passed += done
         if mm is None:
+            seq_passed += 1
             continue
+        seq_failed += 1
         failed += 1
         skipped += n - done - 1
         if "abort" in mm:
@@ -875,10 +880,12 @@ def main():
         for (kind, oc), c in sorted(COVERAGE.items()):
             print(f"  {kind:22} {oc:12} {c}")
     print(f"b2b: {passed + failed} ops compared in {dt:.1f}s over {k} sequences "
-          f"({passed} equal, {failed} mismatching, {skipped} not run after a mismatch)")
+          f"({passed} equal, {failed} mismatching, {skipped} not run after a mismatch); "
+          f"sequences: {seq_passed} equal, {seq_failed} with a mismatch or an abort")
     if a.counts_file:
         with open(a.counts_file, "w") as f:
-            f.write(f"{passed} {failed} {skipped}\n")
+            # sequences equal, sequences not, ops compared, ops mismatching, ops not run after a mismatch
+            f.write(f"{seq_passed} {seq_failed} {passed + failed} {failed} {skipped}\n")
     return 1 if failed else 0
 
 
