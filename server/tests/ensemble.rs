@@ -455,7 +455,10 @@ async fn a_moved_session_lives_on_at_its_new_member_past_the_old_connections_tim
     let mut xid = 10;
     while start.elapsed() < Duration::from_millis(10 * T as u64) {
         moved.send(-2, &wire::Request::Ping).await;
-        let (h, _) = moved.recv().await.expect("member b answers the moved session");
+        let (h, _) = moved
+            .recv()
+            .await
+            .expect("member b answers the moved session");
         assert_eq!((h.xid, h.err), (-2, 0), "ping {xid}");
         xid += 1;
         tokio::time::sleep(Duration::from_millis(T as u64 / 4)).await;

@@ -259,7 +259,10 @@ async fn a_client_ahead_of_the_server_is_refused_without_an_answer() {
         }),
     )
     .await;
-    let (h, _) = raw.recv().await.expect("the session's own connection still answers");
+    let (h, _) = raw
+        .recv()
+        .await
+        .expect("the session's own connection still answers");
     assert_eq!((h.xid, h.err), (2, 0));
     assert_eq!(h.zxid, last, "a refused handshake spent a zxid");
     // ... while exactly the server's last zxid is accepted: it was the zxid that was refused.
