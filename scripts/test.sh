@@ -15,8 +15,8 @@
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    the inner loop, a few minutes: build, cargo's tests, paddock's own kazoo suite
-#                              and a short back-to-back run against ZooKeeper (2,000 ops); no other suite,
-#                              no benchmark smoke
+#                              and a short back-to-back run against ZooKeeper (2,000 ops and 500 from a
+#                              fresh seed); no other suite, no benchmark smoke
 set -uo pipefail
 
 QUICK=0

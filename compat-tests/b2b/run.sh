@@ -4,6 +4,8 @@
 #   compat-tests/b2b/run.sh [--standalone] [--ops N] [--seed S] [--seq-len L] [--exclude op,op] [--shrink-budget SECS]
 #
 # Starts ZooKeeper (standalone) and a 3-member paddock ensemble on free loopback ports with temp data dirs;
+# besides the fixed corpus (--seed, --ops) it compares a block from a fresh seed (b2b.py --fresh-ops), printed
+# with the command that replays it;
 # b2b.py talks to a follower of that ensemble (--standalone: one paddock server instead), runs compat-tests/b2b/b2b.py, stops them,
 # prints `b2b: operations: N compared, M mismatches` and the row `b2b | passed | failed | skipped`, which
 # counts sequences (tests), not operations (compat-tests/lib.sh).
