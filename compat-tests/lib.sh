@@ -35,13 +35,22 @@
 #                                $COMPAT_WORK/NAME; ZK_JVMFLAGS passes through. Stopped by compat_cleanup.
 #   report PASSED FAILED SKIPPED prints the header and the suite's row
 #   report_skip COUNT REASON     prints `<suite>: skipped COUNT: REASON`
+#   report_ops COMPARED MISMATCHES
+#                                prints `<suite>: operations: COMPARED compared, MISMATCHES mismatches` for a
+#                                suite that also compares operations (b2b): operations are not tests, so they
+#                                never go into the row; run.sh and scripts/test.sh count them apart
 #   compat_fail MESSAGE          prints MESSAGE, the row `0 | 1 | 0`, and exits 1
 #   compat_junit_counts XML...   prints "passed failed skipped" summed over JUnit XML reports (pytest's,
 #                                surefire's); a report that is missing or unreadable counts as one failure
-#   compat_judge RESULTS.json KNOWN_FAILURES [--whole] [--harness-only]
+#   compat_retry_flaky RESULTS.json KNOWN_FAILURES RETRY.json RERUN [--harness-only]
+#                                for the listed-flaky (`~`) tests that failed in RESULTS.json, calls
+#                                `RERUN RETRY.json ID...` (the suite's function that runs exactly those tests
+#                                once more and writes their results to RETRY.json); a no-op when none failed
+#   compat_judge RESULTS.json KNOWN_FAILURES [--whole] [--harness-only] [--retried RETRY.json]
 #                                judges a client's own suite against its KNOWN_FAILURES (known_failures.py
-#                                says how): prints a verdict per test and a report_skip line per reason, and
-#                                sets JUDGED_PASSED, JUDGED_FAILED and JUDGED_SKIPPED
+#                                says how): prints a verdict per test, a `<suite>: retried ID: OUTCOME` line
+#                                per flaky test run again, a report_skip line per reason, and sets
+#                                JUDGED_PASSED, JUDGED_FAILED and JUDGED_SKIPPED
 # shellcheck shell=bash
 
 COMPAT_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -211,20 +220,39 @@ report_skip() { # count reason
     printf '%s: skipped %d: %s\n' "$COMPAT_SUITE" "$1" "$2"
 }
 
+report_ops() { # compared mismatches
+    printf '%s: operations: %d compared, %d mismatches\n' "$COMPAT_SUITE" "$1" "$2"
+}
+
 compat_fail() { # message
     echo "$COMPAT_SUITE: $1" >&2
     report 0 1 0
     exit 1
 }
 
-compat_judge() { # results.json known-failures [--whole] [--harness-only]
-    local out="$COMPAT_WORK/judged.txt" count reason
+compat_retry_flaky() { # results.json known-failures retry.json rerun-function [--harness-only]
+    local results=$1 known=$2 retry=$3 rerun=$4 ids
+    shift 4
+    rm -f "$retry"
+    mapfile -t ids < <(python3 "$COMPAT_LIB_DIR/known_failures.py" "$results" "$known" --flaky-failed "$@")
+    ((${#ids[@]} > 0)) || return 0
+    echo "$COMPAT_SUITE: running again ${#ids[@]} listed-flaky test(s) that failed: ${ids[*]}"
+    "$rerun" "$retry" "${ids[@]}" || true
+    # No second result (the re-run died) leaves those tests failed: the judge sees them not run again.
+    [[ -f "$retry" ]] || echo '{}' >"$retry"
+}
+
+compat_judge() { # results.json known-failures [--whole] [--harness-only] [--retried retry.json]
+    local out="$COMPAT_WORK/judged.txt" count reason tid outcome
     JUDGED_PASSED=0 JUDGED_FAILED=1 JUDGED_SKIPPED=0
     if ! python3 "$COMPAT_LIB_DIR/known_failures.py" "$@" >"$out"; then
         echo "$COMPAT_SUITE: could not judge the results in $1" >&2
         return 0
     fi
-    grep -v -e '^SKIP ' -e '^SUMMARY ' "$out" || true
+    grep -v -e '^SKIP ' -e '^SUMMARY ' -e '^RETRIED ' "$out" || true
+    while IFS=$'\t' read -r tid outcome; do
+        echo "$COMPAT_SUITE: retried ${tid#RETRIED }: $outcome"
+    done < <(grep '^RETRIED ' "$out")
     while IFS=$'\t' read -r count reason; do
         report_skip "${count#SKIP }" "$reason"
     done < <(grep '^SKIP ' "$out")

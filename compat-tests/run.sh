@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The compatibility suite, all of it, in one command (scripts/test.sh calls it; it also runs alone):
 # installs what it needs, builds paddock once, runs every suite below against servers each suite starts
-# on free loopback ports (and stops), and prints the table `suite | passed | failed | skipped` with a
-# reason for every skip, to stdout and to compat-tests/results.txt.
+# on free loopback ports (and stops), and prints the table `suite | passed | failed | skipped` (tests) with a
+# reason for every skip, every flaky test that was run again, and the operations the back-to-back suite
+# compared (not tests: counted apart), to stdout and to compat-tests/results.txt.
 #
 #   compat-tests/run.sh                       every suite
 #   compat-tests/run.sh --only kazoo,b2b      just those (names as in SUITES below)
@@ -38,6 +39,8 @@ status=0
 rows=()
 skips=()
 fails=()
+ops=()
+retries=()
 
 if ! bash "$ROOT/scripts/install-deps.sh"; then
     echo "run.sh: scripts/install-deps.sh failed" >&2
@@ -77,6 +80,14 @@ for suite in "${SUITES[@]}"; do
     while IFS= read -r line; do
         skips+=("$line")
     done < <(grep -E "^$suite: skipped [0-9]+: " "$LOGS/$suite.log")
+    # Operations compared (b2b) are not tests: their own section, never a row's count.
+    while IFS= read -r line; do
+        ops+=("$line")
+    done < <(grep -E "^$suite: operations: [0-9]+ compared, [0-9]+ mismatches\$" "$LOGS/$suite.log" | tail -n 1)
+    # Every listed-flaky test that failed and ran again (compat_judge's `retried` lines), pass or not.
+    while IFS= read -r line; do
+        retries+=("$line")
+    done < <(grep -E "^$suite: retried " "$LOGS/$suite.log")
     # The judged failures (compat-tests/known_failures.py prints `FAIL <test>: <why>`), so that the
     # summary at the end of a long log names them.
     while IFS= read -r line; do
@@ -91,6 +102,16 @@ done
         IFS='|' read -r name p f k <<<"$row"
         printf '%-16s | %7d | %7d | %7d\n' "${name// /}" "${p// /}" "${f// /}" "${k// /}"
     done
+    if [[ ${#ops[@]} -gt 0 ]]; then
+        echo
+        echo "operations compared (not tests):"
+        printf '  %s\n' "${ops[@]}"
+    fi
+    if [[ ${#retries[@]} -gt 0 ]]; then
+        echo
+        echo "retried (listed flaky, failed once, ran again):"
+        printf '  %s\n' "${retries[@]}"
+    fi
     if [[ ${#fails[@]} -gt 0 ]]; then
         echo
         echo "failed, and why:"

@@ -6,15 +6,18 @@
 # (bench/locks/run.sh --smoke: paddock, etcd and Redis, with its kill -9 test). Needs no running services
 # (CI=true works): every server is started on a free loopback port and stopped on exit.
 #
-# Ends with one `<suite>: N passed, N failed[, N skipped]` line per suite, the reasons for skips, and
-# `overall: N passed, N failed`; exits non-zero if any step failed. Its logs (cargo's, the benchmark
+# Ends with one `<suite>: N passed, N failed[, N skipped]` line per suite (tests: cargo's tests, a suite's
+# checks or a client's own tests, b2b's sequences), the operations b2b compared (not tests: counted apart),
+# every listed-flaky test that failed once and ran again, the reasons for skips, and
+# `overall: N tests passed, N failed; N back-to-back operations compared, N mismatches`; exits non-zero
+# if any step failed. Its logs (cargo's, the benchmark
 # smoke's) go to a fresh folder under $TMPDIR, removed when everything passed (KEEP_WORK=1 keeps it) and
 # kept, with its path printed, when anything failed: a passing run leaves nothing behind.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    the inner loop, a few minutes: build, cargo's tests, paddock's own kazoo suite
-#                              and a short back-to-back run against ZooKeeper (2,000 ops); no other suite,
-#                              no benchmark smoke
+#                              and a short back-to-back run against ZooKeeper (2,000 ops and 500 from a
+#                              fresh seed); no other suite, no benchmark smoke
 set -uo pipefail
 
 QUICK=0
@@ -35,8 +38,26 @@ status=0
 summary=()
 total_passed=0
 total_failed=0
+ops_compared=0
+ops_mismatched=0
+ops_lines=()
+retried_lines=()
 
 note() { printf '\n==> %s\n' "$*"; }
+# 20000 -> 20,000
+thousands() { sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta' <<<"$1"; }
+# A suite's `<suite>: operations: N compared, M mismatches` line (compat-tests/lib.sh's report_ops): counted
+# apart from the tests.
+record_ops() { # line
+    local line=$1 n m
+    n="$(sed -n 's/.*: operations: \([0-9]*\) compared, \([0-9]*\) mismatches$/\1/p' <<<"$line")"
+    m="$(sed -n 's/.*: operations: \([0-9]*\) compared, \([0-9]*\) mismatches$/\2/p' <<<"$line")"
+    [[ -n "$n" && -n "$m" ]] || return 0
+    ops_lines+=("${line#"${line%%[! ]*}"}")
+    ops_compared=$((ops_compared + n))
+    ops_mismatched=$((ops_mismatched + m))
+    [[ "$m" -eq 0 ]] || status=1
+}
 record() { # suite passed failed
     summary+=("$1: $2 passed, $3 failed")
     total_passed=$((total_passed + $2))
@@ -115,6 +136,11 @@ if [[ "$QUICK" -eq 1 ]]; then
             IFS='|' read -r _ p f _ <<<"$row"
             record "$name" "${p// /}" "${f// /}"
         fi
+        ops_line="$(grep -E "^$name: operations: [0-9]+ compared, [0-9]+ mismatches\$" "$LOG_DIR/$name.log" | tail -n1)"
+        [[ -z "$ops_line" ]] || record_ops "$ops_line"
+        while IFS= read -r line; do
+            retried_lines+=("$line")
+        done < <(grep -E "^$name: retried " "$LOG_DIR/$name.log")
     done
 else
     note "compatibility suite (compat-tests/run.sh)"
@@ -133,6 +159,12 @@ else
             [[ "${f// /}" -eq 0 ]] || status=1
             compat_rows=$((compat_rows + 1))
         done < <(awk -F'|' 'NR > 1 && NF == 4 && $2 ~ /^ *[0-9]+ *$/' compat-tests/results.txt)
+        while IFS= read -r line; do
+            record_ops "$line"
+        done < <(grep -E '^  [a-z@-]+: operations: [0-9]+ compared, [0-9]+ mismatches$' compat-tests/results.txt)
+        while IFS= read -r line; do
+            retried_lines+=("${line#  }")
+        done < <(grep -E '^  [a-z@-]+: retried ' compat-tests/results.txt)
         skipped_lines="$(sed -n '/^\(failed\|skipped\), and why:/,$p' compat-tests/results.txt)"
     fi
     if [[ "$compat_rc" -ne 0 ]]; then
@@ -177,8 +209,17 @@ if [[ ${#cargo_failures[@]} -gt 0 ]]; then
     echo "cargo failures:"
     printf '  %s\n' "${cargo_failures[@]:0:20}"
 fi
+if [[ ${#ops_lines[@]} -gt 0 ]]; then
+    echo "operations compared (not tests):"
+    printf '  %s\n' "${ops_lines[@]}"
+fi
+if [[ ${#retried_lines[@]} -gt 0 ]]; then
+    echo "retried (listed flaky, failed once, ran again):"
+    printf '  %s\n' "${retried_lines[@]}"
+fi
 [[ -z "${skipped_lines:-}" ]] || echo "$skipped_lines"
-echo "overall: $total_passed passed, $total_failed failed"
+echo "overall: $(thousands "$total_passed") tests passed, $(thousands "$total_failed") failed;" \
+    "$(thousands "$ops_compared") back-to-back operations compared, $(thousands "$ops_mismatched") mismatches"
 if [[ "$status" -eq 0 && -z "${KEEP_WORK:-}" ]]; then
     rm -rf "$LOG_DIR"
 else

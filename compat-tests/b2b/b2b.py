@@ -79,6 +79,10 @@ ACL_WEIGHTS = [("open", 60), ("read", 2), ("rw", 2), ("creator", 3), ("u1", 3), 
                ("ip-local", 2), ("ip-other", 2), ("dup", 1), ("bad-world", 1), ("bad-digest", 1),
                ("empty", 1)]
 DATA = ["", "x", "hello", "0123456789" * 3, None]
+# Large values, drawn for 2% of the data: {"big": n} stands for n bytes (enc_data), so that a printed or
+# saved sequence stays short. 1,000,000 is just under jute.maxbuffer's default (1 MiB - 1) with the
+# request's other fields.
+BIG_DATA = [{"big": 100_000}, {"big": 1_000_000}]
 
 
 def wchoice(rng, pairs):
@@ -101,7 +105,9 @@ class Generator:
                   ("getChildren", 4), ("getChildren2", 4), ("getACL", 3), ("setACL", 4), ("multi", 8),
                   ("multiRead", 2), ("sync", 1), ("close", 1.5), ("addWatch", 3), ("removeWatches", 2),
                   ("checkWatches", 1), ("addAuth", 1), ("getEphemerals", 1), ("getAllChildrenNumber", 1),
-                  ("reconnect", 2), ("whoAmI", 0.5), ("badOpcode", 0.3)]
+                  ("reconnect", 2), ("whoAmI", 0.5), ("badOpcode", 0.3), ("pipeline", 2)]
+    # What a pipeline holds: requests a client sends back to back on one connection, without waiting.
+    PIPE_WEIGHTS = [("create", 4), ("setData", 3), ("delete", 2), ("getData", 2), ("exists", 2)]
 
     def __init__(self, seed, exclude=()):
         self.rng = random.Random(seed)
@@ -123,6 +129,24 @@ class Generator:
         if p == "/" and not allow_root:
             p = "/a"
         return p
+
+    def data(self):
+        r = self.rng
+        if r.random() < 0.02:
+            return r.choice(BIG_DATA)
+        return r.choice(DATA)
+
+    def pipe_op(self):
+        """One request of a pipeline: the same shapes as on their own."""
+        r = self.rng
+        k = wchoice(r, self.PIPE_WEIGHTS)
+        if k == "create":
+            return {"op": "create", **self.create_args()}
+        if k == "setData":
+            return {"op": "setData", "path": self.path(), "data": self.data(), "version": self.version()}
+        if k == "delete":
+            return {"op": "delete", "path": self.path(False), "version": self.version()}
+        return {"op": k, "path": self.path(), "watch": r.random() < 0.5}
 
     def version(self):
         return wchoice(self.rng, [("cur", 5), (-1, 3), ("cur+1", 2), (0, 1), (7, 1)])
@@ -153,7 +177,7 @@ class Generator:
         p = self.path(allow_root=False)
         if mode in (2, 3) and isinstance(p, str) and r.random() < 0.3:
             p = p + "/"  # trailing slash: the sequence suffix makes the name
-        return {"path": p, "data": r.choice(DATA), "acl": wchoice(r, ACL_WEIGHTS), "mode": mode,
+        return {"path": p, "data": self.data(), "acl": wchoice(r, ACL_WEIGHTS), "mode": mode,
                 "opcode": opcode, "ttl": ttl}
 
     def sub_op(self):
@@ -176,7 +200,7 @@ class Generator:
         if k == "delete":
             return {"op": "delete", "path": self.path(False), "version": self.version()}
         if k == "setData":
-            return {"op": "setData", "path": self.path(), "data": r.choice(DATA), "version": self.version()}
+            return {"op": "setData", "path": self.path(), "data": self.data(), "version": self.version()}
         return {"op": "check", "path": self.path(), "version": self.version()}
 
     def next(self, nested=False):
@@ -192,7 +216,7 @@ class Generator:
             if r.random() < 0.03:
                 op.update(path=r.choice(SPECIAL_PATHS))
         elif kind == "setData":
-            op.update(path=self.path(), data=r.choice(DATA), version=self.version())
+            op.update(path=self.path(), data=self.data(), version=self.version())
         elif kind in ("getData", "exists", "getChildren", "getChildren2"):
             op.update(path=self.path(), watch=r.random() < 0.7)
             if r.random() < 0.03:
@@ -205,6 +229,8 @@ class Generator:
             op.update(path=self.path(), acl=wchoice(r, ACL_WEIGHTS), version=self.version())
         elif kind == "multi":
             op["ops"] = [self.sub_op() for _ in range(r.randint(1, 4))]
+        elif kind == "pipeline":
+            op["ops"] = [self.pipe_op() for _ in range(r.randint(2, 5))]
         elif kind == "multiRead":
             op["ops"] = [{"op": r.choice(["getData", "getChildren"]), "path": self.path()}
                          for _ in range(r.randint(1, 3))]
@@ -244,6 +270,8 @@ def generate(seed, n, exclude=()):
 # ---- execution --------------------------------------------------------------------------------
 
 def enc_data(d):
+    if isinstance(d, dict):
+        return (b"0123456789abcdef" * (d["big"] // 16 + 1))[:d["big"]]
     return None if d is None else d.encode()
 
 
@@ -394,12 +422,28 @@ class Server:
             # reconnects its session in any case.
             self.collect_events(slot)
             return ["badOpcode", err, self.restore(slot, s)]
+        if k == "pipeline":
+            return self._run_pipeline(op, slot, s)
         if k == "reconnect":
             self.collect_events(slot)
             s.drop()
             meanwhile = [self.run(m) for m in op["meanwhile"]]
             return ["reconnected", meanwhile, self.restore(slot, s)]
         return self._run_plain(op, slot, s)
+
+    def _run_pipeline(self, op, slot, s):
+        """Every request written before any reply is read; the replies, in order, are the result
+        (a server must answer a connection's requests in the order they came)."""
+        sent = []
+        for sub in op["ops"]:
+            opcode, rec = self.encode(sub)
+            sent.append((sub, opcode, s.send(opcode, rec)))
+        out = []
+        for sub, opcode, ticket in sent:
+            err, res = s.wait(ticket)
+            self.track(slot, sub, err)
+            out.append(["err", err] if err else ["ok", self.norm(opcode, res)])
+        return ["pipeline", out]
 
     def restore(self, slot, s):
         """Reconnects the slot's session as a client library would: same session id and password,
@@ -776,11 +820,16 @@ def main():
     ap.add_argument("--ops", type=int, default=20000, help="ops to compare in total")
     ap.add_argument("--seed", type=int, default=1, help="seed of the first sequence; sequence k uses seed+k")
     ap.add_argument("--seq-len", type=int, default=500, help="ops per independent sequence")
+    ap.add_argument("--fresh-ops", type=int, default=None,
+                    help="besides the fixed corpus (--seed, --ops), this many ops from a seed drawn now "
+                    "(printed with the command that replays it); default a tenth of --ops, at least 500; "
+                    "0 for none")
+    ap.add_argument("--fresh-seed", type=int, help="the fresh block's seed instead of a drawn one")
     ap.add_argument("--exclude", default="", help="comma-separated op kinds the generator leaves out")
     ap.add_argument("--shrink-budget", type=float, default=90.0, help="seconds of shrinking per mismatch")
     ap.add_argument("--max-mismatches", type=int, default=5, help="shrink at most this many mismatches")
     ap.add_argument("--jobs", type=int, default=4, help="sequences run at the same time")
-    ap.add_argument("--counts-file", help="write 'passed failed skipped' here")
+    ap.add_argument("--counts-file", help="write 'sequences-equal sequences-failed ops-compared ops-mismatching ops-not-run' here")
     ap.add_argument("--coverage", action="store_true", help="print outcome counts per op kind at the end")
     ap.add_argument("--save-dir", help="write each shrunk sequence here as JSON (for --ops-file)")
     ap.add_argument("--ops-file", help="replay this JSON list of ops (one sequence) instead of generating")
@@ -814,6 +863,19 @@ def main():
             jobs.append((a.seed + k, generate(a.seed + k, n, exclude)))
             remaining -= n
             k += 1
+        fresh = a.fresh_ops if a.fresh_ops is not None else max(500, a.ops // 10)
+        if fresh > 0:
+            # Far above any fixed corpus's seeds; drawn from the OS, so every run compares new sequences.
+            fresh_seed = a.fresh_seed if a.fresh_seed is not None else random.SystemRandom().randrange(10**6, 10**9)
+            print(f"b2b: fresh seed {fresh_seed}, {fresh} ops besides the fixed corpus (replay alone: "
+                  f"compat-tests/b2b/run.sh --seed {fresh_seed} --ops {fresh} --seq-len {a.seq_len} "
+                  f"--fresh-ops 0" + (f" --exclude {a.exclude}" if a.exclude else "") + ")", flush=True)
+            remaining, k = fresh, 0
+            while remaining > 0:
+                n = min(a.seq_len, remaining)
+                jobs.append((fresh_seed + k, generate(fresh_seed + k, n, exclude)))
+                remaining -= n
+                k += 1
     t0 = time.monotonic()
 
     def one(job):
@@ -830,14 +892,19 @@ def main():
     # Sequences are independent (own namespace, own sessions), so --jobs of them share the servers.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         results = list(pool.map(one, jobs))
+    # Ops and sequences are counted apart: a sequence is a test (it passes when every op of it was equal),
+    # an op is one comparison; compat-tests/lib.sh's row counts the tests, report_ops the operations.
     passed = failed = skipped = 0
+    seq_passed = seq_failed = 0
     mismatches = 0
     out = sys.stdout
     for seed, ops, done, mm in results:
         n = len(ops)
         passed += done
         if mm is None:
+            seq_passed += 1
             continue
+        seq_failed += 1
         failed += 1
         skipped += n - done - 1
         if "abort" in mm:
@@ -846,7 +913,7 @@ def main():
         mismatches += 1
         print(f"MISMATCH seed={seed} seq-len={n} op-index={done} kind={mm['kind']}", file=out)
         print_mismatch(mm, out)
-        print(f"  reproduce: compat-tests/b2b/run.sh --seed {seed} --ops {done + 1} --seq-len {n}"
+        print(f"  reproduce: compat-tests/b2b/run.sh --seed {seed} --ops {done + 1} --seq-len {n} --fresh-ops 0"
               + (f" --exclude {a.exclude}" if a.exclude else ""), file=out)
         if mismatches > a.max_mismatches:
             print("  (not shrunk: --max-mismatches reached)", file=out)
@@ -875,10 +942,12 @@ def main():
         for (kind, oc), c in sorted(COVERAGE.items()):
             print(f"  {kind:22} {oc:12} {c}")
     print(f"b2b: {passed + failed} ops compared in {dt:.1f}s over {k} sequences "
-          f"({passed} equal, {failed} mismatching, {skipped} not run after a mismatch)")
+          f"({passed} equal, {failed} mismatching, {skipped} not run after a mismatch); "
+          f"sequences: {seq_passed} equal, {seq_failed} with a mismatch or an abort")
     if a.counts_file:
         with open(a.counts_file, "w") as f:
-            f.write(f"{passed} {failed} {skipped}\n")
+            # sequences equal, sequences not, ops compared, ops mismatching, ops not run after a mismatch
+            f.write(f"{seq_passed} {seq_failed} {passed + failed} {failed} {skipped}\n")
     return 1 if failed else 0
 
 

@@ -4,8 +4,11 @@
 #   compat-tests/b2b/run.sh [--standalone] [--ops N] [--seed S] [--seq-len L] [--exclude op,op] [--shrink-budget SECS]
 #
 # Starts ZooKeeper (standalone) and a 3-member paddock ensemble on free loopback ports with temp data dirs;
+# besides the fixed corpus (--seed, --ops) it compares a block from a fresh seed (b2b.py --fresh-ops), printed
+# with the command that replays it;
 # b2b.py talks to a follower of that ensemble (--standalone: one paddock server instead), runs compat-tests/b2b/b2b.py, stops them,
-# prints the row `b2b | passed | failed | skipped` (counted in ops; compat-tests/lib.sh).
+# prints `b2b: operations: N compared, M mismatches` and the row `b2b | passed | failed | skipped`, which
+# counts sequences (tests), not operations (compat-tests/lib.sh).
 # Exit status is non-zero on any mismatch. PADDOCK_BIN overrides the binary (no build then);
 # KEEP_WORK=1 keeps the temp dir with both server logs.
 set -euo pipefail
@@ -51,10 +54,12 @@ set +e
     --counts-file "$COMPAT_WORK/counts" "${ARGS[@]}")
 rc=$?
 set -e
+# The row counts sequences (each one test: equal from its first op to its last); the operations compared
+# are a separate line (report_ops), never added to the tests.
 if [[ -f "$COMPAT_WORK/counts" ]]; then
-    read -r passed failed skipped <"$COMPAT_WORK/counts"
+    read -r passed failed ops_compared ops_mismatched ops_not_run <"$COMPAT_WORK/counts"
 else
-    passed=0 failed=1 skipped=0
+    passed=0 failed=1 ops_compared=0 ops_mismatched=0 ops_not_run=0
 fi
 if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
 for name in "${!PADDOCK_PIDS[@]}"; do
@@ -63,5 +68,9 @@ for name in "${!PADDOCK_PIDS[@]}"; do
         tail -n 30 "$COMPAT_WORK/$name.log" >&2 || true
     fi
 done
-report "$passed" "$failed" "$skipped"
+if ((ops_not_run > 0)); then
+    echo "b2b: $ops_not_run operations not run: the rest of each sequence after its mismatch"
+fi
+report_ops "$ops_compared" "$ops_mismatched"
+report "$passed" "$failed" 0
 exit $rc

@@ -6,17 +6,19 @@
 # ensemble (zoo.cfg with server.N lines, myid; killServer = SIGKILL). Surefire scans the test-jar
 # (dependenciesToScan); see README.md.
 #
-#   compat-tests/curator-recipes/run.sh                      the CI subset (CI_TESTS, about 6 min on 2 cores)
+#   compat-tests/curator-recipes/run.sh                      the CI subset (CI_TESTS, 158 tests, about 9.5 min on 2 cores)
 #   compat-tests/curator-recipes/run.sh --full               every test in the jar (293; about 33 min)
 #   compat-tests/curator-recipes/run.sh --against-zookeeper  the same tests, TestingServer starting Apache
 #                                                            ZooKeeper 3.9.5 (scripts/zookeeper.sh's jars)
 #   compat-tests/curator-recipes/run.sh [...] -- <mvn args>  e.g. -- -Dtest=TestLeaderLatch (replaces the
 #                                                            class list)
 #
-# KNOWN_FAILURES lists tests expected to fail (format of compat-tests/kazoo-suite/KNOWN_FAILURES: `~` marks
-# a flaky one that may pass). They count as skipped, with their reason. The run fails if any other test
-# fails, or a listed (non-`~`) test passes. Entries whose reason starts with `harness:` are limits of a
-# separate-process TestingServer and are expected with --against-zookeeper too; the others are paddock's.
+# KNOWN_FAILURES lists tests expected to fail (compat-tests/known_failures.py has the format). They count
+# as skipped, with their reason. The run fails if any other test fails, or a listed (non-`~`) test passes.
+# `~` marks a race in Curator's own test: when it fails it runs once more, alone, and fails the run if it
+# fails again; each retry is named (`curator-recipes: retried ...`). Entries whose reason starts with
+# `harness:` are limits of a separate-process TestingServer and are expected with --against-zookeeper too,
+# as are the `~` races; the others are paddock's.
 # Env: PADDOCK_BIN (no build then), KEEP_WORK=1 (keep the temp dir with server logs and surefire reports).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -76,11 +78,13 @@ fi
 
 WHOLE=0
 if ((FULL == 1)) && ((${#MVN_ARGS[@]} == 0)); then WHOLE=1; fi
-# Surefire's reports -> {TestClass.method: [status, message]} for compat_judge.
-python3 - "$REPORTS" "$COMPAT_WORK/results.json" <<'EOF'
+# Surefire's reports -> {TestClass.method: [status, message]} for compat_judge; EXPECTED ids that are not
+# reported are "noreport" (a re-run that died).
+to_results() { # reports-dir results.json expected...
+    python3 - "$@" <<'EOF'
 import glob, json, os, sys, xml.etree.ElementTree as ET
 
-reports, out = sys.argv[1:]
+reports, out, *expected = sys.argv[1:]
 results = {}
 for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
     try:
@@ -107,11 +111,33 @@ for path in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
             results[tid] = ["skip", msg]
         else:
             results[tid] = ["pass", ""]
+for tid in expected:
+    results.setdefault(tid, ["noreport", ""])
 json.dump(results, open(out, "w"))
 EOF
+}
+to_results "$REPORTS" "$COMPAT_WORK/results.json"
+
+# A listed-flaky test that failed runs once more, alone (compat_retry_flaky); failing twice fails the suite.
+rerun() { # retry.json Class.method...
+    local out=$1 id sel=()
+    shift
+    for id in "$@"; do
+        sel+=("${id%%.*}#${id#*.}")
+    done
+    (cd "$HERE" && timeout 1800 mvn -B -o test -Dmaven.test.failure.ignore=true \
+        -Dpaddock.reportsDir="$COMPAT_WORK/retry-reports" "${PROPS[@]}" -Dtest="$(IFS=,; echo "${sel[*]}")") \
+        >"$COMPAT_WORK/mvn-retry.out" 2>&1
+    grep -E 'Tests run:.*-- in ' "$COMPAT_WORK/mvn-retry.out" || tail -n 20 "$COMPAT_WORK/mvn-retry.out"
+    to_results "$COMPAT_WORK/retry-reports" "$out" "$@"
+}
+retry_flags=()
+[[ "$TARGET" != zookeeper ]] || retry_flags+=(--harness-only)
+compat_retry_flaky "$COMPAT_WORK/results.json" "$HERE/KNOWN_FAILURES" "$COMPAT_WORK/retry.json" rerun "${retry_flags[@]}"
 flags=()
 ((WHOLE == 0)) || flags+=(--whole)
 [[ "$TARGET" != zookeeper ]] || flags+=(--harness-only)
+[[ ! -f "$COMPAT_WORK/retry.json" ]] || flags+=(--retried "$COMPAT_WORK/retry.json")
 compat_judge "$COMPAT_WORK/results.json" "$HERE/KNOWN_FAILURES" "${flags[@]}"
 passed=$JUDGED_PASSED failed=$JUDGED_FAILED skipped=$JUDGED_SKIPPED
 # A run that died (timeout, crash) before reporting anything has not passed.

@@ -208,10 +208,15 @@ func checkOrder(ops []Op) Verdict {
 
 // ---- lock with fencing ----
 
-// checkFencing: the store's accepted writes must carry non-decreasing tokens AND non-decreasing lock
-// sequence numbers (the token is the lock node's czxid, the sequence number its name: both come from the
-// server and must agree); an accepted write whose lock node is older than one already accepted is a
-// stale token accepted. lateRefused counts writes by a holder after it was paused that were refused.
+// checkFencing judges the store's log. The store accepts every write (it fences nothing itself), so a
+// stale holder's write reaches the log and is seen here instead of being refused out of sight. Each
+// write carries its lock node's sequence number and its token (the node's czxid); in arrival order:
+//   - a write whose token is below the highest token already written is stale: a fencing store refuses
+//     it. That is the client-pause nemesis at work, counted (the second result), not a violation, as long
+//     as its lock node is older too;
+//   - a violation is a token that does not tell a stale holder from the current one: a write from an
+//     older lock node with a token no lower than a newer node's, a newer node with a token no higher, or
+//     two tokens for one node. A fencing store would then accept a stale write, or refuse a current one.
 func checkFencing(ops []Op) (Verdict, int) {
 	v := Verdict{Checker: "lock-fencing"}
 	var writes []Op
@@ -222,20 +227,23 @@ func checkFencing(ops []Op) (Verdict, int) {
 	}
 	sort.SliceStable(writes, func(i, j int) bool { return writes[i].Call < writes[j].Call })
 	var maxTok, maxSeq int64 = -1, -1
-	late := 0
+	tokenOf := map[int64]int64{} // lock node (sequence number) -> its token
+	stale := 0
 	for _, w := range writes {
 		v.Checked++
-		if w.Type != "ok" {
-			if w.Err == "late" {
-				late++
-			}
-			continue
+		if t, ok := tokenOf[w.Seq]; ok && t != w.Czxid {
+			v.bad("lock node #%d wrote with token %#x and with token %#x", w.Seq, t, w.Czxid)
 		}
-		if w.Czxid < maxTok {
-			v.bad("store accepted token %#x from client %d after token %#x", w.Czxid, w.Client, maxTok)
-		}
-		if w.Seq < maxSeq {
-			v.bad("store accepted a write from lock node #%d (token %#x, client %d) after one from lock node #%d: stale holder", w.Seq, w.Czxid, w.Client, maxSeq)
+		tokenOf[w.Seq] = w.Czxid
+		switch {
+		case w.Czxid < maxTok && w.Seq < maxSeq:
+			stale++ // an older holder, and its token says so
+		case w.Seq < maxSeq:
+			v.bad("a write from lock node #%d (token %#x, client %d) came after one from lock node #%d with no higher token (%#x): a fencing store accepts the stale holder", w.Seq, w.Czxid, w.Client, maxSeq, maxTok)
+		case w.Czxid < maxTok:
+			v.bad("lock node #%d (client %d) wrote with token %#x below %#x of an older lock node: a fencing store refuses the current holder", w.Seq, w.Client, w.Czxid, maxTok)
+		case w.Seq > maxSeq && w.Czxid == maxTok:
+			v.bad("lock node #%d (client %d) has the same token %#x as lock node #%d", w.Seq, w.Client, w.Czxid, maxSeq)
 		}
 		if w.Czxid > maxTok {
 			maxTok = w.Czxid
@@ -244,7 +252,10 @@ func checkFencing(ops []Op) (Verdict, int) {
 			maxSeq = w.Seq
 		}
 	}
-	return v, late
+	if stale > 0 {
+		v.Note = fmt.Sprintf("%d stale writes reached the store, each with an older token (a fencing store refuses them)", stale)
+	}
+	return v, stale
 }
 
 // checkLockExclusive judges holders from the server's view: a client holds the lock from the children
@@ -606,6 +617,37 @@ func checkWatches(ops []Op, tree map[string]NodeInfo) Verdict {
 					v.bad("session %#x round %d: %s was created while the session lived, its watch never fired", k.s, k.round, p)
 				}
 			}
+		}
+	}
+	return v
+}
+
+// requireChecked: a checker that judged nothing passed vacuously, which a run must not count as a pass
+// (a workload that did not run, a history that did not reach the checker). Each such verdict gets a
+// violation saying so.
+func requireChecked(verdicts []Verdict) []Verdict {
+	for i := range verdicts {
+		if verdicts[i].Checked == 0 && len(verdicts[i].Violations) == 0 {
+			verdicts[i].bad("checked nothing: the run gave this checker nothing to judge")
+		}
+	}
+	return verdicts
+}
+
+// checkEgress: each member's count of packets it tried to send off the members' /24 (the egress
+// nemesis's firewall counts and drops them); "0" is the only clean answer, and a member whose count
+// could not be read is a violation too (nothing was checked for it).
+func checkEgress(counts []string) Verdict {
+	v := Verdict{Checker: "egress"}
+	for i, out := range counts {
+		switch {
+		case out == "0":
+			v.Checked++
+		case out == "":
+			v.bad("member %d: its egress count could not be read", i+1)
+		default:
+			v.Checked++
+			v.bad("member %d sent %s packets off %s.0/24 (dropped)", i+1, out, memberNet)
 		}
 	}
 	return v

@@ -84,24 +84,55 @@ func TestRegisterIndeterminateWriteMayLandLater(t *testing.T) {
 	}
 }
 
-func TestFencingCatchesStaleTokenAccepted(t *testing.T) {
-	w := func(client int, seq, tok int64, typ string, at int64) Op {
-		return Op{W: "lock", F: "write", Client: client, Seq: seq, Czxid: tok, Type: typ, Call: at, Ret: at}
+func TestFencingSeesStaleWritesAndCatchesTokensThatCannotFence(t *testing.T) {
+	w := func(client int, seq, tok int64, at int64) Op {
+		return Op{W: "lock", F: "write", Client: client, Seq: seq, Czxid: tok, Type: "ok", Call: at, Ret: at}
 	}
-	good := []Op{w(1, 1, 0x100, "ok", 1), w(2, 2, 0x200, "ok", 2), w(1, 1, 0x100, "fail", 3), w(2, 2, 0x200, "ok", 4)}
-	if v, _ := checkFencing(good); len(v.Violations) != 0 {
-		t.Fatalf("a well-fenced history was judged bad: %v", v.Violations)
+	// The store accepts every write: the paused holder's late write (node #1, older token) reaches it and
+	// is seen as stale, which is what fencing is for, not a violation.
+	v, stale := checkFencing([]Op{w(1, 1, 0x100, 1), w(2, 2, 0x200, 2), w(1, 1, 0x100, 3), w(2, 2, 0x200, 4)})
+	if len(v.Violations) != 0 || stale != 1 || v.Checked != 4 {
+		t.Fatalf("a fenceable history: violations %v, stale %d, checked %d", v.Violations, stale, v.Checked)
 	}
-	// The paused holder's late write with the older token was accepted.
-	bad := []Op{w(1, 1, 0x100, "ok", 1), w(2, 2, 0x200, "ok", 2), w(1, 1, 0x100, "ok", 3)}
-	v, _ := checkFencing(bad)
-	if len(v.Violations) != 2 || !strings.Contains(v.Violations[0], "token 0x100") {
-		t.Fatalf("a stale token accepted was not caught: %+v", v)
+	// A later lock node with a lower token: a fencing store would refuse the current holder, and then
+	// accept the stale one's next write.
+	v, _ = checkFencing([]Op{w(1, 1, 0x300, 1), w(2, 2, 0x200, 2), w(1, 1, 0x300, 3)})
+	if len(v.Violations) != 2 || !strings.Contains(v.Violations[0], "refuses the current holder") ||
+		!strings.Contains(v.Violations[1], "accepts the stale holder") {
+		t.Fatalf("tokens against the lock order were not caught: %+v", v)
 	}
-	// Tokens that disagree with the lock order (a czxid lower for a later lock node) are caught too.
-	v, _ = checkFencing([]Op{w(1, 1, 0x300, "ok", 1), w(2, 2, 0x300, "ok", 2), w(1, 1, 0x300, "ok", 3)})
-	if len(v.Violations) != 1 || !strings.Contains(v.Violations[0], "stale holder") {
-		t.Fatalf("an older lock node's write after a newer one's was not caught: %+v", v)
+	// Two lock nodes with one token, and one node with two tokens.
+	v, _ = checkFencing([]Op{w(1, 1, 0x100, 1), w(2, 2, 0x100, 2), w(2, 2, 0x180, 3)})
+	if len(v.Violations) != 2 || !strings.Contains(v.Violations[0], "same token") ||
+		!strings.Contains(v.Violations[1], "and with token") {
+		t.Fatalf("shared or changing tokens were not caught: %+v", v)
+	}
+}
+
+func TestCheckersThatCheckedNothingFail(t *testing.T) {
+	empty, _ := checkFencing(nil)
+	vs := requireChecked([]Verdict{empty, checkOrder(nil), {Checker: "x", Checked: 3}})
+	for _, v := range vs[:2] {
+		if len(v.Violations) != 1 || !strings.Contains(v.Violations[0], "checked nothing") {
+			t.Fatalf("%s judged nothing and passed: %+v", v.Checker, v)
+		}
+	}
+	if len(vs[2].Violations) != 0 {
+		t.Fatalf("a checker that judged 3 things was failed: %+v", vs[2])
+	}
+}
+
+func TestEgressCatchesAMemberSendingOffItsNetwork(t *testing.T) {
+	if v := checkEgress([]string{"0", "0", "0"}); len(v.Violations) != 0 || v.Checked != 3 {
+		t.Fatalf("a clean run: %+v", v)
+	}
+	v := checkEgress([]string{"0", "17", ""})
+	if len(v.Violations) != 2 || !strings.Contains(v.Violations[0], "member 2 sent 17 packets") ||
+		!strings.Contains(v.Violations[1], "member 3: its egress count could not be read") {
+		t.Fatalf("a member sending off-net, and one unread, were not both caught: %+v", v)
+	}
+	if v := requireChecked([]Verdict{checkEgress(nil)}); len(v[0].Violations) != 1 {
+		t.Fatalf("egress with no members read passed: %+v", v[0])
 	}
 }
 

@@ -117,8 +117,8 @@ func runLocker(args []string) {
 					emit(Op{F: "store", Type: map[bool]string{true: "ok", false: "fail"}[sr.Text() == "OK"], Session: sess, Seq: mine, Czxid: nst.Czxid, Call: t.UnixNano(), Ret: now()})
 					time.Sleep(time.Duration(100+rng.Intn(300)) * time.Millisecond)
 					// Paused past the session timeout (SIGSTOP) since this write began: a client that does
-					// not check its session would go on writing. This one does, once: the store must refuse
-					// it if another holder wrote meanwhile.
+					// not check its session would go on writing. This one does, once: the store records it,
+					// and checkFencing must see its token as older than the new holder's.
 					if !late && time.Since(t) > *sessionTimeout {
 						late, writes = true, i+2
 					}

@@ -239,15 +239,12 @@ func run() int {
 	if wls["watch"] {
 		verdicts = append(verdicts, checkWatches(all, ref))
 	}
-	ev := Verdict{Checker: "egress"}
+	var egress []string
 	for i := 1; i <= *nodes; i++ {
-		ev.Checked++
 		out, _ := nem.sh("egress", strconv.Itoa(i))
-		if out != "0" {
-			ev.bad("member %d sent %s packets off %s.0/24 (dropped)", i, out, memberNet)
-		}
+		egress = append(egress, strings.TrimSpace(out))
 	}
-	verdicts = append(verdicts, ev)
+	verdicts = append(verdicts, checkEgress(egress))
 	for _, k := range kinds {
 		if strings.HasPrefix(k, "disk-") {
 			verdicts = append(verdicts, nem.checkDisk())
@@ -258,6 +255,7 @@ func run() int {
 		verdicts = append(verdicts, Verdict{Checker: "final-read", Checked: *nodes, Violations: final.errs})
 	}
 	h.Close()
+	verdicts = requireChecked(verdicts)
 	return report(*runDir, *target, *quorum, *nodes, *seed, *dur, nem, all, verdicts, lateRefused, healthy)
 }
 

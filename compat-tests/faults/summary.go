@@ -148,7 +148,7 @@ func (t *table) write(w io.Writer) {
 	for _, c := range t.checks {
 		note := c.Note
 		if c.Checker == "lock-fencing" {
-			note = fmt.Sprintf("late writes of paused holders refused: %d", t.late)
+			note = fmt.Sprintf("stale writes seen at the store, each with an older token (a fencing store refuses them): %d", t.late)
 		}
 		fmt.Fprintf(w, "%-22s | %8d | %10d | %s\n", c.Checker, c.Checked, len(c.Violations), note)
 	}

@@ -500,32 +500,27 @@ func (e *Env) Watch(ctx context.Context, wg *sync.WaitGroup, nodes int) {
 // the fenced store lives here ----
 
 type Store struct {
-	mu       sync.Mutex
-	maxToken int64
-	h        *History
-	paused   map[int]int64 // lockers paused while holding: the lock node (sequence number) they held
-	holder   map[int]bool  // lockers that hold the lock now (their own view)
-	held     map[int]int64 // the sequence number of the node each holder holds
-	procs    map[int]*exec.Cmd
+	mu     sync.Mutex
+	h      *History
+	paused map[int]int64 // lockers paused while holding: the lock node (sequence number) they held
+	holder map[int]bool  // lockers that hold the lock now (their own view)
+	held   map[int]int64 // the sequence number of the node each holder holds
+	procs  map[int]*exec.Cmd
 }
 
+// write records a holder's write and accepts it, whatever its token: the store fences nothing itself,
+// so that a stale token reaching it is in the log for checkFencing to see (a store that refused it would
+// leave the checker only the writes it had already judged good).
 func (s *Store) write(client int, seq, token int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	op := Op{W: "lock", F: "write", Client: client, Seq: seq, Czxid: token, Call: now()}
-	ok := token >= s.maxToken
-	if ok {
-		s.maxToken = token
-		op.Type = "ok"
-	} else {
-		op.Type = "fail"
-	}
+	op := Op{W: "lock", F: "write", Client: client, Seq: seq, Czxid: token, Call: now(), Type: "ok"}
 	if p, ok := s.paused[client]; ok && p == seq {
 		op.Err = "late"
 	}
 	op.Ret = now()
 	s.h.Add(op)
-	return ok
+	return true
 }
 
 // Holder picks a locker that holds the lock now, or -1.

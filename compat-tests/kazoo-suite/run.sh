@@ -9,8 +9,9 @@
 #                                                         checks known failures only among tests that ran)
 #
 # Tests listed in KNOWN_FAILURES may fail without failing this script. It fails when any other test fails
-# or errors, and when a listed test passes (the list must stay true), except for entries marked `~`
-# (races in kazoo's own tests, which may go either way). Every skip is printed with its reason.
+# or errors, and when a listed test passes (the list must stay true). An entry marked `~` is a race in
+# kazoo's own test: when it fails it runs once more, alone, and fails the suite if it fails again (each
+# retry is named: `kazoo-suite: retried ...`). Every skip is printed with its reason.
 # Ends with the row `kazoo-suite | passed | failed | skipped` (compat-tests/lib.sh): `failed` counts the
 # unexpected failures; `skipped` counts kazoo's own skips plus the known failures (they ran, and failed
 # the way KNOWN_FAILURES says), each group explained by a `skipped N: reason` line.
@@ -83,23 +84,24 @@ WORK="${KAZOO_SUITE_WORK:-$COMPAT_WORK}"
 CLUSTER_SIZE="${KAZOO_CLUSTER_SIZE:-3}"
 mkdir -p "$WORK"
 
-set +e
-PATH="$HERE/shim:$PATH" PADDOCK_BIN="$BIN" \
-    ZOOKEEPER_VERSION=3.9.4 ZOOKEEPER_CLASSPATH=paddock ZOOKEEPER_CLUSTER_SIZE="$CLUSTER_SIZE" ZOOKEEPER_PORT_OFFSET="$OFFSET" \
-    CI=true NO_COLOR=1 PYTHONUNBUFFERED=1 \
-    timeout 1200 "$PY" -m pytest --pyargs kazoo.tests -q -rfEs --timeout=120 -p no:cacheprovider \
-    -W ignore::DeprecationWarning --junitxml="$WORK/junit.xml" "$@" >"$WORK/pytest.out" 2>&1
-rc=$?
-set -e
-# kazoo's connection threads log reconnect chatter outside pytest's capture; show only pytest's verdicts.
-grep -E '^(FAILED|ERROR|SKIPPED)|^(=+ )?[0-9]+ (passed|failed|error|skipped)' "$WORK/pytest.out" || tail -n 20 "$WORK/pytest.out"
-echo "kazoo-suite: pytest exited $rc; junit and output in $WORK"
+# One pytest run of kazoo's tests (ARGS: pytest's selection), its junit report in JUNIT, output in OUT.
+run_pytest() { # junit.xml out args...
+    local junit=$1 out=$2
+    shift 2
+    PATH="$HERE/shim:$PATH" PADDOCK_BIN="$BIN" \
+        ZOOKEEPER_VERSION=3.9.4 ZOOKEEPER_CLASSPATH=paddock ZOOKEEPER_CLUSTER_SIZE="$CLUSTER_SIZE" ZOOKEEPER_PORT_OFFSET="$OFFSET" \
+        CI=true NO_COLOR=1 PYTHONUNBUFFERED=1 \
+        timeout 1200 "$PY" -m pytest --pyargs -q -rfEs --timeout=120 -p no:cacheprovider \
+        -W ignore::DeprecationWarning --junitxml="$junit" "$@" >"$out" 2>&1
+}
 
-# junit.xml -> {test id: [status, message]} for compat_judge.
-"$PY" - "$WORK/junit.xml" "$WORK/results.json" <<'EOF'
+# junit.xml -> {test id: [status, message]} for compat_judge; EXPECTED ids that are not in the report are
+# "noreport" (a re-run that died).
+to_results() { # junit.xml results.json expected...
+    "$PY" - "$@" <<'EOF'
 import json, sys, xml.etree.ElementTree as ET
 
-junit, out = sys.argv[1:]
+junit, out, *expected = sys.argv[1:]
 results = {}
 try:
     root = ET.parse(junit).getroot()
@@ -120,10 +122,37 @@ for case in root.iter("testcase"):
         results[tid] = ["skip", skip.get("message") or ""]
     else:
         results[tid] = ["pass", ""]
+for tid in expected:
+    results.setdefault(tid, ["noreport", ""])
 json.dump(results, open(out, "w"))
 EOF
+}
+
+set +e
+run_pytest "$WORK/junit.xml" "$WORK/pytest.out" kazoo.tests "$@"
+rc=$?
+set -e
+# kazoo's connection threads log reconnect chatter outside pytest's capture; show only pytest's verdicts.
+grep -E '^(FAILED|ERROR|SKIPPED)|^(=+ )?[0-9]+ (passed|failed|error|skipped)' "$WORK/pytest.out" || tail -n 20 "$WORK/pytest.out"
+echo "kazoo-suite: pytest exited $rc; junit and output in $WORK"
+to_results "$WORK/junit.xml" "$WORK/results.json"
+
+# A listed-flaky test that failed runs once more, alone (compat_retry_flaky); failing twice fails the suite.
+# Its id `test_sasl.Class::test` is the node `kazoo.tests.test_sasl::Class::test` for --pyargs.
+rerun() { # retry.json id...
+    local out=$1 id nodes=()
+    shift
+    for id in "$@"; do
+        nodes+=("kazoo.tests.${id%%.*}::${id#*.}")
+    done
+    run_pytest "$WORK/retry.xml" "$WORK/retry.out" "${nodes[@]}"
+    grep -E '^(FAILED|ERROR)|^(=+ )?[0-9]+ (passed|failed|error)' "$WORK/retry.out" || tail -n 20 "$WORK/retry.out"
+    to_results "$WORK/retry.xml" "$out" "$@"
+}
+compat_retry_flaky "$WORK/results.json" "$HERE/KNOWN_FAILURES" "$WORK/retry.json" rerun
 whole=()
 [[ $# -gt 0 ]] || whole=(--whole)
+[[ ! -f "$WORK/retry.json" ]] || whole+=(--retried "$WORK/retry.json")
 compat_judge "$WORK/results.json" "$HERE/KNOWN_FAILURES" "${whole[@]}"
 passed=$JUDGED_PASSED failed=$JUDGED_FAILED skipped=$JUDGED_SKIPPED
 # A pytest that died (timeout, crash) without failures in its report has not passed; nor has a run of nothing.

@@ -259,6 +259,33 @@ t_fencing_token() {
         fail "accepted writes: not just B's"
 }
 
+# The fencing token is the czxid of the holder's own node (as the help and docs/locks.md say), read back
+# through another client (Curator): for two holders of a lock one after the other, and for a leader.
+t_token_is_czxid() {
+    local c1 t1 n1 c2 t2 n2 tl cl
+    # shellcheck disable=SC2016
+    "${LOCK[@]}" /locks/cz -- sh -c 'echo "$PADDOCK_LOCK_TOKEN" >t1; "$@" >k1' sh "${CURATOR[@]}" czxids /locks/cz ||
+        fail "first holder: exit $?"
+    # shellcheck disable=SC2016
+    "${LOCK[@]}" /locks/cz -- sh -c 'echo "$PADDOCK_LOCK_TOKEN" >t2; "$@" >k2' sh "${CURATOR[@]}" czxids /locks/cz ||
+        fail "second holder: exit $?"
+    t1=$(cat t1) t2=$(cat t2)
+    [[ $(wc -l <k1) == 1 && $(wc -l <k2) == 1 ]] || fail "one node each while held: $(cat k1) / $(cat k2)"
+    read -r n1 c1 <k1; read -r n2 c2 <k2
+    [[ $n1 == _c_*-lock-* && $n2 == _c_*-lock-* && $n1 != "$n2" ]] || fail "lock nodes: $n1, $n2"
+    [[ $t1 == "$c1" ]] || fail "first token $t1, its node $n1 has czxid $c1"
+    [[ $t2 == "$c2" ]] || fail "second token $t2, its node $n2 has czxid $c2"
+    ((t2 > t1)) || fail "tokens not increasing: $t1 then $t2"
+    # shellcheck disable=SC2016
+    "${ELECT[@]}" --proposal p1 /election/cz -- sh -c 'echo "$PADDOCK_LEADER_TOKEN" >tl; "$@" >kl' sh "${CURATOR[@]}" czxids /election/cz ||
+        fail "leader: exit $?"
+    tl=$(cat tl)
+    [[ $(wc -l <kl) == 1 ]] || fail "one participant: $(cat kl)"
+    read -r _ cl <kl
+    [[ $tl == "$cl" ]] || fail "leader token $tl, its node has czxid $cl ($(cat kl))"
+    ((tl > t2)) || fail "leader token $tl not above the lock's $t2"
+}
+
 # The same with a plain TTL lock (SETNX+TTL) and no token: A's late write lands on top of B's.
 t_fencing_ttl_double_write() {
     spawn a.out "$EX/fenced_write" --servers "$SERVERS" --pg "$DB" --mode ttl --lock /fence/ttl --ttl-ms 1000 --key k-ttl --value A --pause-ms 2000
@@ -458,7 +485,7 @@ t_curator_latch() {
     [[ "$(tr '\n' ' ' <l.out)" == "rust-leader curator "* ]] || fail "--listen printed: $(cat l.out)"
 }
 
-CHECKS=(two_shells exit_statuses signals_forwarded session_lost fencing_token fencing_ttl_double_write payment
+CHECKS=(two_shells exit_statuses signals_forwarded session_lost fencing_token token_is_czxid fencing_ttl_double_write payment
     inventory_cas inventory_lock cron migration idempotency election elect_cli curator_mutex curator_latch)
 
 # --- run them against each target, the targets side by side ------------------------------------------
@@ -479,6 +506,7 @@ run_target() {
         echo "paddock ${PADDOCK_PIDS[paddock]}" >>"$COMPAT_WORK/servers"
     fi
     SERVERS="127.0.0.1:$PORT"
+    CURATOR=(java -cp "$JCP" dev.paddock.locks.CuratorSide "$SERVERS")
     LOCK=("$BIN" lock --servers "$SERVERS" --session-timeout "${SESSION_MS}ms")
     ELECT=("$BIN" elect --servers "$SERVERS" --session-timeout "${SESSION_MS}ms")
     DBNAME="locks_$T"

@@ -401,6 +401,93 @@ async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
     shutdown(&mut members).await;
 }
 
+/// A session that moved to another member is kept alive there: the new member's touches reach
+/// the leader, so the session outlives its old connection's timeout many times over, while a
+/// control session left silent on the old member expires within the same wait (which shows the
+/// wait is long enough to matter).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_moved_session_lives_on_at_its_new_member_past_the_old_connections_timeout() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let mut followers = members.iter().filter(|m| m.id != leader).map(|m| m.id);
+    let (a, b) = (followers.next().unwrap(), followers.next().unwrap());
+    const T: i32 = 600;
+    let mut old = common::RawClient::connect(member(&members, a).addr(), T).await;
+    assert_eq!(old.timeout, T);
+    old.send(1, &create_ephemeral("/moved")).await;
+    let (h, _) = old.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let mut control = common::RawClient::connect(member(&members, a).addr(), T).await;
+    control.send(1, &create_ephemeral("/control")).await;
+    let (h, _) = control.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let last_zxid = h.zxid;
+    let (session, passwd) = (old.session_id, old.passwd.clone());
+    // The old connection goes silent (no CloseSession: a client that lost its link), and so does
+    // the control's.
+    drop(old);
+    drop(control);
+    let baddr = member(&members, b).addr();
+    wait_until(
+        "member b applied the client's last zxid",
+        Duration::from_secs(10),
+        || async { srvr_zxid(baddr).await.is_some_and(|z| z >= last_zxid) },
+    )
+    .await;
+    let (resp, moved) = common::RawClient::connect_with(
+        baddr,
+        wire::ConnectRequest {
+            last_zxid_seen: last_zxid,
+            timeout: T,
+            session_id: session,
+            passwd: Some(passwd),
+            read_only: Some(false),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(resp.expect("a reply").session_id, session);
+    let mut moved = moved.expect("the session moved");
+    // Heartbeats on member b only, for ten times the session timeout.
+    let start = tokio::time::Instant::now();
+    let mut xid = 10;
+    while start.elapsed() < Duration::from_millis(10 * T as u64) {
+        moved.send(-2, &wire::Request::Ping).await;
+        let (h, _) = moved
+            .recv()
+            .await
+            .expect("member b answers the moved session");
+        assert_eq!((h.xid, h.err), (-2, 0), "ping {xid}");
+        xid += 1;
+        tokio::time::sleep(Duration::from_millis(T as u64 / 4)).await;
+    }
+    let writer = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+    assert!(
+        !exists_after_sync(&writer, "/control").await,
+        "the silent control session did not expire in ten timeouts"
+    );
+    assert!(
+        exists_after_sync(&writer, "/moved").await,
+        "the moved session expired although member b heard from it"
+    );
+    moved
+        .send(
+            xid,
+            &wire::Request::Exists(wire::ops::exists::ExistsRequest {
+                path: "/moved".into(),
+                watch: false,
+            }),
+        )
+        .await;
+    let (h, _) = moved.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (xid, 0));
+    drop(moved);
+    drop(writer);
+    shutdown(&mut members).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_cut_off_from_its_quorum_closes_its_clients_and_stops_serving() {
     logs();
@@ -652,6 +739,147 @@ async fn linearizable_reads_on_a_follower_see_every_write_acknowledged_before_th
     drop(writer);
     drop(reader);
     shutdown(&mut members).await;
+}
+
+/// A TCP relay in front of a member's peer port that can hold what passes through it: while
+/// paused, bytes are read but not forwarded (in either direction), so the member behind it stops
+/// hearing from its leader without its connections breaking.
+async fn pausable_relay(listen: u16, target: u16) -> tokio::sync::watch::Sender<bool> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // The port was a stopped member's: wait until its listener is gone.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let listener = loop {
+        match tokio::net::TcpListener::bind(("127.0.0.1", listen)).await {
+            Ok(l) => break l,
+            Err(e) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "relay port {listen}: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let (paused_tx, paused_rx) = tokio::sync::watch::channel(false);
+    async fn pump(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        mut paused: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            while *paused.borrow_and_update() {
+                if paused.changed().await.is_err() {
+                    return;
+                }
+            }
+            if to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await else {
+                continue;
+            };
+            let (ir, iw) = inbound.into_split();
+            let (or, ow) = outbound.into_split();
+            tokio::spawn(pump(ir, ow, paused_rx.clone()));
+            tokio::spawn(pump(or, iw, paused_rx.clone()));
+        }
+    });
+    paused_tx
+}
+
+/// `paddock.linearizableReads` beside its control. Member 3's peer port is reached through a relay
+/// that the test pauses, so member 3 stays a follower that knows its leader (its own election
+/// timeout is made long) but falls behind. (The relay takes member 3's listed port: member 3 is
+/// restarted on another one, which it may, its data dir holding the cluster's identity, while the
+/// others keep dialling the listed port.) A write acknowledged by the leader (members 1 and 2 are
+/// a quorum) is then read on member 3: without linearizable reads the read is served from member
+/// 3's tree and shows the old value, which is the stale read the setting exists to prevent; with
+/// it, the read waits for a ReadIndex from the leader and shows the new value once the relay lets
+/// member 3 catch up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lagging_follower_serves_a_stale_read_unless_linearizable_reads_is_on() {
+    logs();
+    for linearizable in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let mut cfgs = ensemble_configs(root.path(), 3, 0);
+        for c in &mut cfgs {
+            c.linearizable_reads = linearizable;
+        }
+        // Member 3 never campaigns while the relay holds its leader's messages (10 s here).
+        cfgs[2].raft_election_ticks = Some(500);
+        let mut members = start_all(cfgs).await;
+        let leader = wait_for_leader(&members).await;
+        assert_ne!(leader, 3, "member 3 has the long election timeout");
+        let m3 = members.iter_mut().find(|m| m.id == 3).unwrap();
+        m3.server.take().unwrap().shutdown().await;
+        let listed = m3.cfg.servers.iter().find(|s| s.id == 3).unwrap().peer_port;
+        let moved_to = free_port();
+        m3.cfg
+            .servers
+            .iter_mut()
+            .find(|s| s.id == 3)
+            .unwrap()
+            .peer_port = moved_to;
+        let pause = pausable_relay(listed, moved_to).await;
+        m3.server = Some(
+            Server::start(m3.cfg.clone())
+                .await
+                .expect("member 3 restarts"),
+        );
+        let addr3 = m3.addr();
+        wait_until(
+            "member 3 follows again",
+            Duration::from_secs(20),
+            || async { mode(addr3).await.as_deref() == Some("follower") },
+        )
+        .await;
+        let writer = connect(member(&members, leader).addr(), Duration::from_secs(10)).await;
+        let reader = connect(member(&members, 3).addr(), Duration::from_secs(10)).await;
+        writer.create("/x", b"old", &persistent()).await.unwrap();
+        reader.sync("/x").await.unwrap();
+        assert_eq!(reader.get_data("/x").await.unwrap().0, b"old");
+
+        pause.send(true).unwrap();
+        writer.set_data("/x", b"new", None).await.unwrap();
+        if linearizable {
+            let read = tokio::spawn(async move {
+                let got = reader.get_data("/x").await.unwrap().0;
+                (got, reader)
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            pause.send(false).unwrap();
+            let (got, reader) = tokio::time::timeout(Duration::from_secs(20), read)
+                .await
+                .expect("the linearizable read completes once member 3 hears its leader")
+                .unwrap();
+            assert_eq!(
+                got, b"new",
+                "a linearizable read on a lagging follower was stale"
+            );
+            drop(reader);
+        } else {
+            let (got, _) = reader.get_data("/x").await.unwrap();
+            assert_eq!(
+                got, b"old",
+                "the control: member 3 should lag behind its leader here and serve the old value"
+            );
+            pause.send(false).unwrap();
+            reader.sync("/x").await.unwrap();
+            assert_eq!(reader.get_data("/x").await.unwrap().0, b"new");
+            drop(reader);
+        }
+        drop(writer);
+        shutdown(&mut members).await;
+    }
 }
 
 /// Found by the fault suite (compat-tests/faults/BUGS.md, P1): a wiped member joins as an empty

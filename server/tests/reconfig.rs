@@ -334,6 +334,96 @@ async fn a_fourth_member_joins_as_a_voter_and_a_removed_member_stops_counting() 
     shutdown(&mut members).await;
 }
 
+/// One reconfig that adds member 4 and removes a follower at once: two voters change in one
+/// ConfChangeV2, which raft-rs carries out through joint consensus (one change at a time would pass
+/// through four voters or two). Afterwards every remaining member shows the new configuration byte
+/// for byte, the removed member stops serving, and the new configuration is the one that counts:
+/// with the removed member and the other follower stopped, the leader and member 4 commit a write
+/// (a majority of the new voters, not of the old ones).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_reconfig_adds_a_member_and_removes_another_through_joint_consensus() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut cfgs = with_super(ensemble_configs_with(root.path(), 4, 0, EXTRA));
+    let fourth = cfgs.pop().unwrap();
+    for c in &mut cfgs {
+        c.servers.retain(|s| s.id != 4);
+    }
+    let mut members = start_all(cfgs).await;
+    let leader = wait_for_leader(&members).await;
+    // The member removed is a follower: the leader then proposes both changes in one ConfChangeV2
+    // (a leader's own removal waits for a hand-over and would make it two steps).
+    let gone = (1..=3).find(|id| *id != leader).unwrap();
+    let kept: Vec<u64> = (1..=3).filter(|id| *id != gone).collect();
+    let at = |id: u64| (id - 1) as usize;
+    let cfg = members[0].cfg.clone();
+    let new = paddock::startup::Server::start(fourth.clone())
+        .await
+        .expect("the new member starts and waits");
+    members.push(Member {
+        id: 4,
+        cfg: fourth.clone(),
+        server: Some(new),
+    });
+
+    let mut c = raw(members[at(leader)].addr(), true).await;
+    let v0 = version_of(&text(&get_config(&mut c, 1).await));
+    let (err, zxid, body) = reconfig(&mut c, 2, &joiner(&fourth), &gone.to_string(), "", v0).await;
+    assert_eq!(err, 0);
+    let expected = format!(
+        "{}{}server.4=127.0.0.1:{}:{}:participant;127.0.0.1:{}\nversion={zxid:x}",
+        line(&cfg, kept[0]),
+        line(&cfg, kept[1]),
+        fourth.servers[3].peer_port,
+        fourth.servers[3].election_port,
+        fourth.client_port
+    );
+    assert_eq!(text(&body.unwrap()), expected);
+    for id in [kept[0], kept[1], 4] {
+        let addr = members[at(id)].addr();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = synced_config(addr).await;
+            if got.as_ref().is_some_and(|(t, _)| *t == expected) {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "member {id}: {got:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    wait_until(
+        "the removed member stops serving",
+        Duration::from_secs(10),
+        || async {
+            four_letter_try(members[at(gone)].addr(), "srvr")
+                .await
+                .is_some_and(|s| s.contains("not currently serving"))
+        },
+    )
+    .await;
+    // Stop the removed member and the other follower: the leader and member 4 are a majority of
+    // the new voters, not of the old ones.
+    let other = *kept.iter().find(|id| **id != leader).unwrap();
+    drop(c);
+    for id in [gone, other] {
+        members[at(id)].server.take().unwrap().shutdown().await;
+    }
+    let z = connect(members[at(leader)].addr(), Duration::from_secs(10)).await;
+    let (stat, _) = tokio::time::timeout(
+        Duration::from_secs(20),
+        z.create("/after-joint", b"x", &persistent()),
+    )
+    .await
+    .expect("a write commits with the leader and member 4 alone")
+    .unwrap();
+    assert!(stat.czxid > zxid);
+    drop(z);
+    shutdown(&mut members).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn refusals_and_whole_membership_changes() {
     logs();

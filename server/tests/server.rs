@@ -215,21 +215,63 @@ async fn a_wrong_password_is_answered_as_an_expired_session() {
     server.shutdown().await;
 }
 
+/// ZooKeeper refuses a client whose lastZxidSeen is ahead of the server's (it must try another
+/// server, which has seen that much): the connection is closed without a ConnectResponse. The
+/// refusal is told apart from a server that answers nobody by its boundary: the server's own last
+/// zxid is accepted, one more is refused, and the server goes on accepting afterwards; the session
+/// the refused client named is untouched.
 #[tokio::test]
 async fn a_client_ahead_of_the_server_is_refused_without_an_answer() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
-    let (resp, client) = RawClient::connect_with(
-        server.local_addr(),
-        wire::ConnectRequest {
-            timeout: 10_000,
-            last_zxid_seen: 1 << 40,
-            passwd: Some(vec![0; 16]),
-            ..Default::default()
-        },
+    let addr = server.local_addr();
+    let mut raw = RawClient::connect(addr, 10_000).await;
+    raw.send(1, &create_req("/seen", None, 0)).await;
+    let (h, _) = raw.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, 0));
+    let last = h.zxid;
+    let (session, passwd) = (raw.session_id, raw.passwd.clone());
+    let ask = |last_zxid_seen: i64, session_id: i64, passwd: Vec<u8>| {
+        RawClient::connect_with(
+            addr,
+            wire::ConnectRequest {
+                timeout: 10_000,
+                last_zxid_seen,
+                session_id,
+                passwd: Some(passwd),
+                ..Default::default()
+            },
+        )
+    };
+
+    // One zxid more than the server's last is refused: no ConnectResponse, the connection closed
+    // (a refused handshake creates no session, so the server's last zxid stays `last`) ...
+    let (resp, refused) = ask(last + 1, 0, vec![0; 16]).await;
+    assert!(resp.is_none() && refused.is_none(), "{resp:?}");
+    // ... the same for a reconnect of a live session, which is not touched ...
+    let (resp, refused) = ask(last + 1, session, passwd.clone()).await;
+    assert!(resp.is_none() && refused.is_none(), "{resp:?}");
+    raw.send(
+        2,
+        &Request::Exists(ExistsRequest {
+            path: "/seen".into(),
+            watch: false,
+        }),
     )
     .await;
-    assert!(resp.is_none() && client.is_none());
+    let (h, _) = raw
+        .recv()
+        .await
+        .expect("the session's own connection still answers");
+    assert_eq!((h.xid, h.err), (2, 0));
+    assert_eq!(h.zxid, last, "a refused handshake spent a zxid");
+    // ... while exactly the server's last zxid is accepted: it was the zxid that was refused.
+    let (resp, fresh) = ask(last, 0, vec![0; 16]).await;
+    assert!(resp.expect("an answer").timeout > 0 && fresh.is_some());
+    let (resp, again) = ask(last, session, passwd).await;
+    let resp = resp.expect("an answer");
+    assert_eq!(resp.session_id, session);
+    assert!(again.is_some());
     server.shutdown().await;
 }
 

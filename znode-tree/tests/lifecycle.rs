@@ -253,6 +253,53 @@ fn multi_with_an_invalid_or_ttl_mode_in_a_plain_create_is_a_marshalling_error() 
     );
 }
 
+/// createTTL (opcode 21) with an invalid mode is not a decode error in ZooKeeper 3.9.5:
+/// `Op.create(.., flags, ttl)` makes it a plain create keeping the flags, and the op's own check
+/// refuses them with BadArguments, so the multi fails per op (found by the back-to-back suite's
+/// fresh seed 814387570: ZooKeeper `[error -8]`, paddock answered MarshallingError).
+#[test]
+fn multi_createttl_with_an_invalid_mode_fails_that_op_with_bad_arguments() {
+    let mut h = H::new();
+    for flags in [7, -1, 100] {
+        let r = h.write(Request::Multi(vec![
+            Request::Create(H::create_req("/ok", b"", 0)),
+            Request::CreateTtl(wire::ops::create::CreateTtlRequest {
+                path: "/bad".into(),
+                data: Some(b"x".to_vec()),
+                acl: Acl::open_unsafe(),
+                flags,
+                ttl: 3_600_000,
+            }),
+            Request::Create(H::create_req("/after", b"", 0)),
+        ]));
+        assert_eq!(
+            r,
+            Ok(Response::Multi(vec![
+                MultiResult::error(ErrorCode::Ok),
+                MultiResult::error(ErrorCode::BadArguments),
+                MultiResult::error(ErrorCode::RuntimeInconsistency),
+            ])),
+            "flags {flags}"
+        );
+    }
+    for path in ["/ok", "/bad", "/after"] {
+        assert_eq!(
+            h.tree.read(
+                &ReadCtx {
+                    session_id: 0,
+                    auth: &[]
+                },
+                &Request::Exists(wire::ops::exists::ExistsRequest {
+                    path: path.into(),
+                    watch: false
+                })
+            ),
+            Err(ErrorCode::NoNode),
+            "{path}"
+        );
+    }
+}
+
 #[test]
 fn failed_multi_restores_counters_indexes_and_acl_table() {
     let mut h = H::with_session();

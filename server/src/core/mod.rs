@@ -163,7 +163,9 @@ impl Core {
     ) {
         let mut ticker = tokio::time::interval(self.tick_every());
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut schedule = Schedule::new(&self.cfg, Instant::now());
+        let mut schedule = Schedule::new(Instant::now());
+        let mut sweeper = tokio::time::interval(self.sweep_every());
+        sweeper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 biased;
@@ -182,6 +184,7 @@ impl Core {
                     }
                 },
                 _ = ticker.tick() => self.on_tick(Instant::now(), &mut schedule),
+                _ = sweeper.tick() => self.propose_expired_nodes(Instant::now(), &mut schedule),
             }
         }
         for conn in self.conns.drain() {

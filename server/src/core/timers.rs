@@ -3,6 +3,8 @@
 //! containers and TTL nodes (only on the leader, as proposals) and says when the checkpoint and
 //! the sweep are due.
 
+use std::collections::HashMap;
+
 use tokio::time::{Duration, Instant};
 
 use znode_tree::Txn;
@@ -10,23 +12,29 @@ use znode_tree::Txn;
 use super::sessions::CHECKPOINT_EVERY;
 use super::submit::stamp;
 use super::Core;
-use crate::config::Config;
 use crate::session::SessionId;
 
-/// When the ticker's less frequent work is next due.
+/// The shortest sweep period: `znode.container.checkIntervalMs` below it (Curator's tests ask for
+/// 1 ms) sweeps every 10 ms, which keeps an idle server's wake-ups bounded.
+const SWEEP_FLOOR: Duration = Duration::from_millis(10);
+
+/// A deletion proposed by a sweep is not proposed again for this long: the sweep runs every few
+/// milliseconds when asked to, and a proposal takes a commit round to apply.
+const SWEEP_REPROPOSE_AFTER: Duration = Duration::from_secs(1);
+
+/// When the ticker's less frequent work is next due, and the sweep's own state.
 pub(super) struct Schedule {
-    container_every: Duration,
-    next_container_check: Instant,
     next_checkpoint: Instant,
+    /// Paths whose deletion a sweep proposed, and when: skipped by the sweeps that follow until
+    /// `SWEEP_REPROPOSE_AFTER` has passed (the proposal may have been lost with a leader change).
+    swept: HashMap<String, Instant>,
 }
 
 impl Schedule {
-    pub(super) fn new(cfg: &Config, now: Instant) -> Schedule {
-        let container_every = Duration::from_millis(cfg.container_check_interval_ms.max(100));
+    pub(super) fn new(now: Instant) -> Schedule {
         Schedule {
-            container_every,
-            next_container_check: now + container_every,
             next_checkpoint: now + CHECKPOINT_EVERY,
+            swept: HashMap::new(),
         }
     }
 }
@@ -49,32 +57,44 @@ impl Core {
         // A snapshot that waited for the previous one's encoding is due even if no write follows
         // (the end of a fill).
         self.maybe_snapshot();
-        if now >= schedule.next_container_check {
-            schedule.next_container_check = now + schedule.container_every;
-            self.propose_expired_nodes();
-        }
         if now >= schedule.next_checkpoint {
             schedule.next_checkpoint = now + CHECKPOINT_EVERY;
             self.write_checkpoint(now);
         }
     }
 
+    /// How often the container and TTL sweep runs: `znode.container.checkIntervalMs`, as in
+    /// ZooKeeper, but not below `SWEEP_FLOOR`. Its own timer, not the tick: ZooKeeper's
+    /// ContainerManager honours short intervals, and clients' tests count on it (a container reaped
+    /// one interval after its last child went, not one tick).
+    pub(super) fn sweep_every(&self) -> Duration {
+        Duration::from_millis(self.cfg.container_check_interval_ms).max(SWEEP_FLOOR)
+    }
+
     /// The leader proposes the deletion of empty containers and TTL nodes that are due;
     /// the tree checks again at apply time, so a child created meanwhile keeps the node.
-    pub(super) fn propose_expired_nodes(&mut self) {
+    pub(super) fn propose_expired_nodes(&mut self, now: Instant, schedule: &mut Schedule) {
         if !self.role.is_leader {
+            schedule.swept.clear();
             return;
         }
-        let now = self.wall.now_ms();
-        for path in self.tree.expired_nodes(now) {
+        schedule
+            .swept
+            .retain(|_, at| now.saturating_duration_since(*at) < SWEEP_REPROPOSE_AFTER);
+        let wall = self.wall.now_ms();
+        for path in self.tree.expired_nodes(wall) {
+            if schedule.swept.contains_key(&path) {
+                continue;
+            }
+            schedule.swept.insert(path.clone(), now);
             let entry = stamp(
                 SessionId::NONE,
                 0,
-                now,
+                wall,
                 Vec::new(),
                 Txn::DeleteExpired { path },
             );
-            // A refusal is logged by `propose`; the next sweep finds the node again.
+            // A refusal is logged by `propose`; a sweep after SWEEP_REPROPOSE_AFTER finds the node again.
             let _ = self.propose(&entry);
         }
     }

@@ -1,7 +1,7 @@
 //! multi: its ops run in order against the state the earlier ones left, all under one zxid, as
 //! ZooKeeper's `PrepRequestProcessor.pRequestHelper`, case `OpCode.multi`, runs them. Before
 //! any runs, each create is read as ZooKeeper 3.9.5 reads it (`as_zookeeper_reads_it`: a bad or
-//! misplaced mode fails the whole multi with MarshallingError). Each op then makes its own
+//! misplaced mode fails the whole multi with MarshallingError, except a bad one in createTTL). Each op then makes its own
 //! checks, in the order its file gives (create, delete, setData, check; any other op is
 //! MarshallingError). The first failure stops the multi and rolls every earlier op back from
 //! the undo log (ZooKeeper's `rollbackPendingChanges`), so a failed multi changes nothing (not
@@ -75,11 +75,15 @@ impl Tree {
 }
 
 /// A create inside a multi as ZooKeeper 3.9.5 answers it (measured by the back-to-back suite;
-/// `MultiOperationRecord` rebuilds creates with `Op.create`). The mode must be valid and, unless
-/// the op is createTTL, not a TTL mode; otherwise the whole multi fails with MarshallingError.
-/// create2 and createContainer keep their type (a result with the stat) whatever plain mode
-/// they carry; a plain create with the container mode becomes createContainer; createTTL with
-/// a non-TTL mode becomes the create its mode implies, its ttl dropped. Other ops pass unchanged.
+/// `MultiOperationRecord` rebuilds creates with `Op.create`). For create, create2 and
+/// createContainer the mode must be valid and not a TTL mode; otherwise the whole multi fails
+/// with MarshallingError. create2 and createContainer keep their type (a result with the stat)
+/// whatever plain mode they carry; a plain create with the container mode becomes
+/// createContainer. createTTL with a non-TTL mode becomes the create its mode implies, its ttl
+/// dropped; with an invalid mode it becomes a plain create that keeps the invalid flags
+/// (`Op.create(.., flags, ttl)` reads them with PERSISTENT as the default and does not refuse
+/// them), which the op's own checks then refuse with BadArguments, failing the multi per op.
+/// Other ops pass unchanged.
 fn as_zookeeper_reads_it(op: &Request) -> Result<std::borrow::Cow<'_, Request>, ErrorCode> {
     use std::borrow::Cow;
     let flags = match op {
@@ -87,6 +91,14 @@ fn as_zookeeper_reads_it(op: &Request) -> Result<std::borrow::Cow<'_, Request>, 
         Request::CreateTtl(r) => r.flags,
         _ => return Ok(Cow::Borrowed(op)),
     };
+    if let (Request::CreateTtl(r), None) = (op, CreateMode::from_flags(flags)) {
+        return Ok(Cow::Owned(Request::Create(CreateRequest {
+            path: r.path.clone(),
+            data: r.data.clone(),
+            acl: r.acl.clone(),
+            flags: r.flags,
+        })));
+    }
     let mode = CreateMode::from_flags(flags).ok_or(ErrorCode::MarshallingError)?;
     Ok(match op {
         Request::CreateTtl(_) if mode.is_ttl() => Cow::Borrowed(op),

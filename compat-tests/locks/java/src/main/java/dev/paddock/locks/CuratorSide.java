@@ -57,6 +57,17 @@ public final class CuratorSide {
                     m.release();
                 }
             }
+            case "czxids" -> {
+                // Each child of PATH as `name czxid`, sorted by name: what a fencing token must equal.
+                try (CuratorFramework c = connect(servers)) {
+                    java.util.List<String> kids = new java.util.ArrayList<>(c.getChildren().forPath(path));
+                    java.util.Collections.sort(kids);
+                    for (String k : kids) {
+                        org.apache.zookeeper.data.Stat st = c.checkExists().forPath(path + "/" + k);
+                        System.out.println(k + " " + (st == null ? "gone" : Long.toString(st.getCzxid())));
+                    }
+                }
+            }
             case "try" -> {
                 try (CuratorFramework c = connect(servers)) {
                     InterProcessMutex m = new InterProcessMutex(c, path);
