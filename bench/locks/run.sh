@@ -55,7 +55,8 @@
 # holder told (its session/lease ended and the client said so); LOST, holder not told (another client
 # got the lock while the holder's client still believes it holds it).
 # Results: bench/results/locks-<stamp>/ (ignored by git): table.txt, results.csv, results.jsonl (one
-# object per cell), killtests.jsonl, params.json (git revision, load average, CPUs), pinning.txt.
+# object per cell), killtests.jsonl, params.json (git revision, load average, disk, CPUs), pinning.txt,
+# server-logs/<system>-r<round>/ (each server's own log).
 # Exit code: 0 when every cell ran with no exclusion violation or error and pinning held; 1 otherwise;
 # 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -337,7 +338,13 @@ kill_and_restart() {
 }
 
 stop_system() { # name
-    local p d
+    local p d f
+    # The servers' own logs (what a kill test's restart said, a Redis "AOF fsync is taking too long"),
+    # kept per system and round; the data directories go.
+    mkdir -p "$OUT/server-logs/$1-r$round"
+    while IFS= read -r f; do
+        cp "$f" "$OUT/server-logs/$1-r$round/$(tr / _ <<<"${f#"$WORK/$1/"}")" 2>/dev/null || true
+    done < <(find "$WORK/$1" -name '*.log' -type f -size -20M 2>/dev/null)
     for d in "${ENSEMBLES[@]+"${ENSEMBLES[@]}"}"; do
         bash scripts/ensemble.sh stop --dir "$d" --wipe >/dev/null 2>&1 || true
     done
