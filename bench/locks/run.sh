@@ -149,7 +149,7 @@ if [[ ",$SYSTEMS," == *,paddock-* ]]; then
     [[ -x "$PADDOCK" ]] || die "no paddock binary at $PADDOCK"
 fi
 log "building the harness (bench/locks/harness)"
-(cd bench/locks/harness && GOFLAGS=-mod=mod go build -o "$WORK/lockbench" .) >&2 || die "the harness did not build"
+(cd bench/locks/harness && GOFLAGS=-mod=readonly go build -o "$WORK/lockbench" .) >&2 || die "the harness did not build"
 LB="$WORK/lockbench"
 
 # --- servers -----------------------------------------------------------------------------------
