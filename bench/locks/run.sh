@@ -50,12 +50,13 @@
 # CPU time (user+system from /proc, all members) per hand-off, the fewest and most hand-offs one
 # contender got (fairness), the machine's steal and load average.
 # Kill test, per system: a holder takes the lock; kill -9 the server (the leader of 3); restart it
-# (for 3 members after the failover, the killed member too); another client tries to take the lock
+# (for 3 members once the other two serve with a new leader); another client tries to take the lock
 # for --wait-secs; then the holder asks the server whether it still holds it. Verdicts: kept; lost,
 # holder told (its session/lease ended and the client said so); LOST, holder not told (another client
 # got the lock while the holder's client still believes it holds it).
 # Results: bench/results/locks-<stamp>/ (ignored by git): table.txt, results.csv, results.jsonl (one
-# object per cell), killtests.jsonl, params.json (git revision, load average, CPUs), pinning.txt.
+# object per cell), killtests.jsonl, params.json (git revision, load average, disk, CPUs), pinning.txt,
+# server-logs/<system>-r<round>/ (each server's own log).
 # Exit code: 0 when every cell ran with no exclusion violation or error and pinning held; 1 otherwise;
 # 2 for bad usage or a server that did not start.
 set -euo pipefail
@@ -148,7 +149,7 @@ if [[ ",$SYSTEMS," == *,paddock-* ]]; then
     [[ -x "$PADDOCK" ]] || die "no paddock binary at $PADDOCK"
 fi
 log "building the harness (bench/locks/harness)"
-(cd bench/locks/harness && GOFLAGS=-mod=mod go build -o "$WORK/lockbench" .) >&2 || die "the harness did not build"
+(cd bench/locks/harness && GOFLAGS=-mod=readonly go build -o "$WORK/lockbench" .) >&2 || die "the harness did not build"
 LB="$WORK/lockbench"
 
 # --- servers -----------------------------------------------------------------------------------
@@ -283,10 +284,19 @@ for i, port in enumerate(sys.argv[1:], 1):
 PY
 }
 
+# failover name addr: waits until the members but the one at addr (killed) serve, with a new leader
+# (the probe writes), before it is restarted: the holder's session or lease lives through a real failover.
+failover() {
+    local survivors
+    survivors="$(tr , '\n' <<<"$ENDPOINTS" | grep -vxF "$2" | paste -sd,)"
+    [[ -n "$survivors" && "$survivors" != "$ENDPOINTS" ]] || die "$1: $2 is not among $ENDPOINTS"
+    probe "$KIND" "$survivors" 60 || die "$1: the members but $2 did not serve within 60 s"
+}
+
 # kill_and_restart name: SIGKILL to the server (the leader of 3), then the same server again on its
 # data; returns once the system serves. Sets PIDS anew and KILLED (what was killed).
 kill_and_restart() {
-    local name="$1" k pid
+    local name="$1" k pid addr
     case "$name" in
         paddock-1 | zookeeper-1 | redis-always | redis-everysec | redis-default)
             kill -9 "$PIDS"
@@ -300,12 +310,14 @@ kill_and_restart() {
             PIDS="$ONE_PID"
             ;;
         paddock-3 | zookeeper-3)
-            k="$(bash scripts/ensemble.sh status --dir "$SYS_DIR" 2>/dev/null | awk '/leader/ {sub(/^server\./, "", $1); print $1; exit}')"
-            [[ -n "$k" ]] || die "$name: no leader to kill"
+            read -r k addr < <(bash scripts/ensemble.sh status --dir "$SYS_DIR" 2>/dev/null |
+                awk '/leader/ {sub(/^server\./, "", $1); print $1, $2; exit}') || true
+            [[ -n "${k:-}" ]] || die "$name: no leader to kill"
             pid="$(cat "$SYS_DIR/m$k/server.pid")"
             kill -9 "$pid"
             KILLED="the leader, member $k (pid $pid)"
             while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+            failover "$name" "$addr"
             PADDOCK_BIN="$PADDOCK" RUST_LOG=warn "${SERVER_PIN[@]}" bash scripts/ensemble.sh start 3 --dir "$SYS_DIR" \
                 "${SYS_ZK[@]+"${SYS_ZK[@]}"}" >/dev/null 2>>"$SYS_DIR/../ensemble.err" || die "$name: member $k did not restart"
             PIDS="$(for k in 1 2 3; do cat "$SYS_DIR/m$k/server.pid"; done | paste -sd,)"
@@ -317,6 +329,7 @@ kill_and_restart() {
             KILLED="the leader, member e$k (pid ${ETCD_PID[$k]})"
             [[ $ETCD_N -eq 1 ]] && KILLED="the server (pid ${ETCD_PID[$k]})"
             while kill -0 "${ETCD_PID[$k]}" 2>/dev/null; do sleep 0.05; done
+            [[ $ETCD_N -gt 1 ]] && failover "$name" "127.0.0.1:${ETCD_CPORT[$k]}"
             etcd_member "$k"
             PIDS="$(for ((k = 1; k <= ETCD_N; k++)); do echo "${ETCD_PID[$k]}"; done | paste -sd,)"
             ;;
@@ -325,7 +338,13 @@ kill_and_restart() {
 }
 
 stop_system() { # name
-    local p d
+    local p d f
+    # The servers' own logs (what a kill test's restart said, a Redis "AOF fsync is taking too long"),
+    # kept per system and round; the data directories go.
+    mkdir -p "$OUT/server-logs/$1-r$round"
+    while IFS= read -r f; do
+        cp "$f" "$OUT/server-logs/$1-r$round/$(tr / _ <<<"${f#"$WORK/$1/"}")" 2>/dev/null || true
+    done < <(find "$WORK/$1" -name '*.log' -type f -size -20M 2>/dev/null)
     for d in "${ENSEMBLES[@]+"${ENSEMBLES[@]}"}"; do
         bash scripts/ensemble.sh stop --dir "$d" --wipe >/dev/null 2>&1 || true
     done
