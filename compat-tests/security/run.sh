@@ -8,7 +8,7 @@
 #   compat-tests/security/run.sh --against-zookeeper    against Apache ZooKeeper 3.9 (QuorumPeerMain, the jars
 #                                                       of scripts/zookeeper.sh): every case ZooKeeper supports
 #   compat-tests/security/run.sh [...] -- GROUP...      only these groups: pem pkcs12 sasl rolling failclosed client
-#                                                       tools
+#                                                       tools admin
 #
 # One line per case: `PASS name`, `FAIL name: why`, or (against ZooKeeper) `STRICTER name: paddock refuses,
 # ZooKeeper accepts` where ZooKeeper lets in a peer paddock must refuse (asserted: it counts as passed).
@@ -21,9 +21,9 @@ source "$HERE/../lib.sh"
 compat_init security
 compat_args "$@"
 GROUPS_WANTED=("${PASS_ARGS[@]}")
-((${#GROUPS_WANTED[@]})) || GROUPS_WANTED=(pem pkcs12 sasl rolling failclosed client tools)
+((${#GROUPS_WANTED[@]})) || GROUPS_WANTED=(pem pkcs12 sasl rolling failclosed client tools admin)
 for g in "${GROUPS_WANTED[@]}"; do
-    [[ " pem pkcs12 sasl rolling failclosed client tools " == *" $g "* ]] || { echo "run.sh: unknown group '$g'" >&2; exit 2; }
+    [[ " pem pkcs12 sasl rolling failclosed client tools admin " == *" $g "* ]] || { echo "run.sh: unknown group '$g'" >&2; exit 2; }
 done
 
 declare -A MPID=()  # running member key (ensemble/name) -> pid
@@ -885,15 +885,7 @@ group_client() {
         javac -d "$JAVA_CLASSES" -cp "$JAVA_CP" "$HERE/TlsClients.java" 2>"$COMPAT_WORK/cl/javac.txt" || JAVA_CP=""
     fi
     # The AdminServer needs Jetty, which scripts/zookeeper.sh's jars leave out: the metrics suite's jars.
-    if [[ "$TARGET" == zookeeper && "$ZK_CP" != *metrics-admin* ]]; then
-        local extra="${ZK_CACHE_ROOT:-$HOME/.cache/paddock}/zookeeper-metrics-admin"
-        if [[ ! -f "$extra/.complete" ]]; then
-            mkdir -p "$extra"
-            mvn -q -B -f "$ROOT/compat-tests/metrics/pom.xml" dependency:copy-dependencies \
-                -DoutputDirectory="$extra/lib" >"$extra/mvn.log" 2>&1 && touch "$extra/.complete"
-        fi
-        [[ -f "$extra/.complete" ]] && ZK_CP="$ZK_CP:$extra/lib/*"
-    fi
+    zk_admin_jars
     local gotls="$COMPAT_WORK/cl/gotls"
     (cd "$HERE/gotls" && GOFLAGS=-mod=mod go build -o "$gotls" .) >/dev/null 2>&1 || gotls=""
 
@@ -1197,12 +1189,117 @@ authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider" \
     stop_member cl/server
 }
 
+# --- admin: the AdminServer over HTTPS ---------------------------------------------------------------------
+# admin.forceHttps, admin.portUnification and admin.needClientAuth with the ssl.quorum.* stores (member 1's
+# certificate, SAN IP:127.0.0.1; trust store ca1), asked with curl, against a standalone server from the same
+# zoo.cfg. ZooKeeper's AdminServer needs Jetty, taken from the metrics suite's jars (zk_admin_jars).
+zk_admin_jars() {
+    [[ "$TARGET" == zookeeper && "$ZK_CP" != *metrics-admin* ]] || return 0
+    local extra="${ZK_CACHE_ROOT:-$HOME/.cache/paddock}/zookeeper-metrics-admin"
+    if [[ ! -f "$extra/.complete" ]]; then
+        mkdir -p "$extra"
+        mvn -q -B -f "$ROOT/compat-tests/metrics/pom.xml" dependency:copy-dependencies \
+            -DoutputDirectory="$extra/lib" >"$extra/mvn.log" 2>&1 && touch "$extra/.complete"
+    fi
+    [[ -f "$extra/.complete" ]] && ZK_CP="$ZK_CP:$extra/lib/*"
+}
+
+# admin_get SCHEME [CURL ARG...]: GET <scheme>://127.0.0.1:<admin port>/commands/ruok; prints the HTTP
+# status (000: no HTTP reply) and `sts=1` when the reply carries Strict-Transport-Security.
+admin_get() {
+    local scheme=$1 out code
+    shift
+    out="$(curl -s -D - -o /dev/null --max-time 10 --cacert "$CERTS/ca1.crt" "$@" \
+        "$scheme://127.0.0.1:${EPORT[cl:1]}/commands/${ADMIN_COMMAND:-ruok}" 2>/dev/null)" || true
+    code="$(sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' <<<"$out")"
+    printf '%s' "${code:-000}"
+    grep -qi '^strict-transport-security: max-age=86400; includesubdomains' <<<"$out" && printf ' sts=1'
+    return 0
+}
+
+group_admin() {
+    local e=cl got alice keys
+    new_ensemble "$e"
+    zk_admin_jars
+    alice=(--cert "$CERTS/alice.crt" --key "$CERTS/alice.key")
+    keys="ssl.quorum.keyStore.location=$CERTS/m1.pem
+ssl.quorum.keyStore.type=PEM
+ssl.quorum.trustStore.location=$CERTS/trust-ca1.pem
+ssl.quorum.trustStore.type=PEM"
+
+    # 1. forceHttps and needClientAuth: plain HTTP gets no reply, HTTPS without a certificate neither; with
+    #    alice's certificate (ca1) ruok answers 200 with HSTS, and snapshot without credentials 401.
+    if client_server admin-force "$keys
+admin.forceHttps=true
+admin.needClientAuth=true"; then
+        got="http=$(admin_get http) https-no-cert=$(admin_get https) https-cert=$(admin_get https "${alice[@]}")"
+        got+=" snapshot=$(ADMIN_COMMAND=snapshot admin_get https "${alice[@]}")"
+        got+=" other-ca=$(admin_get https --cert "$CERTS/client-caX.crt" --key "$CERTS/client-caX.key")"
+        expect admin-force-https-need-client-auth \
+            "http=000 https-no-cert=000 https-cert=200 sts=1 snapshot=401 sts=1 other-ca=000" "$got"
+    else
+        fail admin-force-https-need-client-auth "the server did not start"
+    fi
+
+    # 2. portUnification alone: HTTP and HTTPS (no certificate asked for) on one port; HSTS only over TLS.
+    if client_server admin-unified "$keys
+admin.portUnification=true"; then
+        got="http=$(admin_get http) https=$(admin_get https) https-cert=$(admin_get https "${alice[@]}")"
+        expect admin-unified-port "http=200 https=200 sts=1 https-cert=200 sts=1" "$got"
+    else
+        fail admin-unified-port "the server did not start"
+    fi
+
+    # 3. forceHttps alone: HTTPS without a certificate is served, plain HTTP is not.
+    if client_server admin-force-only "$keys
+admin.forceHttps=true"; then
+        got="http=$(admin_get http) https=$(admin_get https)"
+        expect admin-force-https "http=000 https=200 sts=1" "$got"
+    else
+        fail admin-force-https "the server did not start"
+    fi
+
+    # 4. Settings the AdminServer cannot honour: needClientAuth on plain HTTP, and forceHttps without a key
+    #    store. paddock refuses to start, naming the key; ZooKeeper starts, serving plain HTTP in the first
+    #    case and no AdminServer at all in the second.
+    local name cfg want_log zk_want
+    for name in admin-need-client-auth-plain admin-force-https-no-key-store; do
+        if [[ "$name" == admin-need-client-auth-plain ]]; then
+            cfg="$keys
+admin.needClientAuth=true" want_log="admin.needClientAuth=true asks for client certificates" zk_want="http=200"
+        else
+            cfg="admin.forceHttps=true" want_log="admin.forceHttps=true needs ssl.quorum.keyStore.location"
+            zk_want="http=000 https=000"
+        fi
+        if [[ "$TARGET" == zookeeper ]]; then
+            if client_server "$name" "$cfg"; then
+                got="http=$(admin_get http)"
+                [[ "$name" == admin-need-client-auth-plain ]] || got+=" https=$(admin_get https)"
+                if [[ "$got" == "$zk_want" ]]; then
+                    stricter "$name" "ZooKeeper serves: $got"
+                else
+                    fail "$name" "want '$zk_want' from ZooKeeper, got '$got'"
+                fi
+            else
+                fail "$name" "ZooKeeper did not start"
+            fi
+        elif client_server "$name" "$cfg" >/dev/null 2>&1; then
+            fail "$name" "paddock started"
+        elif grep -qF "$want_log" "$COMPAT_WORK/cl/$name/server.log"; then
+            pass "$name"
+        else
+            fail "$name" "paddock refused, but its log lacks '$want_log': $(tail -n 3 "$COMPAT_WORK/cl/$name/server.log" | tr '\n' '|')"
+        fi
+    done
+    stop_member cl/server
+}
+
 four_letter_word() { # host:port word
     timeout 5 bash -c 'exec 3<>/dev/tcp/'"${1%:*}"'/'"${1##*:}"' && printf '"$2"' >&3 && cat <&3' 2>/dev/null || true
 }
 
 # --- run ---------------------------------------------------------------------------------------------------
-for g in pem pkcs12 sasl rolling failclosed client tools; do
+for g in pem pkcs12 sasl rolling failclosed client tools admin; do
     want "$g" || continue
     t=$SECONDS
     CONTROL_WHY=""

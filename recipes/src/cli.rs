@@ -42,7 +42,11 @@ fair (arrival order) and each waiter watches only its predecessor.
 Examples:
   paddock lock --servers zk1:2181,zk2:2181 /locks/jobs -- ./job.sh
   paddock lock --timeout 10s /locks/jobs -- ./job.sh || [ $? -eq 3 ] && echo busy
-  paddock lock /locks/jobs            # prints the token, holds until stdin closes";
+  paddock lock /locks/jobs            # prints the token, holds until stdin closes
+  PADDOCK_AUTH=digest:jobs:secret paddock lock --tls-ca ca.pem --servers zk1:2281 /locks/jobs -- ./job.sh
+
+With an identity (--tls-cert, --auth, --sasl) the nodes are the caller's only (auth::cdrwa plus
+--acl): no other identity can delete the holder's node. Without one they are open to everyone.";
 
 const ELECT_AFTER_HELP: &str = "\
 Environment of CMD: PADDOCK_LEADER_TOKEN (the fencing token of this leadership: the czxid of the
