@@ -8,6 +8,7 @@
 #   compat-tests/security/run.sh --against-zookeeper    against Apache ZooKeeper 3.9 (QuorumPeerMain, the jars
 #                                                       of scripts/zookeeper.sh): every case ZooKeeper supports
 #   compat-tests/security/run.sh [...] -- GROUP...      only these groups: pem pkcs12 sasl rolling failclosed client
+#                                                       tools admin
 #
 # One line per case: `PASS name`, `FAIL name: why`, or (against ZooKeeper) `STRICTER name: paddock refuses,
 # ZooKeeper accepts` where ZooKeeper lets in a peer paddock must refuse (asserted: it counts as passed).
@@ -20,9 +21,9 @@ source "$HERE/../lib.sh"
 compat_init security
 compat_args "$@"
 GROUPS_WANTED=("${PASS_ARGS[@]}")
-((${#GROUPS_WANTED[@]})) || GROUPS_WANTED=(pem pkcs12 sasl rolling failclosed client)
+((${#GROUPS_WANTED[@]})) || GROUPS_WANTED=(pem pkcs12 sasl rolling failclosed client tools admin)
 for g in "${GROUPS_WANTED[@]}"; do
-    [[ " pem pkcs12 sasl rolling failclosed client " == *" $g "* ]] || { echo "run.sh: unknown group '$g'" >&2; exit 2; }
+    [[ " pem pkcs12 sasl rolling failclosed client tools admin " == *" $g "* ]] || { echo "run.sh: unknown group '$g'" >&2; exit 2; }
 done
 
 declare -A MPID=()  # running member key (ensemble/name) -> pid
@@ -831,13 +832,14 @@ $2
 EOF
 }
 
-# client_server NAME EXTRA: stops the group's server, starts one on a fresh dir with EXTRA; waits for srvr.
+# client_server NAME EXTRA [ARG...]: stops the group's server, starts one on a fresh dir with EXTRA (and the
+# -D ARGs); waits for srvr.
 client_server() {
     local name=$1 dir="$COMPAT_WORK/cl/$1" deadline
     stop_member cl/server
     rm -rf "$dir"
     client_cfg "$dir" "$2"
-    start_member cl/server "$dir"
+    start_member cl/server "$dir" "${@:3}"
     deadline=$((SECONDS + 60))
     until [[ "$(mode_of "127.0.0.1:${CPORT[cl:1]}")" == standalone ]]; do
         ((SECONDS < deadline)) && running cl/server || { note "$name: the server did not serve:"; log_tail "$dir"; return 1; }
@@ -883,15 +885,7 @@ group_client() {
         javac -d "$JAVA_CLASSES" -cp "$JAVA_CP" "$HERE/TlsClients.java" 2>"$COMPAT_WORK/cl/javac.txt" || JAVA_CP=""
     fi
     # The AdminServer needs Jetty, which scripts/zookeeper.sh's jars leave out: the metrics suite's jars.
-    if [[ "$TARGET" == zookeeper && "$ZK_CP" != *metrics-admin* ]]; then
-        local extra="${ZK_CACHE_ROOT:-$HOME/.cache/paddock}/zookeeper-metrics-admin"
-        if [[ ! -f "$extra/.complete" ]]; then
-            mkdir -p "$extra"
-            mvn -q -B -f "$ROOT/compat-tests/metrics/pom.xml" dependency:copy-dependencies \
-                -DoutputDirectory="$extra/lib" >"$extra/mvn.log" 2>&1 && touch "$extra/.complete"
-        fi
-        [[ -f "$extra/.complete" ]] && ZK_CP="$ZK_CP:$extra/lib/*"
-    fi
+    zk_admin_jars
     local gotls="$COMPAT_WORK/cl/gotls"
     (cd "$HERE/gotls" && GOFLAGS=-mod=mod go build -o "$gotls" .) >/dev/null 2>&1 || gotls=""
 
@@ -1056,12 +1050,256 @@ enforce.auth.schemes=x509"; then
     stop_member cl/server
 }
 
+# --- tools: paddock lock, elect and status with TLS and credentials ---------------------------------------
+# This tree's `paddock lock`, `paddock elect` and `paddock status` against the server under test: a
+# standalone one with a secure port (ssl.clientAuth=need) and a JAAS Server section for DIGEST-MD5. With an
+# identity, the tools' nodes and the lock's path are auth::cdrwa plus --acl, so another identity cannot
+# delete the holder's node and take the lock (the fix for security finding F9).
+TOOL=""
+HOLDER=""
+# tool_hold OUT STOP ARG...: `paddock ARG... -- CMD` in the background; CMD prints `held TOKEN` and waits for
+# the file STOP. Returns once `held` is printed (1 if not within 20 s).
+tool_hold() {
+    local out=$1 stop=$2 deadline
+    shift 2
+    rm -f "$stop"
+    "$TOOL" "$@" -- sh -c 'echo "held ${PADDOCK_LOCK_TOKEN:-$PADDOCK_LEADER_TOKEN}"; while [ ! -e "$0" ]; do sleep 0.1; done' \
+        "$stop" >"$out" 2>&1 </dev/null &
+    HOLDER=$!
+    deadline=$((SECONDS + 20))
+    until grep -qE '^held [0-9]+$' "$out"; do
+        ((SECONDS < deadline)) && kill -0 "$HOLDER" 2>/dev/null || { note "holder: $(tr '\n' '|' <"$out")"; return 1; }
+        sleep 0.2
+    done
+}
+RELEASED=""
+tool_release() { # STOP: releases the holder; its exit status in RELEASED (not in a subshell: wait needs the parent)
+    RELEASED=0
+    touch "$1"
+    wait "$HOLDER" || RELEASED=$?
+}
+digest_id() { printf '%s:%s' "$1" "$(printf '%s:%s' "$1" "$2" | openssl dgst -sha1 -binary | base64)"; } # user password
+
+group_tools() {
+    local e=cl dir="$COMPAT_WORK/tools" got stop secure plain rc tls alice_id
+    new_ensemble "$e"
+    TOOL="$(compat_paddock_bin)" || { fail tools-build "could not build paddock"; return; }
+    mkdir -p "$dir"
+    printf '%s\n' 'Server {' '    org.apache.zookeeper.server.auth.DigestLoginModule required' \
+        '    user_carol="carol-password";' '};' >"$dir/jaas.conf"
+    if ! client_server tools "secureClientPort=${PPORT[$e:1]}
+secureClientPortAddress=127.0.0.1
+authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider" \
+        "-Djava.security.auth.login.config=$dir/jaas.conf"; then
+        fail tools-server-starts "the server did not serve within 60 s"
+        return
+    fi
+    secure="127.0.0.1:${PPORT[$e:1]}" plain="127.0.0.1:${CPORT[$e:1]}"
+    tls=(--tls-ca "$CERTS/ca1.crt")
+
+    # 1. lock over TLS with a client certificate: the node and the lock's path are x509:<alice>:cdrwa; bob's
+    #    certificate can neither delete the holder's node nor queue (NoAuth on create).
+    stop="$dir/stop-tls"
+    if tool_hold "$dir/tls.out" "$stop" lock --servers "$secure" "${tls[@]}" --tls-cert "$CERTS/alice.crt" \
+        --tls-key "$CERTS/alice.key" /tools/tls; then
+        got="$(tlskz tool "$secure" "$CERTS" alice - acl /tools/tls)"
+        got+=" $(tlskz tool "$secure" "$CERTS" bob - delete /tools/tls)"
+        rc=0
+        "$TOOL" lock --servers "$secure" "${tls[@]}" --tls-cert "$CERTS/bob.crt" --tls-key "$CERTS/bob.key" \
+            --timeout 2s /tools/tls -- true >"$dir/tls-bob.out" 2>&1 || rc=$?
+        got+=" bob-lock=$rc/$(grep -c 'not authorized' "$dir/tls-bob.out")"
+        tool_release "$stop"
+        got+=" holder=$RELEASED"
+        expect tools-lock-tls-client-cert "x509:$ALICE:31|x509:$ALICE:31 NoAuthError bob-lock=1/1 holder=0" "$got" \
+            "ACLs of the path and the node, bob deletes, bob locks, the holder's exit"
+    else
+        fail tools-lock-tls-client-cert "paddock lock over TLS as alice did not get the lock"
+    fi
+
+    # 2. Refusals before anything is made: no certificate at a clientAuth=need port; --acl without an identity.
+    rc=0
+    timeout 60 "$TOOL" lock --servers "$secure" "${tls[@]}" --session-timeout 4s /tools/none -- true >"$dir/none.out" 2>&1 || rc=$?
+    got="no-cert=$rc/$(grep -c 'cannot connect' "$dir/none.out")"
+    rc=0
+    "$TOOL" lock --servers "$plain" --acl world:anyone:r /tools/none -- true >"$dir/acl.out" 2>&1 || rc=$?
+    got+=" acl-anonymous=$rc/$(grep -c 'needs an identity' "$dir/acl.out")"
+    expect tools-refusals "no-cert=1/1 acl-anonymous=1/1" "$got"
+
+    # 3. lock with digest credentials (--auth) and --acl world:anyone:r: bob and an anonymous client cannot
+    #    delete the holder's node; anyone can list the contenders.
+    alice_id="$(digest_id alice alice-password)"
+    stop="$dir/stop-digest"
+    if tool_hold "$dir/digest.out" "$stop" lock --servers "$plain" --auth digest:alice:alice-password \
+        --acl world:anyone:r /tools/digest; then
+        got="$(tlskz tool "$plain" "$CERTS" - alice:alice-password acl /tools/digest)"
+        got+=" $(tlskz tool "$plain" "$CERTS" - bob:bob-password delete /tools/digest)"
+        got+=" $(tlskz tool "$plain" "$CERTS" - - delete /tools/digest)"
+        got+=" $(tlskz tool "$plain" "$CERTS" - - children /tools/digest)"
+        tool_release "$stop"
+        got+=" holder=$RELEASED"
+        expect tools-lock-digest-creator-only \
+            "digest:$alice_id:31,world:anyone:1|digest:$alice_id:31,world:anyone:1 NoAuthError NoAuthError 1 holder=0" "$got" \
+            "ACLs as alice, bob deletes, anonymous deletes, anonymous lists, the holder's exit"
+    else
+        fail tools-lock-digest-creator-only "paddock lock --auth digest did not get the lock"
+    fi
+
+    # 4. elect with the credentials from the environment (PADDOCK_AUTH): bob cannot delete the leader's node,
+    #    an anonymous --listen cannot see the election.
+    stop="$dir/stop-elect"
+    if PADDOCK_AUTH=digest:alice:alice-password tool_hold "$dir/elect.out" "$stop" elect --servers "$plain" \
+        --proposal alice /tools/elect; then
+        got="$(tlskz tool "$plain" "$CERTS" - bob:bob-password delete /tools/elect)"
+        rc=0
+        timeout 20 "$TOOL" elect --servers "$plain" --listen /tools/elect >"$dir/listen.out" 2>&1 || rc=$?
+        got+=" listen=$rc/$(grep -c 'not authorized' "$dir/listen.out")"
+        tool_release "$stop"
+        got+=" leader=$RELEASED"
+        expect tools-elect-digest-creator-only "NoAuthError listen=1/1 leader=0" "$got"
+    else
+        fail tools-elect-digest-creator-only "paddock elect with PADDOCK_AUTH did not lead"
+    fi
+
+    # 5. lock with a SASL DIGEST-MD5 login (--sasl): the nodes are sasl:carol:cdrwa (plus world:anyone:r, so
+    #    an anonymous client may read the ACLs); bob cannot delete the holder's node. A wrong password fails.
+    stop="$dir/stop-sasl"
+    if tool_hold "$dir/sasl.out" "$stop" lock --servers "$plain" --sasl digest-md5:carol:carol-password \
+        --acl world:anyone:r /tools/sasl; then
+        got="$(tlskz tool "$plain" "$CERTS" - - acl /tools/sasl)"
+        got+=" $(tlskz tool "$plain" "$CERTS" - bob:bob-password delete /tools/sasl)"
+        tool_release "$stop"
+        got+=" holder=$RELEASED"
+        expect tools-lock-sasl-creator-only \
+            "sasl:carol:31,world:anyone:1|sasl:carol:31,world:anyone:1 NoAuthError holder=0" "$got"
+    else
+        fail tools-lock-sasl-creator-only "paddock lock --sasl digest-md5 did not get the lock"
+    fi
+    rc=0
+    timeout 60 "$TOOL" lock --servers "$plain" --sasl digest-md5:carol:wrong --session-timeout 4s /tools/sasl -- true \
+        >"$dir/sasl-wrong.out" 2>&1 || rc=$?
+    expect tools-sasl-wrong-password "1/1" "$rc/$(grep -c 'cannot connect' "$dir/sasl-wrong.out")"
+
+    # 6. status over TLS with a client certificate; without one the server refuses the handshake.
+    rc=0
+    got="$("$TOOL" status --servers "$secure" "${tls[@]}" --tls-cert "$CERTS/alice.crt" --tls-key "$CERTS/alice.key" \
+        2>&1 | awk 'NR == 2 { print $2 }')" || true
+    "$TOOL" status --servers "$secure" "${tls[@]}" >"$dir/status.out" 2>&1 || rc=$?
+    got+=" no-cert=$rc/$(awk 'NR == 2 { print $2 }' "$dir/status.out")"
+    expect tools-status-tls "standalone no-cert=1/unreachable" "$got"
+    stop_member cl/server
+}
+
+# --- admin: the AdminServer over HTTPS ---------------------------------------------------------------------
+# admin.forceHttps, admin.portUnification and admin.needClientAuth with the ssl.quorum.* stores (member 1's
+# certificate, SAN IP:127.0.0.1; trust store ca1), asked with curl, against a standalone server from the same
+# zoo.cfg. ZooKeeper's AdminServer needs Jetty, taken from the metrics suite's jars (zk_admin_jars).
+zk_admin_jars() {
+    [[ "$TARGET" == zookeeper && "$ZK_CP" != *metrics-admin* ]] || return 0
+    local extra="${ZK_CACHE_ROOT:-$HOME/.cache/paddock}/zookeeper-metrics-admin"
+    if [[ ! -f "$extra/.complete" ]]; then
+        mkdir -p "$extra"
+        mvn -q -B -f "$ROOT/compat-tests/metrics/pom.xml" dependency:copy-dependencies \
+            -DoutputDirectory="$extra/lib" >"$extra/mvn.log" 2>&1 && touch "$extra/.complete"
+    fi
+    [[ -f "$extra/.complete" ]] && ZK_CP="$ZK_CP:$extra/lib/*"
+}
+
+# admin_get SCHEME [CURL ARG...]: GET <scheme>://127.0.0.1:<admin port>/commands/ruok; prints the HTTP
+# status (000: no HTTP reply) and `sts=1` when the reply carries Strict-Transport-Security.
+admin_get() {
+    local scheme=$1 out code
+    shift
+    out="$(curl -s -D - -o /dev/null --max-time 10 --cacert "$CERTS/ca1.crt" "$@" \
+        "$scheme://127.0.0.1:${EPORT[cl:1]}/commands/${ADMIN_COMMAND:-ruok}" 2>/dev/null)" || true
+    code="$(sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' <<<"$out")"
+    printf '%s' "${code:-000}"
+    grep -qi '^strict-transport-security: max-age=86400; includesubdomains' <<<"$out" && printf ' sts=1'
+    return 0
+}
+
+group_admin() {
+    local e=cl got alice keys
+    new_ensemble "$e"
+    zk_admin_jars
+    alice=(--cert "$CERTS/alice.crt" --key "$CERTS/alice.key")
+    keys="ssl.quorum.keyStore.location=$CERTS/m1.pem
+ssl.quorum.keyStore.type=PEM
+ssl.quorum.trustStore.location=$CERTS/trust-ca1.pem
+ssl.quorum.trustStore.type=PEM"
+
+    # 1. forceHttps and needClientAuth: plain HTTP gets no reply, HTTPS without a certificate neither; with
+    #    alice's certificate (ca1) ruok answers 200 with HSTS, and snapshot without credentials 401.
+    if client_server admin-force "$keys
+admin.forceHttps=true
+admin.needClientAuth=true"; then
+        got="http=$(admin_get http) https-no-cert=$(admin_get https) https-cert=$(admin_get https "${alice[@]}")"
+        got+=" snapshot=$(ADMIN_COMMAND=snapshot admin_get https "${alice[@]}")"
+        got+=" other-ca=$(admin_get https --cert "$CERTS/client-caX.crt" --key "$CERTS/client-caX.key")"
+        expect admin-force-https-need-client-auth \
+            "http=000 https-no-cert=000 https-cert=200 sts=1 snapshot=401 sts=1 other-ca=000" "$got"
+    else
+        fail admin-force-https-need-client-auth "the server did not start"
+    fi
+
+    # 2. portUnification alone: HTTP and HTTPS (no certificate asked for) on one port; HSTS only over TLS.
+    if client_server admin-unified "$keys
+admin.portUnification=true"; then
+        got="http=$(admin_get http) https=$(admin_get https) https-cert=$(admin_get https "${alice[@]}")"
+        expect admin-unified-port "http=200 https=200 sts=1 https-cert=200 sts=1" "$got"
+    else
+        fail admin-unified-port "the server did not start"
+    fi
+
+    # 3. forceHttps alone: HTTPS without a certificate is served, plain HTTP is not.
+    if client_server admin-force-only "$keys
+admin.forceHttps=true"; then
+        got="http=$(admin_get http) https=$(admin_get https)"
+        expect admin-force-https "http=000 https=200 sts=1" "$got"
+    else
+        fail admin-force-https "the server did not start"
+    fi
+
+    # 4. Settings the AdminServer cannot honour: needClientAuth on plain HTTP, and forceHttps without a key
+    #    store. paddock refuses to start, naming the key; ZooKeeper starts, serving plain HTTP in the first
+    #    case and no AdminServer at all in the second.
+    local name cfg want_log zk_want
+    for name in admin-need-client-auth-plain admin-force-https-no-key-store; do
+        if [[ "$name" == admin-need-client-auth-plain ]]; then
+            cfg="$keys
+admin.needClientAuth=true" want_log="admin.needClientAuth=true asks for client certificates" zk_want="http=200"
+        else
+            cfg="admin.forceHttps=true" want_log="admin.forceHttps=true needs ssl.quorum.keyStore.location"
+            zk_want="http=000 https=000"
+        fi
+        if [[ "$TARGET" == zookeeper ]]; then
+            if client_server "$name" "$cfg"; then
+                got="http=$(admin_get http)"
+                [[ "$name" == admin-need-client-auth-plain ]] || got+=" https=$(admin_get https)"
+                if [[ "$got" == "$zk_want" ]]; then
+                    stricter "$name" "ZooKeeper serves: $got"
+                else
+                    fail "$name" "want '$zk_want' from ZooKeeper, got '$got'"
+                fi
+            else
+                fail "$name" "ZooKeeper did not start"
+            fi
+        elif client_server "$name" "$cfg" >/dev/null 2>&1; then
+            fail "$name" "paddock started"
+        elif grep -qF "$want_log" "$COMPAT_WORK/cl/$name/server.log"; then
+            pass "$name"
+        else
+            fail "$name" "paddock refused, but its log lacks '$want_log': $(tail -n 3 "$COMPAT_WORK/cl/$name/server.log" | tr '\n' '|')"
+        fi
+    done
+    stop_member cl/server
+}
+
 four_letter_word() { # host:port word
     timeout 5 bash -c 'exec 3<>/dev/tcp/'"${1%:*}"'/'"${1##*:}"' && printf '"$2"' >&3 && cat <&3' 2>/dev/null || true
 }
 
 # --- run ---------------------------------------------------------------------------------------------------
-for g in pem pkcs12 sasl rolling failclosed client; do
+for g in pem pkcs12 sasl rolling failclosed client tools admin; do
     want "$g" || continue
     t=$SECONDS
     CONTROL_WHY=""

@@ -12,6 +12,12 @@
                                               CERTS/CA.crt) creating numbered nodes until the file STOP
                                               exists; OUT gets the acknowledged paths and the errors
     tlskz.py verify HP CERTS OUT              every acknowledged path of OUT exists (read in plaintext)
+    tlskz.py tool HP CERTS NAME AUTH OP PATH  for `paddock lock`'s nodes (group tools), as NAME with AUTH
+                                              (USER:PASSWORD added as digest, `-` for none): OP `acl` prints
+                                              PATH's ACL and its first child's (`scheme:id:perms` joined by
+                                              `,`, the two lists by `|`); OP `delete` deletes PATH's first
+                                              child and prints ok or the error's name; OP `children` prints
+                                              the number of children, or the error's name
     tlskz.py ports HP SHP ADMIN CERTS         with a plaintext session on HP and a TLS one (alice) on SHP open:
                                               `cons` over each port, `conf` and `mntr` over TLS, and the
                                               AdminServer's connections command at ADMIN (host:port); prints
@@ -205,6 +211,32 @@ def ports(hp, shp, admin, certs):
     return 0
 
 
+def tool(hp, certs, name, auth, op, path):
+    zk = client(hp, certs, name)
+    try:
+        if auth != "-":
+            zk.add_auth("digest", auth)
+        try:
+            children = sorted(zk.get_children(path))
+            if op == "children":
+                print(len(children))
+            elif op == "acl":
+                lists = [zk.get_acls(p)[0] for p in [path, f"{path}/{children[0]}"]]
+                print("|".join(",".join(f"{a.id.scheme}:{a.id.id}:{a.perms}" for a in acl) for acl in lists))
+            elif op == "delete":
+                zk.delete(f"{path}/{children[0]}")
+                print("ok")
+            else:
+                print(f"unknown op {op}")
+                return 2
+        except Exception as e:
+            print(type(e).__name__)
+        return 0
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def main():
     cmd, a = sys.argv[1], sys.argv[2:]
     try:
@@ -222,6 +254,8 @@ def main():
             return verify(*a)
         if cmd == "ports":
             return ports(*a)
+        if cmd == "tool":
+            return tool(*a)
     except Exception as e:  # kazoo raises its own timeout types, OSError and ssl errors
         print(f"{type(e).__name__}: {e}")
         return 3 if "Timeout" in type(e).__name__ else 1

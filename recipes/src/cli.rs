@@ -10,11 +10,12 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, SignalKind};
-use zookeeper_client::{Client, StateWatcher};
+use zookeeper_client::{Acl, Client, Permission, StateWatcher};
 
 use crate::contend::{ContendError, Held};
 use crate::latch::{self, LeaderLatch};
 use crate::lock::Lock;
+use crate::secure::{parse_acl, SecurityArgs};
 use crate::session::Loss;
 
 /// Exit status: could not connect, bad path, or another error (message on stderr).
@@ -41,7 +42,11 @@ fair (arrival order) and each waiter watches only its predecessor.
 Examples:
   paddock lock --servers zk1:2181,zk2:2181 /locks/jobs -- ./job.sh
   paddock lock --timeout 10s /locks/jobs -- ./job.sh || [ $? -eq 3 ] && echo busy
-  paddock lock /locks/jobs            # prints the token, holds until stdin closes";
+  paddock lock /locks/jobs            # prints the token, holds until stdin closes
+  PADDOCK_AUTH=digest:jobs:secret paddock lock --tls-ca ca.pem --servers zk1:2281 /locks/jobs -- ./job.sh
+
+With an identity (--tls-cert, --auth, --sasl) the nodes are the caller's only (auth::cdrwa plus
+--acl): no other identity can delete the holder's node. Without one they are open to everyone.";
 
 const ELECT_AFTER_HELP: &str = "\
 Environment of CMD: PADDOCK_LEADER_TOKEN (the fencing token of this leadership: the czxid of the
@@ -105,6 +110,16 @@ pub struct ConnectArgs {
     /// to its [2, 20] ticks.
     #[arg(long, value_name = "T", default_value = "10s", value_parser = parse_duration)]
     pub session_timeout: Duration,
+
+    #[command(flatten)]
+    pub security: SecurityArgs,
+
+    /// Also grant SCHEME:ID:PERMS on the nodes made (repeat for more), e.g. world:anyone:r to let
+    /// anyone see the holder, or digest:bob:HASH:cdrwa to let bob contend too. Needs an identity
+    /// (--tls-cert, --auth or --sasl): the nodes are then auth::cdrwa (every id this session
+    /// authenticated as) plus these, so no other identity can delete the holder's node.
+    #[arg(long = "acl", value_name = "SCHEME:ID:PERMS", value_parser = parse_acl)]
+    pub acl: Vec<Acl>,
 }
 
 /// `paddock lock`.
@@ -185,14 +200,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
-/// Connects with the requested session timeout, giving up after a while if no server answers.
-pub async fn connect(args: &ConnectArgs) -> anyhow::Result<Client> {
+/// Connects with the requested session timeout and security, giving up after a while if no server
+/// answers. Returns the client and the ACL for the nodes it makes (empty: open).
+pub async fn connect(args: &ConnectArgs) -> anyhow::Result<(Client, Vec<Acl>)> {
+    let security = args.security.load()?;
+    if !args.acl.is_empty() && !security.authenticated() {
+        anyhow::bail!(
+            "--acl needs an identity (--tls-cert, --auth or --sasl): without one the nodes are open to everyone"
+        );
+    }
+    let acl = security.node_acl(&args.acl);
     let limit = args.session_timeout.max(Duration::from_secs(10));
-    let connecting = Client::connector()
-        .with_session_timeout(args.session_timeout)
-        .connect(&args.servers);
+    let connector = Client::connector().with_session_timeout(args.session_timeout);
+    let connecting = security.connect(connector, &args.servers);
     match tokio::time::timeout(limit, connecting).await {
-        Ok(Ok(c)) => Ok(c),
+        Ok(Ok(c)) => Ok((c, acl)),
         Ok(Err(e)) => anyhow::bail!("cannot connect to {}: {e}", args.servers),
         Err(_) => anyhow::bail!(
             "cannot connect to {}: no answer within {} s",
@@ -212,7 +234,7 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Runs `paddock lock`; returns the process exit status.
 pub fn run_lock(args: LockArgs) -> i32 {
     runtime().block_on(async move {
-        let client = match connect(&args.connect).await {
+        let (client, acl) = match connect(&args.connect).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("paddock lock: {e:#}");
@@ -220,7 +242,7 @@ pub fn run_lock(args: LockArgs) -> i32 {
             }
         };
         let states = client.state_watcher();
-        let code = match lock_main(client, args).await {
+        let code = match lock_main(client, acl, args).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("paddock lock: {e:#}");
@@ -235,7 +257,7 @@ pub fn run_lock(args: LockArgs) -> i32 {
 /// Runs `paddock elect`; returns the process exit status.
 pub fn run_elect(args: ElectArgs) -> i32 {
     runtime().block_on(async move {
-        let client = match connect(&args.connect).await {
+        let (client, acl) = match connect(&args.connect).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("paddock elect: {e:#}");
@@ -246,7 +268,7 @@ pub fn run_elect(args: ElectArgs) -> i32 {
         let r = if args.listen {
             listen_main(client, args).await
         } else {
-            elect_main(client, args).await
+            elect_main(client, acl, args).await
         };
         let code = match r {
             Ok(code) => code,
@@ -375,9 +397,10 @@ async fn hold_until_stdin_closes(
     }
 }
 
-async fn lock_main(client: Client, args: LockArgs) -> anyhow::Result<i32> {
+async fn lock_main(client: Client, acl: Vec<Acl>, args: LockArgs) -> anyhow::Result<i32> {
     let mut signals = Signals::new()?;
-    let lock = Lock::new(client.clone(), &args.path)?;
+    let lock = Lock::new(client.clone(), &args.path)?.with_acl(acl.clone());
+    warn_foreign_deleters(&client, &args.path, &acl, "paddock lock").await;
     let acquiring = async {
         match args.timeout {
             Some(t) => lock.try_acquire(t).await,
@@ -464,6 +487,50 @@ async fn hold(held: Held, h: Holding<'_>, signals: &mut Signals) -> anyhow::Resu
     }
 }
 
+/// With a creator-only `acl`: if `path` already exists and lets ids other than this session's
+/// (whoAmI) and --acl's delete its children, says so on stderr. The tool's nodes cannot protect
+/// themselves there: deleting a node needs the `d` permission on its parent.
+async fn warn_foreign_deleters(client: &Client, path: &str, acl: &[Acl], tool: &str) {
+    if acl.is_empty() {
+        return;
+    }
+    let Ok((parent, _)) = client.get_acl(path).await else {
+        return; // missing (made with `acl`), or not ours to read: the create will tell
+    };
+    let me = client.list_auth_users().await.unwrap_or_default();
+    let mine = |a: &Acl| {
+        me.iter()
+            .any(|u| u.scheme() == a.scheme() && u.user() == a.id())
+    };
+    // Where this session may not create, the create fails and says so: no warning needed.
+    let may_create = parent.iter().any(|a| {
+        a.permission().has(Permission::CREATE)
+            && ((a.scheme() == "world" && a.id() == "anyone") || mine(a))
+    });
+    if !may_create {
+        return;
+    }
+    let foreign: Vec<String> = parent
+        .iter()
+        .filter(|a| a.permission().has(Permission::DELETE))
+        .filter(|a| {
+            a.scheme() == "world"
+                || !(mine(a)
+                    || acl
+                        .iter()
+                        .any(|x| x.scheme() == a.scheme() && x.id() == a.id()))
+        })
+        .map(|a| format!("{}:{}", a.scheme(), a.id()))
+        .collect();
+    if !foreign.is_empty() {
+        eprintln!(
+            "{tool}: warning: {path} exists and lets {} delete its children, so they can delete this \
+             holder's node; setAcl {path} to the contenders' ids, or use a new path",
+            foreign.join(", ")
+        );
+    }
+}
+
 fn default_proposal() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -471,10 +538,11 @@ fn default_proposal() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-async fn elect_main(client: Client, args: ElectArgs) -> anyhow::Result<i32> {
+async fn elect_main(client: Client, acl: Vec<Acl>, args: ElectArgs) -> anyhow::Result<i32> {
     let mut signals = Signals::new()?;
     let proposal = args.proposal.clone().unwrap_or_else(default_proposal);
-    let latch = LeaderLatch::new(client.clone(), &args.path, &proposal)?;
+    let latch = LeaderLatch::new(client.clone(), &args.path, &proposal)?.with_acl(acl.clone());
+    warn_foreign_deleters(&client, &args.path, &acl, "paddock elect").await;
     let held = tokio::select! {
         r = latch.campaign() => r,
         sig = signals.recv() => return Ok(128 + sig as i32),

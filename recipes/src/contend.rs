@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
+use zookeeper_client::{Acl, Acls, Client, CreateMode, Error as ZkError};
 
 use crate::session::{session_lost, Loss};
 
@@ -23,11 +23,12 @@ pub enum ContendError {
     BadPath { path: String, reason: &'static str },
     #[error("our node {0} disappeared while waiting (was the lock path deleted?)")]
     NodeVanished(String),
-    #[error("{op} {path}: {source}")]
+    // `error`, not `source`: the message already holds it, and anyhow's `{:#}` would print it twice.
+    #[error("{op} {path}: {error}")]
     Zk {
         op: &'static str,
         path: String,
-        source: ZkError,
+        error: ZkError,
     },
 }
 
@@ -36,10 +37,10 @@ fn zk(op: &'static str, path: &str, source: ZkError) -> ContendError {
         ZkError::SessionExpired => ContendError::SessionLost(Loss::Expired),
         ZkError::ClientClosed => ContendError::SessionLost(Loss::Closed),
         ZkError::AuthFailed => ContendError::SessionLost(Loss::AuthFailed),
-        source => ContendError::Zk {
+        error => ContendError::Zk {
             op,
             path: path.to_string(),
-            source,
+            error,
         },
     }
 }
@@ -188,18 +189,20 @@ where
     }
 }
 
-/// Joins the queue under `dir` with a `name` node holding `data`, and waits to be first.
+/// Joins the queue under `dir` with a `name` node holding `data`, and waits to be first. The node,
+/// and `dir` and its ancestors when they are made, get `acl` (empty: open to everyone).
 pub(crate) async fn contend(
     client: &Client,
     dir: &str,
     name: &str,
     data: &[u8],
+    acl: &[Acl],
     deadline: Option<Instant>,
 ) -> Result<Held, ContendError> {
     let protected = format!("_c_{}-", uuid::Uuid::new_v4());
     let prefix = format!("{dir}/{protected}{name}");
     let started = Instant::now();
-    let (path, token) = create_node(client, dir, &prefix, &protected, data).await?;
+    let (path, token) = create_node(client, dir, &prefix, &protected, data, acl).await?;
     let mut guard = QueueGuard {
         client,
         path: Some(path.clone()),
@@ -248,6 +251,34 @@ pub(crate) async fn contend(
     }
 }
 
+/// Makes `dir` with `container`'s ACL, and its missing ancestors as open containers
+/// (`world:anyone:cdrwa`): an ancestor such as `/locks` is shared by every lock under it, so it must
+/// not belong to the first identity that happened to make it. An open ancestor exposes no holder:
+/// only an empty `dir` can be deleted.
+async fn make_dir(
+    client: &Client,
+    dir: &str,
+    container: &zookeeper_client::CreateOptions<'_>,
+) -> Result<(), ZkError> {
+    let open = CreateMode::Container.with_acls(Acls::anyone_all());
+    loop {
+        match retry(client, || client.create(dir, &[], container)).await {
+            Ok(_) => return Ok(()),
+            Err(ZkError::NoNode) => {
+                let parent = &dir[..dir.rfind('/').unwrap_or(0)];
+                if parent.is_empty() {
+                    return Err(ZkError::NoNode); // the chroot is missing
+                }
+                match retry(client, || client.mkdir(parent, &open)).await {
+                    Ok(()) | Err(ZkError::NodeExists) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Creates the ephemeral sequential node, making the parents (containers, as Curator's
 /// `creatingParentContainersIfNeeded`) if missing. A create whose reply was lost to a connection
 /// loss is found again by its protected prefix, so it is never left behind or made twice.
@@ -257,13 +288,19 @@ async fn create_node(
     prefix: &str,
     protected: &str,
     data: &[u8],
+    acl: &[Acl],
 ) -> Result<(String, i64), ContendError> {
-    let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
-    let container = CreateMode::Container.with_acls(Acls::anyone_all());
+    let acls = if acl.is_empty() {
+        Acls::anyone_all()
+    } else {
+        Acls::new(acl)
+    };
+    let ephemeral = CreateMode::EphemeralSequential.with_acls(acls);
+    let container = CreateMode::Container.with_acls(acls);
     loop {
         match client.create(prefix, data, &ephemeral).await {
             Ok((stat, seq)) => return Ok((format!("{prefix}{seq}"), stat.czxid)),
-            Err(ZkError::NoNode) => match retry(client, || client.mkdir(dir, &container)).await {
+            Err(ZkError::NoNode) => match make_dir(client, dir, &container).await {
                 // The parent may be swept (an empty container) before we create in it: go again.
                 Ok(()) | Err(ZkError::NodeExists) | Err(ZkError::NoNode) => continue,
                 Err(e) => return Err(zk("create parents of", dir, e)),

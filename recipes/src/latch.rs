@@ -2,7 +2,7 @@
 //! participant id as data). The first node in sequence order is the leader, which is what Curator's
 //! `LeaderLatch.getLeader()` reports, so both libraries agree.
 
-use zookeeper_client::{Client, Error as ZkError, OneshotWatcher};
+use zookeeper_client::{Acl, Client, Error as ZkError, OneshotWatcher};
 
 use crate::contend::{self, validate_dir, ContendError, Held};
 
@@ -14,6 +14,7 @@ pub struct LeaderLatch {
     client: Client,
     path: String,
     id: String,
+    acl: Vec<Acl>,
 }
 
 impl LeaderLatch {
@@ -24,7 +25,15 @@ impl LeaderLatch {
             client,
             path: path.to_string(),
             id: id.to_string(),
+            acl: Vec::new(),
         })
+    }
+
+    /// The ACL of this participant's node (and of the election's path when this participant
+    /// makes it), as [`Lock::with_acl`](crate::Lock::with_acl). Empty (the default): open.
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> LeaderLatch {
+        self.acl = acl;
+        self
     }
 
     pub fn id(&self) -> &str {
@@ -39,6 +48,7 @@ impl LeaderLatch {
             &self.path,
             LATCH_NAME,
             self.id.as_bytes(),
+            &self.acl,
             None,
         )
         .await
@@ -65,7 +75,7 @@ pub async fn leader(client: &Client, path: &str) -> Result<Option<String>, Conte
                 return Err(ContendError::Zk {
                     op: "read",
                     path: node,
-                    source: e,
+                    error: e,
                 })
             }
         }
@@ -78,10 +88,10 @@ pub async fn leader_and_watch(
     client: &Client,
     path: &str,
 ) -> Result<(Option<String>, OneshotWatcher), ContendError> {
-    let fail = |op, source| ContendError::Zk {
+    let fail = |op, error| ContendError::Zk {
         op,
         path: path.to_string(),
-        source,
+        error,
     };
     loop {
         let (children, watcher) = match client.list_and_watch_children(path).await {
@@ -115,7 +125,7 @@ pub async fn leader_and_watch(
                 return Err(ContendError::Zk {
                     op: "read",
                     path: node,
-                    source: e,
+                    error: e,
                 })
             }
         }

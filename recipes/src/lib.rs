@@ -11,12 +11,14 @@
 //! - [`session_lost`]: resolves as soon as the session is gone (expired, closed, or disconnected for
 //!   longer than the session timeout), so a holder learns it at once, not at its next call.
 //!
-//! The `cli` module holds `paddock lock` and `paddock elect`.
+//! The `cli` module holds `paddock lock` and `paddock elect`; `secure` their TLS files,
+//! credentials, and the creator-only ACL their nodes get once the session has an identity.
 
 pub mod cli;
 mod contend;
 pub mod latch;
 pub mod lock;
+pub mod secure;
 pub mod session;
 
 pub use contend::{ContendError, Held};

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client::Client;
+use zookeeper_client::{Acl, Client};
 
 use crate::contend::{self, validate_dir, ContendError, Held};
 
@@ -16,6 +16,7 @@ pub struct Lock {
     client: Client,
     path: String,
     data: Vec<u8>,
+    acl: Vec<Acl>,
 }
 
 impl Lock {
@@ -27,6 +28,7 @@ impl Lock {
             client,
             path: path.to_string(),
             data: Vec::new(),
+            acl: Vec::new(),
         })
     }
 
@@ -36,13 +38,30 @@ impl Lock {
         self
     }
 
+    /// The ACL of this contender's node, and of the lock's path and its parents when this contender
+    /// makes them. Empty (the default): open to everyone (`world:anyone:cdrwa`), as Curator's
+    /// default. Give [`creator_acl`](crate::creator_acl) to keep other identities from deleting the
+    /// holder's node: deleting a child needs the `d` permission on the lock's path.
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> Lock {
+        self.acl = acl;
+        self
+    }
+
     pub fn path(&self) -> &str {
         &self.path
     }
 
     /// Waits, in arrival order, until this contender holds the lock.
     pub async fn acquire(&self) -> Result<Held, ContendError> {
-        contend::contend(&self.client, &self.path, LOCK_NAME, &self.data, None).await
+        contend::contend(
+            &self.client,
+            &self.path,
+            LOCK_NAME,
+            &self.data,
+            &self.acl,
+            None,
+        )
+        .await
     }
 
     /// As [`Lock::acquire`], giving up (and leaving the queue) after `timeout`.
@@ -53,6 +72,7 @@ impl Lock {
             &self.path,
             LOCK_NAME,
             &self.data,
+            &self.acl,
             Some(deadline),
         )
         .await

@@ -36,6 +36,8 @@ holds at once; past it, clients with a request outstanding are not read from unt
 HTTP: the AdminServer (admin.enableServer, default true; admin.serverAddress, default 0.0.0.0 with
 --config and 127.0.0.1 without; admin.serverPort 8080; admin.commandURL /commands) answers
 ZooKeeper 3.9's JSON commands; a port it cannot bind is logged and skipped, as ZooKeeper does.
+admin.forceHttps=true (HTTPS only) or admin.portUnification=true (HTTPS and HTTP) serve it with the
+ssl.quorum.* stores; admin.needClientAuth=true then requires a client certificate.
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider serves
 GET /metrics on metricsProvider.httpHost (default 0.0.0.0 with --config, 127.0.0.1 without) and
 metricsProvider.httpPort (default 7000) under ZooKeeper's metric names; exportJvmInfo is ignored.

@@ -5,7 +5,11 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::{ClientConfig, RootCertStore};
 
 use clap::Args;
 
@@ -30,6 +34,72 @@ pub struct StatusArgs {
     /// Seconds to wait for each server's answer.
     #[arg(long, value_name = "S", default_value_t = 3.0)]
     pub timeout: f64,
+
+    /// Ask over TLS (the servers' secureClientPort or a client.portUnification port), verifying
+    /// each server's certificate against these CA certificates (PEM) and its name against the
+    /// host given in --servers.
+    #[arg(long, value_name = "FILE", env = "PADDOCK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// This client's certificate (PEM), for servers with ssl.clientAuth=need.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PADDOCK_TLS_CERT",
+        requires = "tls_ca",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The key of --tls-cert (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PADDOCK_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The TLS client configuration --tls-ca, --tls-cert and --tls-key ask for; None without --tls-ca.
+pub fn tls_config(args: &StatusArgs) -> Result<Option<Arc<ClientConfig>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let Some(ca) = &args.tls_ca else {
+        return Ok(None);
+    };
+    let mut roots = RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(ca)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
+    for c in certs {
+        roots
+            .add(c)
+            .map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("--tls-ca {}: no certificate in it", ca.display()));
+    }
+    let builder = ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots);
+    let config = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("--tls-cert / --tls-key: {e}"))?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    Ok(Some(Arc::new(config)))
 }
 
 /// What one server said.
@@ -86,8 +156,13 @@ pub fn mntr_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.trim())
 }
 
-/// Sends one four-letter word and reads the reply until the server closes.
-pub fn four_letter(addr: &str, word: &str, timeout: Duration) -> Result<String, String> {
+/// Sends one four-letter word and reads the reply until the server closes; over TLS with `tls`.
+pub fn four_letter(
+    addr: &str,
+    word: &str,
+    timeout: Duration,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<String, String> {
     let sock = addr
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve: {e}"))?
@@ -98,19 +173,42 @@ pub fn four_letter(addr: &str, word: &str, timeout: Duration) -> Result<String, 
         .set_read_timeout(Some(timeout))
         .and_then(|_| stream.set_write_timeout(Some(timeout)))
         .map_err(|e| e.to_string())?;
-    stream
-        .write_all(word.as_bytes())
-        .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    stream
-        .read_to_end(&mut out)
-        .map_err(|e| format!("no answer to {word}: {e}"))?;
+    match tls {
+        None => {
+            stream
+                .write_all(word.as_bytes())
+                .map_err(|e| e.to_string())?;
+            stream
+                .read_to_end(&mut out)
+                .map_err(|e| format!("no answer to {word}: {e}"))?;
+        }
+        Some(config) => {
+            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                .map_err(|e| format!("{host}: {e}"))?;
+            let conn = rustls::ClientConnection::new(config.clone(), name)
+                .map_err(|e| format!("TLS: {e}"))?;
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            tls.write_all(word.as_bytes())
+                .and_then(|_| tls.flush())
+                .map_err(|e| format!("TLS: {e}"))?;
+            // The server closes after its answer, without a close_notify on every stack:
+            // what arrived before the end counts.
+            match tls.read_to_end(&mut out) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !out.is_empty() => {}
+                Err(e) => return Err(format!("no answer to {word}: {e}")),
+            }
+        }
+    }
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Asks one server `srvr`, then `mntr`.
-pub fn probe(addr: &str, timeout: Duration) -> Probe {
-    let text = match four_letter(addr, "srvr", timeout) {
+pub fn probe(addr: &str, timeout: Duration, tls: Option<&Arc<ClientConfig>>) -> Probe {
+    let text = match four_letter(addr, "srvr", timeout, tls) {
         Ok(t) => t,
         Err(e) => return Probe::Unreachable(e),
     };
@@ -126,7 +224,7 @@ pub fn probe(addr: &str, timeout: Duration) -> Probe {
         });
     };
     if s.mode == "leader" {
-        if let Ok(m) = four_letter(addr, "mntr", timeout) {
+        if let Ok(m) = four_letter(addr, "mntr", timeout, tls) {
             s.synced_followers = mntr_value(&m, "zk_synced_followers").map(str::to_string);
         }
     }
@@ -252,10 +350,20 @@ pub fn run(args: &StatusArgs) -> i32 {
         return 2;
     }
     let timeout = Duration::from_secs_f64(args.timeout);
+    let tls = match tls_config(args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("paddock status: {e}");
+            return 2;
+        }
+    };
     let handles: Vec<_> = servers
         .iter()
         .cloned()
-        .map(|addr| std::thread::spawn(move || probe(&addr, timeout)))
+        .map(|addr| {
+            let tls = tls.clone();
+            std::thread::spawn(move || probe(&addr, timeout, tls.as_ref()))
+        })
         .collect();
     let rows: Vec<(String, Probe)> = servers
         .into_iter()

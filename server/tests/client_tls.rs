@@ -852,3 +852,93 @@ async fn version_1_certificates_are_taken_as_java_takes_them() {
     assert_eq!(mntr(&text, "zk_paddock_client_tls_refused"), 4, "{text}");
     server.shutdown().await;
 }
+
+/// The reply head and body to `GET path` over an established stream; `None` when the server
+/// closes (or the TLS session fails) without an HTTP reply.
+async fn http_over<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, path: &str) -> Option<String> {
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .expect("an answer or a close in time");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    text.starts_with("HTTP/1.1 ").then_some(text)
+}
+
+/// The AdminServer over HTTPS with the quorum's stores, as ZooKeeper's JettyAdminServer:
+/// `admin.forceHttps` with `admin.needClientAuth` answers only TLS clients with a certificate
+/// from the trust store (and says so with HSTS); `admin.portUnification` alone answers plain
+/// HTTP and TLS without a certificate on one port. compat-tests/security's group `admin` runs the
+/// same against ZooKeeper 3.9.5 with curl.
+#[tokio::test]
+async fn admin_server_over_https_with_the_quorum_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("paddock quorum CA");
+    let stranger = Ca::new("someone else's CA");
+    ca.server().write_key_store(&dir.path().join("quorum.pem"));
+    std::fs::write(dir.path().join("quorum-trust.pem"), ca.pem()).unwrap();
+    let operator = ca.client(&[(DnType::CommonName, "operator")]);
+    let outsider = stranger.client(&[(DnType::CommonName, "operator")]);
+    let stores = format!(
+        "ssl.quorum.keyStore.location={}\nssl.quorum.keyStore.type=PEM\n\
+         ssl.quorum.trustStore.location={}\nssl.quorum.trustStore.type=PEM\n",
+        dir.path().join("quorum.pem").display(),
+        dir.path().join("quorum-trust.pem").display()
+    );
+    let sts = "Strict-Transport-Security: max-age=86400; includeSubDomains\r\n";
+
+    let server = serve(
+        dir.path(),
+        &format!("{stores}admin.forceHttps=true\nadmin.needClientAuth=true\n"),
+    )
+    .await;
+    let addr = server.admin_addr().expect("AdminServer");
+    let reply = http_over(
+        tls(addr, &ca, Some(&operator)).await.unwrap(),
+        "/commands/ruok",
+    )
+    .await
+    .expect("an HTTP reply over TLS with a certificate");
+    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+    assert!(reply.contains(sts), "{reply}");
+    assert!(reply.contains("\"command\": \"ruok\""), "{reply}");
+    let snapshot = http_over(
+        tls(addr, &ca, Some(&operator)).await.unwrap(),
+        "/commands/snapshot",
+    )
+    .await
+    .expect("an HTTP reply");
+    assert!(snapshot.starts_with("HTTP/1.1 401 "), "{snapshot}");
+    // No certificate, another CA's, plain HTTP: no HTTP reply at all.
+    let no_cert = match tls(addr, &ca, None).await {
+        Ok(s) => http_over(s, "/commands/ruok").await,
+        Err(_) => None,
+    };
+    assert_eq!(no_cert, None);
+    let other_ca = match tls(addr, &ca, Some(&outsider)).await {
+        Ok(s) => http_over(s, "/commands/ruok").await,
+        Err(_) => None,
+    };
+    assert_eq!(other_ca, None);
+    let plain = http_over(TcpStream::connect(addr).await.unwrap(), "/commands/ruok").await;
+    assert_eq!(plain, None);
+    server.shutdown().await;
+
+    let server = serve(dir.path(), &format!("{stores}admin.portUnification=true\n")).await;
+    let addr = server.admin_addr().expect("AdminServer");
+    let plain = http_over(TcpStream::connect(addr).await.unwrap(), "/commands/ruok")
+        .await
+        .expect("plain HTTP on the unified port");
+    assert!(plain.starts_with("HTTP/1.1 200 OK\r\n"), "{plain}");
+    assert!(!plain.contains("Strict-Transport-Security"), "{plain}");
+    let secure = http_over(tls(addr, &ca, None).await.unwrap(), "/commands/ruok")
+        .await
+        .expect("TLS without a certificate on the unified port");
+    assert!(
+        secure.starts_with("HTTP/1.1 200 OK\r\n") && secure.contains(sts),
+        "{secure}"
+    );
+    server.shutdown().await;
+}

@@ -974,8 +974,23 @@ fn security_keys_paddock_cannot_honour_refuse_the_start() {
             "zookeeper.DigestAuthenticationProvider.enabled=false",
             "zookeeper.DigestAuthenticationProvider.enabled: paddock cannot turn the digest scheme off",
         ),
-        ("admin.forceHttps=true", "admin.forceHttps: the AdminServer has no HTTPS in paddock"),
-        ("admin.needClientAuth=true", "admin.needClientAuth: the AdminServer has no HTTPS"),
+        (
+            "admin.forceHttps=true",
+            "admin.forceHttps=true needs ssl.quorum.keyStore.location",
+        ),
+        (
+            "admin.portUnification=true",
+            "admin.portUnification=true needs ssl.quorum.keyStore.location",
+        ),
+        (
+            "admin.needClientAuth=true",
+            "admin.needClientAuth=true asks for client certificates, which plain HTTP cannot carry",
+        ),
+        (
+            "admin.forceHttps=true\nadmin.needClientAuth=true\nssl.quorum.keyStore.location=/k.pem",
+            "admin.needClientAuth=true needs ssl.quorum.trustStore.location",
+        ),
+        ("admin.forceHttps=maybe", "admin.forceHttps"),
         ("quorum.auth.enableSasI=true", "quorum.auth.enableSasI: not a quorum.auth key paddock knows"),
         (
             "quorum.auth.learnerRequireSasl=true",
@@ -1006,6 +1021,9 @@ fn security_keys_paddock_cannot_honour_refuse_the_start() {
         "DigestAuthenticationProvider.digestAlg=SHA1",
         "DigestAuthenticationProvider.enabled=true",
         "admin.forceHttps=false",
+        "admin.forceHttps=true\nssl.quorum.keyStore.location=/k.pem",
+        "admin.portUnification=true\nadmin.needClientAuth=true\nssl.quorum.keyStore.location=/k.pem\nssl.quorum.trustStore.location=/t.pem",
+        "admin.enableServer=false\nadmin.needClientAuth=true",
         "client.portUnification=false",
         "client.certReload=true",
         "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",

@@ -501,6 +501,7 @@ async fn each_endpoint_closes_the_65th_concurrent_connection_at_once() {
 /// both sockets' buffers, so the server's write really waits on the client.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout() {
+    use paddock::http::admin_tls::Transport;
     use paddock::http::{serve, Limits, Response};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -510,14 +511,19 @@ async fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout(
         write_timeout: Duration::from_secs(2),
         max_body: 0,
     };
-    let task = tokio::spawn(serve(listener, limits, |req| async move {
-        let body = if req.path == "/big" {
-            vec![b'x'; 64 << 20]
-        } else {
-            b"small\n".to_vec()
-        };
-        Response::new(200, "text/plain", body)
-    }));
+    let task = tokio::spawn(serve(
+        listener,
+        limits,
+        Transport::Plain,
+        |req| async move {
+            let body = if req.path == "/big" {
+                vec![b'x'; 64 << 20]
+            } else {
+                b"small\n".to_vec()
+            };
+            Response::new(200, "text/plain", body)
+        },
+    ));
 
     let mut stuck = TcpStream::connect(addr).await.unwrap();
     stuck.write_all(b"GET /big HTTP/1.1\r\n\r\n").await.unwrap();

@@ -127,8 +127,7 @@ impl Builder {
             || self.http_key(key, v).map_err(invalid)?
             || self.client_auth_key(key, v).map_err(invalid)?
             || self.quorum_security_key(key, v).map_err(invalid)?
-            || self.client_tls_key(key, v).map_err(invalid)?
-            || self.missing_protection_key(key, v).map_err(invalid)?;
+            || self.client_tls_key(key, v).map_err(invalid)?;
         if !known {
             unused_key(key, e);
         }
@@ -249,6 +248,9 @@ impl Builder {
             "admin.serverPort" => self.cfg.admin.port = parse_port(v)?,
             "admin.snapshot.enabled" => self.cfg.admin.snapshot_enabled = parse_bool(v)?,
             "admin.restore.enabled" => self.cfg.admin.restore_enabled = parse_bool(v)?,
+            "admin.portUnification" => self.cfg.admin.port_unification = parse_bool(v)?,
+            "admin.forceHttps" => self.cfg.admin.force_https = parse_bool(v)?,
+            "admin.needClientAuth" => self.cfg.admin.need_client_auth = parse_bool(v)?,
             "admin.rateLimiterIntervalInMS" => {
                 self.cfg.admin.rate_limiter_interval_ms = v
                     .trim()
@@ -351,6 +353,7 @@ impl Builder {
         .map_err(ConfigError::Invalid)?;
         crate::quorum_security::check(&c.quorum_security).map_err(ConfigError::Invalid)?;
         crate::client_tls::check(&c.client_tls).map_err(ConfigError::Invalid)?;
+        crate::http::admin_tls::check(c).map_err(ConfigError::Invalid)?;
         c.enforce_auth_schemes = self.enforce_auth.schemes(c.client_tls.x509_available())?;
         self.cfg.validate()?;
         Ok(self.cfg)

@@ -211,6 +211,21 @@ pub struct AdminConfig {
     pub rate_limiter_interval_ms: u64,
     /// `admin.commandURL`, default `/commands`.
     pub command_url: String,
+    /// `admin.portUnification`: the port takes HTTPS as well as HTTP (by the first byte, 0x16
+    /// for TLS), with the `ssl.quorum.*` stores, as ZooKeeper's JettyAdminServer does.
+    pub port_unification: bool,
+    /// `admin.forceHttps`: the port takes HTTPS only (wins over `port_unification`).
+    pub force_https: bool,
+    /// `admin.needClientAuth`: an HTTPS client must present a certificate the `ssl.quorum`
+    /// trust store verifies. Without it no certificate is asked for (Jetty's default).
+    pub need_client_auth: bool,
+}
+
+impl AdminConfig {
+    /// Whether the AdminServer speaks TLS at all (`admin.forceHttps` or `admin.portUnification`).
+    pub fn https(&self) -> bool {
+        self.force_https || self.port_unification
+    }
 }
 
 /// The Prometheus endpoint's settings.
@@ -293,6 +308,9 @@ impl Config {
                 restore_enabled: true,
                 rate_limiter_interval_ms: 300,
                 command_url: "/commands".to_string(),
+                port_unification: false,
+                force_https: false,
+                need_client_auth: false,
             },
             metrics: None,
             metrics_default_host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),

@@ -357,25 +357,6 @@ impl Builder {
         }
         Ok(true)
     }
-
-    /// Keys that ask for protection paddock does not have: each refuses the start when it asks
-    /// for it, since a start would serve in plaintext what the operator meant to protect.
-    /// `Ok(false)`: not such a key.
-    pub(super) fn missing_protection_key(&mut self, key: &str, v: &str) -> Result<bool, String> {
-        match key {
-            "admin.portUnification" | "admin.forceHttps" | "admin.needClientAuth" => {
-                if parse_bool(v)? {
-                    return Err(
-                        "the AdminServer has no HTTPS in paddock; bind it to loopback \
-                         (admin.serverAddress=127.0.0.1) or turn it off (admin.enableServer=false)"
-                            .into(),
-                    );
-                }
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
 }
 
 /// `authProvider.<anything>` (ZooKeeper's ProviderRegistry reads every such property).

@@ -1,6 +1,6 @@
 //! The AdminServer's `snapshot` command, as ZooKeeper 3.9's `Commands.SnapshotCommand` answers
 //! it: `GET <commandURL>/snapshot[?streaming=true|false]` with `Authorization: <scheme> <auth>`
-//! (`digest user:password`, or `ip`; `x509` needs the HTTPS AdminServer paddock does not have),
+//! (`digest user:password`, or `ip`; `x509` from the HTTPS client certificate is not taken yet),
 //! the caller holding every permission on `/`, each bit checked alone. The body is a ZooKeeper
 //! snapshot of the state as of one moment (`zk_export::zk_snapshot`) that ZooKeeper 3.9 loads
 //! as `version-2/snapshot.<zxid>` or through its `restore` command; the headers `last_zxid`
@@ -74,7 +74,7 @@ pub fn authenticate(value: &str, req: &Request, cfg: &Config) -> Option<Vec<Id>>
                 .ok()
                 .filter(|ids| !ids.is_empty())
         }
-        // x509 reads the client's certificate, which only an HTTPS AdminServer has.
+        // x509 would read the HTTPS client's certificate (`admin_tls`); not taken yet.
         _ => None,
     }
 }

@@ -14,6 +14,7 @@
 pub mod admin;
 pub mod admin_restore;
 pub mod admin_snapshot;
+pub mod admin_tls;
 pub mod metrics;
 
 use std::future::Future;
@@ -21,11 +22,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tracing::debug;
 
+use self::admin_tls::Transport;
 use crate::fourlw::{Parts, ServerView};
 use crate::msg::{CoreMsg, ViewReset};
 
@@ -72,6 +74,9 @@ pub struct Request {
     pub remote: Option<SocketAddr>,
     /// A POST's body (empty for GET and HEAD).
     pub body: Vec<u8>,
+    /// Whether the request came over TLS (the AdminServer's `admin.forceHttps` or
+    /// `admin.portUnification`).
+    pub secure: bool,
 }
 
 impl Request {
@@ -142,8 +147,8 @@ pub async fn view(
     rx.await.ok()
 }
 
-/// Serves `handler` on `listener` within `limits` until the task is aborted.
-pub async fn serve<H, F>(listener: TcpListener, limits: Limits, handler: H)
+/// Serves `handler` on `listener` within `limits`, over `transport`, until the task is aborted.
+pub async fn serve<H, F>(listener: TcpListener, limits: Limits, transport: Transport, handler: H)
 where
     H: Fn(Request) -> F + Send + Sync + 'static,
     F: Future<Output = Response> + Send + 'static,
@@ -165,8 +170,9 @@ where
             continue;
         };
         let handler = handler.clone();
+        let transport = transport.clone();
         tokio::spawn(async move {
-            if let Err(e) = one(stream, remote, limits, &*handler).await {
+            if let Err(e) = accept(stream, remote, limits, transport, &*handler).await {
                 debug!(peer = %remote, error = %e, "http connection ended");
             }
             drop(slot);
@@ -174,13 +180,57 @@ where
     }
 }
 
-async fn one<H, F>(
-    mut stream: TcpStream,
+/// Serves one connection over `transport`: a TLS handshake first where it asks for one (within
+/// the read timeout, as the request head is).
+async fn accept<H, F>(
+    stream: TcpStream,
     remote: SocketAddr,
+    limits: Limits,
+    transport: Transport,
+    handler: &H,
+) -> std::io::Result<()>
+where
+    H: Fn(Request) -> F,
+    F: Future<Output = Response>,
+{
+    let config = match transport {
+        Transport::Plain => return one(stream, remote, false, limits, handler).await,
+        Transport::Tls(config) => config,
+        Transport::Unified(config) => {
+            let mut first = [0u8; 1];
+            let tls = match tokio::time::timeout(limits.read_timeout, stream.peek(&mut first)).await
+            {
+                Ok(Ok(1)) => first[0] == 0x16,
+                Ok(Ok(_)) | Err(_) => return Ok(()),
+                Ok(Err(e)) => return Err(e),
+            };
+            if !tls {
+                return one(stream, remote, false, limits, handler).await;
+            }
+            config
+        }
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let tls = match tokio::time::timeout(limits.read_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            debug!(peer = %remote, error = %e, "AdminServer TLS handshake failed");
+            return Ok(());
+        }
+        Err(_) => return Ok(()),
+    };
+    one(tls, remote, true, limits, handler).await
+}
+
+async fn one<S, H, F>(
+    mut stream: S,
+    remote: SocketAddr,
+    secure: bool,
     limits: Limits,
     handler: &H,
 ) -> std::io::Result<()>
 where
+    S: AsyncRead + AsyncWrite + Unpin,
     H: Fn(Request) -> F,
     F: Future<Output = Response>,
 {
@@ -197,6 +247,7 @@ where
             Err(why) => (Response::text(400, &format!("{why}\n")), false),
             Ok(mut req) if req.method == "GET" || req.method == "HEAD" => {
                 req.remote = Some(remote);
+                req.secure = secure;
                 let head_only = req.method == "HEAD";
                 (handler(req).await, head_only)
             }
@@ -204,6 +255,7 @@ where
                 match read_body(&mut stream, &req, early, limits).await? {
                     Ok(body) => {
                         req.remote = Some(remote);
+                        req.secure = secure;
                         req.body = body;
                         (handler(req).await, false)
                     }
@@ -233,6 +285,12 @@ where
     }
     for (k, v) in &resp.headers {
         out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if secure {
+        out.push_str(&format!(
+            "Strict-Transport-Security: {}\r\n",
+            admin_tls::STS
+        ));
     }
     out.push_str("\r\n");
     let head = out.into_bytes();
@@ -270,8 +328,8 @@ enum Head {
 /// A POST's body: `Content-Length` bytes, the first of them `early` (read with the head). A
 /// missing or too large length is refused with the response to send; a client that stops
 /// sending mid-body (no MiB within the read timeout) or closes ends the connection.
-async fn read_body(
-    stream: &mut TcpStream,
+async fn read_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
     req: &Request,
     early: Vec<u8>,
     limits: Limits,
@@ -339,7 +397,9 @@ async fn read_body(
 
 /// Reads up to the blank line that ends the head; `None` if the peer closed before sending one.
 /// With the head, the bytes read past it (the start of a POST's body).
-async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<(Head, Vec<u8>)>> {
+async fn read_head<S: AsyncRead + Unpin>(
+    stream: &mut S,
+) -> std::io::Result<Option<(Head, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
@@ -403,6 +463,7 @@ pub fn parse_request(head: &str) -> Result<Request, String> {
         headers,
         remote: None,
         body: Vec::new(),
+        secure: false,
     })
 }
 
@@ -424,18 +485,33 @@ pub async fn start(
         tracing::info!(%addr, "serving Prometheus metrics on /metrics");
         let core = core.clone();
         eps.metrics_addr = Some(addr);
-        eps.tasks
-            .push(tokio::spawn(serve(listener, Limits::DEFAULT, move |req| {
+        eps.tasks.push(tokio::spawn(serve(
+            listener,
+            Limits::DEFAULT,
+            Transport::Plain,
+            move |req| {
                 let core = core.clone();
                 async move { metrics_route(req, &core).await }
-            })));
+            },
+        )));
     }
     if cfg.admin.enabled {
         let bind = SocketAddr::new(cfg.admin.address, cfg.admin.port);
+        // The stores are read before the port is bound: one that does not load refuses the start.
+        let transport = admin_tls::transport(cfg).map_err(anyhow::Error::msg)?;
         match TcpListener::bind(bind).await {
             Ok(listener) => {
                 let addr = listener.local_addr()?;
-                tracing::info!(%addr, url = %cfg.admin.command_url, "AdminServer started");
+                let https = match &transport {
+                    Transport::Plain => "no",
+                    Transport::Tls(_) => "only",
+                    Transport::Unified(_) => "and http",
+                };
+                tracing::info!(
+                    %addr, url = %cfg.admin.command_url, https,
+                    need_client_auth = cfg.admin.need_client_auth,
+                    "AdminServer started"
+                );
                 eps.admin_addr = Some(addr);
                 let cfg = cfg.clone();
                 let limiters = AdminLimiters {
@@ -446,13 +522,17 @@ pub async fn start(
                     max_body: admin_restore::MAX_BODY,
                     ..Limits::DEFAULT
                 };
-                eps.tasks
-                    .push(tokio::spawn(serve(listener, limits, move |req| {
+                eps.tasks.push(tokio::spawn(serve(
+                    listener,
+                    limits,
+                    transport,
+                    move |req| {
                         let core = core.clone();
                         let cfg = cfg.clone();
                         let limiters = limiters.clone();
                         async move { admin_route(req, &core, &cfg, &limiters).await }
-                    })));
+                    },
+                )));
             }
             Err(e) => tracing::warn!(
                 %bind, error = %e,
