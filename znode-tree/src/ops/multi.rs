@@ -80,7 +80,7 @@ impl Tree {
 /// create2 and createContainer keep their type (a result with the stat) whatever plain mode
 /// they carry; a plain create with the container mode becomes createContainer; createTTL with
 /// a non-TTL mode becomes the create its mode implies, its ttl dropped. Other ops pass unchanged.
-fn as_zookeeper_reads_it(op: &Request) -> Result<std::borrow::Cow<'_, Request>, ErrorCode> {
+pub fn as_zookeeper_reads_it(op: &Request) -> Result<std::borrow::Cow<'_, Request>, ErrorCode> {
     use std::borrow::Cow;
     let flags = match op {
         Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.flags,
