@@ -891,7 +891,10 @@ impl Drop for LogStore {
             tracing::warn!("the log's last commit hint was not written ({e})");
         }
         let rocksdb_failed = self.db.as_ref().is_some_and(|db| {
-            !matches!(db.property_int_value("rocksdb.background-errors"), Ok(Some(0)))
+            !matches!(
+                db.property_int_value("rocksdb.background-errors"),
+                Ok(Some(0))
+            )
         });
         if self.segments.has_failed() || rocksdb_failed {
             std::mem::forget(self.db.take());

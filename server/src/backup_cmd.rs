@@ -43,8 +43,20 @@ pub struct BackupArgs {
     #[arg(long, default_value = "/commands")]
     pub command_url: String,
     /// Where the snapshot goes (written whole or not at all).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "follow",
+        conflicts_with = "follow"
+    )]
+    pub out: Option<PathBuf>,
+    /// Keep DIR a ZooKeeper data directory of the ensemble, until stopped: a snapshot, then
+    /// every committed transaction as it applies on a member (a follower first) in
+    /// version-2/log.<zxid> files, a new snapshot after a restore. `paddock restore --to-zxid`
+    /// (or `--to-time`) restores from it, and ZooKeeper loads it. Restarted, it continues
+    /// from the last transaction DIR holds.
+    #[arg(long, value_name = "DIR")]
+    pub follow: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -81,7 +93,7 @@ pub struct RestoreArgs {
 }
 
 /// One HTTP/1.1 exchange: (status, headers, body).
-fn http(
+pub(crate) fn http(
     server: &str,
     method: &str,
     path: &str,
@@ -128,7 +140,7 @@ fn http(
 }
 
 /// `digest:admin:pw` as the header's `digest admin:pw`.
-fn auth_header(auth: &Option<String>) -> Option<String> {
+pub(crate) fn auth_header(auth: &Option<String>) -> Option<String> {
     auth.as_ref().map(|a| {
         a.split_once(':')
             .map_or(a.clone(), |(s, c)| format!("{s} {c}"))
@@ -137,7 +149,7 @@ fn auth_header(auth: &Option<String>) -> Option<String> {
 
 /// The servers, the leader first (asked through each one's `leader` command), the others in
 /// the order given.
-fn leader_first(servers: &[String], url: &str) -> Vec<String> {
+pub(crate) fn leader_first(servers: &[String], url: &str) -> Vec<String> {
     let mut out: Vec<String> = servers.to_vec();
     let leader = servers.iter().position(|s| {
         http(s, "GET", &format!("{url}/leader"), None, &[])
@@ -161,6 +173,9 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 
 /// `paddock backup`; the exit status.
 pub fn run_backup(args: &BackupArgs) -> i32 {
+    if let Some(dir) = &args.follow {
+        return crate::backup_follow::run(args, dir);
+    }
     match backup(args) {
         Ok(()) => 0,
         Err(e) => {
@@ -188,12 +203,13 @@ fn backup(args: &BackupArgs) -> Result<(), String> {
                 }
                 zk_format::snapshot::decode(&body)
                     .map_err(|e| format!("{server}: the snapshot does not decode: {e}"))?;
-                write_whole(&args.out, &body)?;
+                let out = args.out.as_deref().ok_or("--out FILE is needed")?;
+                write_whole(out, &body)?;
                 println!(
                     "backup: {} bytes from {server} at zxid {} written to {}",
                     body.len(),
                     header(&head, "last_zxid").unwrap_or("?"),
-                    args.out.display()
+                    out.display()
                 );
                 return Ok(());
             }
@@ -211,7 +227,7 @@ fn backup(args: &BackupArgs) -> Result<(), String> {
 }
 
 /// Writes `bytes` to `path` through `path.tmp`, synced, then renamed.
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;

@@ -91,7 +91,8 @@ pub enum Command {
     /// version-2/snapshot.<zxid> or through its restore command).
     Export(crate::zk_export::ExportArgs),
     /// Take the ensemble's state as a ZooKeeper snapshot from the leader's AdminServer
-    /// (`snapshot`), written whole to --out or not at all.
+    /// (`snapshot`), written whole to --out or not at all; or, with --follow DIR, keep DIR a
+    /// ZooKeeper data directory of every committed transaction, for point-in-time restores.
     Backup(crate::backup_cmd::BackupArgs),
     /// Restore every member of an ensemble from a ZooKeeper snapshot (AdminServer `restore`),
     /// or from a ZooKeeper data directory replayed up to --to-zxid or --to-time. Nothing is

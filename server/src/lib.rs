@@ -40,6 +40,7 @@
 //! invariants.
 
 pub mod backup_cmd;
+pub mod backup_follow;
 pub mod cli;
 pub mod client_tls;
 pub mod clock;
@@ -73,3 +74,4 @@ pub mod tls;
 pub mod zk_export;
 pub mod zk_import;
 pub mod zk_restore;
+pub mod zk_txn;

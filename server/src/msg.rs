@@ -92,6 +92,14 @@ pub enum CoreMsg {
         snapshot: Vec<u8>,
         reply: oneshot::Sender<Result<i64, String>>,
     },
+    /// The AdminServer's `follow` (`paddock backup --follow`): for the ids `auth` if they hold
+    /// every permission on `/`, whether a follower at zxid `after` continues from the follow
+    /// log, or else a view to send as a new snapshot first.
+    Follow {
+        auth: Vec<wire::Id>,
+        after: Option<i64>,
+        reply: oneshot::Sender<crate::core::follow::Start>,
+    },
     /// Answered once the applied index reaches `index` (start-up replay).
     WaitApplied {
         index: u64,

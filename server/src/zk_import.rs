@@ -465,7 +465,7 @@ pub fn read_zookeeper_upto(
 
 /// Whether zxid `next` may follow `prev` in a log: the next counter of the same epoch, or the
 /// first transaction of a later epoch (a new leader's counter restarts at 1).
-fn follows(prev: i64, next: i64) -> bool {
+pub fn follows(prev: i64, next: i64) -> bool {
     let (pe, ne) = (prev >> 32, next >> 32);
     next == prev + 1 || (ne > pe && next & 0xFFFF_FFFF == 1)
 }

@@ -477,16 +477,30 @@ fn encode_body(w: &mut Writer, txn: &Txn) {
     }
 }
 
-/// A whole log file from records (header, each record framed and checksummed): for tests.
-pub fn encode_log(records: &[Vec<u8>]) -> Vec<u8> {
+/// A log file's header (`FileHeader`: magic, version 2, dbid 0), as `FileTxnLog` writes it.
+pub fn log_header() -> Vec<u8> {
     let mut w = Writer::default();
     w.i32(LOG_MAGIC as i32);
     w.i32(2);
     w.i64(0);
-    for rec in records {
-        w.i64(adler32(rec) as i64);
-        w.bytes(Some(rec));
-        w.u8(b'B');
-    }
     w.buf
+}
+
+/// One record as it follows the header in a log file: the Adler-32 of `rec` (the bytes
+/// `encode_txn` gives), its length, the bytes, and the `'B'` that ends it (`Util.writeTxnBytes`).
+pub fn frame_record(rec: &[u8]) -> Vec<u8> {
+    let mut w = Writer::with_capacity(rec.len() + 13);
+    w.i64(adler32(rec) as i64);
+    w.bytes(Some(rec));
+    w.u8(b'B');
+    w.buf
+}
+
+/// A whole log file from records (header, each record framed and checksummed).
+pub fn encode_log(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut buf = log_header();
+    for rec in records {
+        buf.extend_from_slice(&frame_record(rec));
+    }
+    buf
 }

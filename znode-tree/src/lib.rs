@@ -71,7 +71,7 @@ pub use config::TreeConfig;
 pub use entry::{Entry, Txn};
 pub use error::TreeError;
 pub use node::StoredStat;
-pub use ops::{next_epoch, Applied};
+pub use ops::{as_zookeeper_reads_it, next_epoch, Applied};
 pub use reads::{read_with_watch, ReadCtx};
 pub use session::Session;
 pub use snapshot::{Listing, Restore, SnapshotView};

@@ -215,6 +215,18 @@ impl Tree {
         self.ephemerals.values().map(|s| s.len()).sum()
     }
 
+    /// The stored stat of the node at `p` (the stored cversion: the count of child creates),
+    /// read without an ACL check: for the server's own uses, such as writing the applied
+    /// transactions in ZooKeeper's log format (`paddock backup --follow`).
+    pub fn stored_stat(&self, p: &str) -> Option<StoredStat> {
+        self.node(p).map(|n| n.stat)
+    }
+
+    /// The data of the node at `p`, read without an ACL check (see `stored_stat`).
+    pub fn stored_data(&self, p: &str) -> Option<Option<&[u8]>> {
+        self.node(p).map(|n| n.data.as_deref())
+    }
+
     /// The node at `p`, found by walking its components from the root. Any path that is not
     /// absolute and canonical (empty components, a trailing `/`) names no node.
     pub(crate) fn node(&self, p: &str) -> Option<&Node> {

@@ -91,6 +91,7 @@ impl Core {
                     self.applied.index = snap.index;
                     self.applied.term = snap.term;
                     self.snapshots.last_index = snap.index;
+                    self.follow.push_reset(self.tree.zxid_at(snap.index));
                     self.reset_after_install();
                     self.membership_from_tree();
                 }
@@ -135,6 +136,7 @@ impl Core {
         if ce.data.is_empty() {
             self.applied.index = ce.index;
             self.applied.term = ce.term;
+            self.follow.push_noop(self.tree.zxid_at(ce.index));
             return Ok(()); // the leader's no-op entry
         }
         let entry = Entry::decode(&ce.data).map_err(|e| {
@@ -151,12 +153,20 @@ impl Core {
         let zxid = self.tree.zxid_at(ce.index);
         let session = SessionId(entry.session_id);
         if let Txn::Write(Request::Reconfig(req)) = &entry.txn {
-            self.apply_reconfig(zxid, &entry, req);
+            let outcome = self.apply_reconfig(zxid, &entry, req);
             self.meters.latency.count_applied();
+            if self.follow.is_on() {
+                let outcome = outcome.map_err(|c| c.code());
+                let (h, t) = crate::zk_txn::reconfig(&entry, zxid, outcome, &self.tree);
+                self.follow.push_txn(&h, &t);
+            }
             return Ok(());
         }
         let applied = self.tree.apply(zxid, &entry);
         self.meters.latency.count_applied();
+        if self.follow.is_on() {
+            self.follow_applied(&entry, zxid, &applied);
+        }
         self.fire_events(zxid, &applied.changes);
 
         match &entry.txn {
@@ -239,6 +249,22 @@ impl Core {
             }
         }
         Ok(())
+    }
+
+    /// The follow log's record of an applied entry (`follow.rs`, `zk_txn.rs`).
+    fn follow_applied(&self, entry: &Entry, zxid: i64, applied: &znode_tree::Applied) {
+        match crate::zk_txn::of_entry(entry, zxid, applied, &self.tree) {
+            crate::zk_txn::Mapped::Txn(h, t) => self.follow.push_txn(&h, &t),
+            crate::zk_txn::Mapped::Restore => self.follow.push_reset(self.tree.last_zxid()),
+            crate::zk_txn::Mapped::Unmapped => {
+                error!(
+                    zxid,
+                    "an applied entry has no ZooKeeper transaction to write for backup --follow; \
+                     followers take a new snapshot here"
+                );
+                self.follow.push_reset(zxid);
+            }
+        }
     }
 
     /// A restore applied at `index`: every connection closes, as ZooKeeper's restore closes

@@ -46,6 +46,7 @@ mod auth;
 mod conns;
 mod ensemble;
 mod export;
+pub mod follow;
 mod handshake;
 mod reads;
 mod reaper;
@@ -118,6 +119,9 @@ pub struct Core {
     /// The AdminServer's restores this member proposed, by the xid of their entry, waiting for
     /// it to apply (`export`, `apply`).
     restores: Vec<(i32, tokio::sync::oneshot::Sender<Result<i64, String>>)>,
+    /// The applied transactions in ZooKeeper's log format, once `backup --follow` asked
+    /// (`follow`, `apply`).
+    follow: Arc<follow::FollowLog>,
 }
 
 impl Core {
@@ -147,6 +151,7 @@ impl Core {
             snapshots: Snapshots::new(applied_index),
             meters: Meters::new(ensemble_member, now),
             restores: Vec::new(),
+            follow: Arc::default(),
         };
         // The membership as of the restored snapshot; replaying the log updates it.
         core.membership_from_tree();
@@ -256,6 +261,9 @@ impl Core {
                 tokio::task::spawn_blocking(move || {
                     let _ = reply.send(job.finish_view());
                 });
+            }
+            CoreMsg::Follow { auth, after, reply } => {
+                let _ = reply.send(self.follow_start(&auth, after));
             }
             CoreMsg::WaitApplied { index, reply } => {
                 self.applied.wait_for(index, reply);

@@ -134,7 +134,13 @@ impl Core {
 
     /// Applies a committed reconfig entry at `zxid`: decides it (the same way on every member),
     /// writes the new config on success, and answers (or defers the answer to) the client.
-    pub(super) fn apply_reconfig(&mut self, zxid: i64, entry: &Entry, req: &ReconfigRequest) {
+    /// Applies a reconfig; its error, if it was refused (the follow log records it).
+    pub(super) fn apply_reconfig(
+        &mut self,
+        zxid: i64,
+        entry: &Entry,
+        req: &ReconfigRequest,
+    ) -> Result<(), ErrorCode> {
         let decided = rc::next_members(&self.current_members(), req, self.cfg.standalone_enabled)
             .and_then(|servers| {
                 // ZooKeeper checks WRITE on /zookeeper/config last (the super user passes).
@@ -166,12 +172,14 @@ impl Core {
                 Err(code)
             }
         };
+        let outcome = result.as_ref().map(|_| ()).map_err(|c| *c);
         if let Some(id) = self.sessions.holder(SessionId(entry.session_id)) {
             self.answer_reconfig(id, zxid, entry, result);
         }
         if let Some(was) = was_removed {
             self.drop_clients_if_removed(was);
         }
+        outcome
     }
 
     fn answer_reconfig(

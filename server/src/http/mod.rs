@@ -12,6 +12,7 @@
 //! file-system and `/proc` facts are read off the core task.
 
 pub mod admin;
+pub mod admin_follow;
 pub mod admin_restore;
 pub mod admin_snapshot;
 pub mod admin_tls;
@@ -90,13 +91,16 @@ impl Request {
 }
 
 /// A response; sent with `Connection: close`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
     /// Headers beyond the content type, length and `Connection: close`.
     pub headers: Vec<(&'static str, String)>,
+    /// A body sent as it comes, after `body`, without a length: the connection's close ends
+    /// it (the AdminServer's `follow`). Each piece must be taken within the write timeout.
+    pub stream: Option<mpsc::Receiver<Vec<u8>>>,
 }
 
 impl Response {
@@ -106,6 +110,7 @@ impl Response {
             content_type,
             body: body.into(),
             headers: Vec::new(),
+            stream: None,
         }
     }
 
@@ -270,12 +275,15 @@ where
         },
     };
     let mut out = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\n",
         resp.status,
         reason(resp.status),
         resp.content_type,
-        resp.body.len()
     );
+    if resp.stream.is_none() || head_only {
+        out.push_str(&format!("Content-Length: {}\r\n", resp.body.len()));
+    }
+    out.push_str("Connection: close\r\n");
     if resp.status == 405 {
         out.push_str(if limits.max_body > 0 {
             "Allow: GET, HEAD, POST\r\n"
@@ -309,6 +317,13 @@ where
         tokio::time::timeout(limits.write_timeout, stream.write_all(chunk))
             .await
             .map_err(|_| late())??;
+    }
+    if let Some(mut rx) = resp.stream.take().filter(|_| !head_only) {
+        while let Some(piece) = rx.recv().await {
+            tokio::time::timeout(limits.write_timeout, stream.write_all(&piece))
+                .await
+                .map_err(|_| late())??;
+        }
     }
     if resp.body.len() > 8 << 20 {
         // Unmapping a large body takes milliseconds too: not on a runtime worker.
@@ -591,6 +606,9 @@ async fn admin_route(
         Some(r) if r.starts_with('/') => r[1..].trim_end_matches('/'),
         _ => return Response::text(404, &format!("not found: commands are under {base}\n")),
     };
+    if name == "follow" && req.method != "POST" {
+        return admin_follow::handle(&req, core, cfg).await;
+    }
     let json = match admin::resolve(name) {
         Some("snapshot") => {
             return admin_snapshot::handle(&req, core, cfg, &limiters.snapshot).await

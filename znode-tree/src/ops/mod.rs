@@ -22,6 +22,7 @@ use crate::entry::{Entry, Txn};
 use crate::tree::{Change, Tree, WriteCtx};
 
 use create::CreateOp;
+pub use multi::as_zookeeper_reads_it;
 pub use restore::next_epoch;
 
 mod check;

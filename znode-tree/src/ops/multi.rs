@@ -84,7 +84,7 @@ impl Tree {
 /// (`Op.create(.., flags, ttl)` reads them with PERSISTENT as the default and does not refuse
 /// them), which the op's own checks then refuse with BadArguments, failing the multi per op.
 /// Other ops pass unchanged.
-fn as_zookeeper_reads_it(op: &Request) -> Result<std::borrow::Cow<'_, Request>, ErrorCode> {
+pub fn as_zookeeper_reads_it(op: &Request) -> Result<std::borrow::Cow<'_, Request>, ErrorCode> {
     use std::borrow::Cow;
     let flags = match op {
         Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.flags,
