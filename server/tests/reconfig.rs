@@ -1,7 +1,8 @@
 //! ZooKeeper's reconfig (opcode 16) on in-process ensembles over loopback: a fourth member joins
 //! and becomes a voter that counts for quorum, members leave (incremental and whole-membership
 //! changes), `/zookeeper/config` byte for byte on every member, and the refusals (BadVersion,
-//! BadArguments, NoAuth, ReconfigDisabled, Unimplemented on a standalone server).
+//! BadArguments, NoAuth, ReconfigDisabled, Unimplemented on a standalone server), and the
+//! leader's own (NewConfigNoQuorum, ReconfigInProgress).
 
 mod common;
 
@@ -25,6 +26,8 @@ const BAD_ARGUMENTS: i32 = -8;
 const BAD_VERSION: i32 = -103;
 const RECONFIG_DISABLED: i32 = -123;
 const UNIMPLEMENTED: i32 = -6;
+const NEW_CONFIG_NO_QUORUM: i32 = -13;
+const RECONFIG_IN_PROGRESS: i32 = -14;
 
 fn with_super(mut cfgs: Vec<Config>) -> Vec<Config> {
     for c in &mut cfgs {
@@ -421,6 +424,103 @@ async fn refusals_and_whole_membership_changes() {
         format!("{all}version={zxid:x}")
     );
     drop((c, plain, one));
+    shutdown(&mut members).await;
+}
+
+/// A server line for a member that was never started (its ports reserved, nothing listening).
+fn never_started(id: u64) -> String {
+    let peer = common::reserve_ports(2);
+    let client = free_port();
+    format!(
+        "server.{id}=127.0.0.1:{peer}:{}:participant;127.0.0.1:{client}",
+        peer + 1
+    )
+}
+
+/// The issue-42 typo: a whole-membership reconfig to member 1 and two servers that were never
+/// started. Raft could never commit in the joint configuration it asks for, so the leader refuses
+/// it before ordering it (NewConfigNoQuorum), on its own clients' connections and on a follower's,
+/// and nothing changes: the config, who serves, writes. Then ReconfigInProgress: a reconfig that
+/// reaches the leader while another is on its way is refused, whichever member forwards it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reconfig_without_a_synced_majority_or_during_another_is_refused() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(with_super(ensemble_configs_with(root.path(), 3, 0, EXTRA))).await;
+    let leader = wait_for_leader(&members).await;
+    let follower = members.iter().find(|m| m.id != leader).unwrap().id;
+    let cfg = members[0].cfg.clone();
+    let all: String = (1..=3).map(|id| line(&cfg, id)).collect();
+    let typo = format!("{}{}\n{}", line(&cfg, 1), never_started(4), never_started(5));
+    let addr = |id: u64| members[id as usize - 1].addr();
+
+    let mut on_follower = raw(addr(follower), true).await;
+    let mut on_leader = raw(addr(leader), true).await;
+    let before = text(&get_config(&mut on_follower, 1).await);
+    assert_eq!(before, format!("{all}version={:x}", version_of(&before)));
+    let mut last_zxid = 0;
+    for (xid, c) in [(2, &mut on_follower), (3, &mut on_leader)] {
+        let asked = std::time::Instant::now();
+        let (err, zxid, body) = reconfig(c, xid, "", "", &typo, -1).await;
+        eprintln!("NewConfigNoQuorum after {:?}", asked.elapsed());
+        assert_eq!((err, body), (NEW_CONFIG_NO_QUORUM, None));
+        // ZooKeeper's error transaction: the refusal is ordered, so it carries a new zxid.
+        assert!(zxid > last_zxid && zxid > version_of(&before), "{zxid}");
+        last_zxid = zxid;
+    }
+    for m in &members {
+        let (config, _) = synced_config(m.addr()).await.expect("every member serves");
+        assert_eq!(config, before, "member {}", m.id);
+    }
+    let client = connect(addr(follower), Duration::from_secs(10)).await;
+    client
+        .create("/after-the-typo", b"ok", &persistent())
+        .await
+        .expect("the ensemble still writes");
+
+    // Two reconfigs sent back to back to the leader: the second is judged before the first can
+    // have committed (the leader's core reads them in one turn), so it is in progress. (Through a
+    // follower, the leader judges the second once the first went in, which on a fast disk may be
+    // after it committed: then both pass, as they would with ZooKeeper.)
+    let observer = never_started(100).replace(":participant;", ":observer;");
+    for (c, xid) in [(&mut on_leader, 20)] {
+        let add = ReconfigRequest {
+            joining_servers: observer.clone(),
+            leaving_servers: String::new(),
+            new_members: String::new(),
+            cur_config_id: -1,
+        };
+        let remove = ReconfigRequest {
+            joining_servers: String::new(),
+            leaving_servers: "100".into(),
+            new_members: String::new(),
+            cur_config_id: -1,
+        };
+        c.send_batch(&[
+            (xid, &Request::Reconfig(add)),
+            (xid + 1, &Request::Reconfig(remove)),
+        ])
+        .await;
+        let (first, body) = c.recv().await.unwrap();
+        let (second, _) = c.recv().await.unwrap();
+        assert_eq!((first.xid, first.err), (xid, 0));
+        let body = GetDataResponse::from_bytes(&body).unwrap();
+        assert_eq!(
+            text(&body),
+            format!("{all}{observer}\nversion={:x}", first.zxid)
+        );
+        assert_eq!(
+            (second.xid, second.err),
+            (xid + 1, RECONFIG_IN_PROGRESS)
+        );
+        assert!(second.zxid > first.zxid);
+        // Once the first is answered, the next one goes through (raft may still be moving to the
+        // first: ZooKeeper's "in progress" ends when the config entry commits, and so does ours).
+        let (err, zxid, body) = reconfig(c, xid + 2, "", "100", "", -1).await;
+        assert_eq!(err, 0);
+        assert_eq!(text(&body.unwrap()), format!("{all}version={zxid:x}"));
+    }
+    drop((on_follower, on_leader, client));
     shutdown(&mut members).await;
 }
 

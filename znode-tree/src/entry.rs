@@ -5,7 +5,7 @@
 //! Layout (jute primitives): `u8 version=1, i64 session_id, i32 xid, i64 time_ms,
 //! vector<Id> auth, u8 tag, body`; bodies: 0 CreateSession `i32 timeout, 16 raw bytes`;
 //! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`;
-//! 4 SetConfig `ustring members`.
+//! 4 SetConfig `ustring members`; 5 Refused `i32 error code`.
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Id, Request};
@@ -44,6 +44,13 @@ pub enum Txn {
     SetConfig {
         members: String,
     },
+    /// A client's write the leader refused before ordering it, for a reason only the leader can
+    /// judge (reconfig's `ReconfigInProgress` and `NewConfigNoQuorum` depend on the leader's view
+    /// of its followers, not on the tree): ZooKeeper's error transaction. It takes a zxid,
+    /// changes nothing, and the member holding the session answers with `code`.
+    Refused {
+        code: i32,
+    },
 }
 
 impl Entry {
@@ -78,6 +85,10 @@ impl Entry {
             Txn::SetConfig { members } => {
                 w.write_u8(4);
                 w.write_string(members);
+            }
+            Txn::Refused { code } => {
+                w.write_u8(5);
+                w.write_i32(*code);
             }
         }
         w.into_inner()
@@ -134,6 +145,9 @@ impl Entry {
                 members: r
                     .read_string("SetConfig.members")
                     .map_err(TreeError::BadEntry)?,
+            },
+            5 => Txn::Refused {
+                code: r.read_i32("Refused.code").map_err(TreeError::BadEntry)?,
             },
             t => return Err(TreeError::EntryTag(t)),
         };

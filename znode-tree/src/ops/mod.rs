@@ -113,6 +113,9 @@ impl Tree {
                 self.set_config(&cx, members, &mut changes);
                 Ok(Response::Empty)
             }
+            Txn::Refused { code } => {
+                Err(ErrorCode::from_code(*code).unwrap_or(ErrorCode::SystemError))
+            }
         };
         self.last_zxid = zxid;
         Applied { reply, changes }
