@@ -540,3 +540,104 @@ async fn a_standalone_server_answers_reconfig_disabled_or_unimplemented() {
         server.shutdown().await;
     }
 }
+
+/// ZooKeeper's classic way to grow an ensemble, without reconfigEnabled: members 4 and 5 start
+/// with five server lines while 1, 2 and 3 run with three, then 1, 2 and 3 restart one at a time
+/// with the five lines. The new members join with the ensemble's cluster id (theirs would differ:
+/// it comes from the server lines), the leader adds them as learners then voters, and the five
+/// count for quorum: with two of the original three stopped, writes still commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_restart_with_a_longer_server_list_grows_three_members_to_five() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let five = ensemble_configs(root.path(), 5, 0);
+    let three: Vec<Config> = five[..3]
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c.servers.retain(|s| s.id <= 3);
+            c
+        })
+        .collect();
+    let mut members = start_all(three).await;
+    wait_for_leader(&members).await;
+    let c = connect(members[0].addr(), Duration::from_secs(10)).await;
+    c.create("/before", b"3", &persistent()).await.unwrap();
+    drop(c);
+
+    // The new members, with the new list.
+    for cfg in &five[3..] {
+        let server = paddock::startup::Server::start(cfg.clone())
+            .await
+            .expect("a new member starts and waits to be added");
+        members.push(Member {
+            id: cfg.my_id.unwrap(),
+            cfg: cfg.clone(),
+            server: Some(server),
+        });
+    }
+    // The old members restart one at a time with it, each back in service before the next.
+    for i in 0..3 {
+        members[i].server.take().unwrap().shutdown().await;
+        members[i].cfg = five[i].clone();
+        members[i].server = Some(
+            paddock::startup::Server::start(five[i].clone())
+                .await
+                .expect("an old member restarts with the new list"),
+        );
+        wait_until("the member serves again", Duration::from_secs(20), || {
+            serving(members[i].addr())
+        })
+        .await;
+    }
+    let leader = wait_for_leader(&members).await;
+    wait_until(
+        "the leader counts four synced voting followers",
+        Duration::from_secs(30),
+        || async {
+            let addr = members[leader as usize - 1].addr();
+            four_letter_try(addr, "mntr")
+                .await
+                .is_some_and(|m| m.contains("zk_synced_followers\t4\n"))
+        },
+    )
+    .await;
+    // Two of the original three stop (the leader among them if it is one of them): the other
+    // three of five still make a quorum, which three-of-three raft would not.
+    let stop: Vec<usize> = [0usize, 1, 2]
+        .into_iter()
+        .filter(|i| members[*i].id == leader)
+        .chain([0usize, 1, 2])
+        .fold(Vec::new(), |mut v, i| {
+            if !v.contains(&i) && v.len() < 2 {
+                v.push(i);
+            }
+            v
+        });
+    for i in &stop {
+        members[*i].server.take().unwrap().shutdown().await;
+    }
+    let c = connect(members[4].addr(), Duration::from_secs(10)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match c.create("/after", b"5", &persistent()).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no write commits with 3 of 5 members: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    let (data, _) = c.get_data("/before").await.unwrap();
+    assert_eq!(data, b"3");
+    // /zookeeper/config lists the five.
+    let (config, _) = c.get_data("/zookeeper/config").await.unwrap();
+    let config = String::from_utf8(config).unwrap();
+    let listed: Vec<&str> = config.lines().filter(|l| l.starts_with("server.")).collect();
+    assert_eq!(listed.len(), 5, "{config}");
+    drop(c);
+    shutdown(&mut members).await;
+}

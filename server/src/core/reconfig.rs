@@ -589,6 +589,7 @@ impl Core {
             return;
         }
         if !self.cfg.reconfig_enabled {
+            self.grow_to_zoo_cfg();
             return;
         }
         let members = &self.membership.members;
@@ -667,6 +668,77 @@ impl Core {
         let cc = ConfChangeV2 {
             changes: changes.into(),
             context: self.config_text().into_bytes().into(),
+            ..Default::default()
+        };
+        if let Err(e) = self.raft.propose_conf_change(cc) {
+            warn!(error = %e, "membership change refused");
+        }
+    }
+}
+
+impl Core {
+    /// Without reconfigEnabled, zoo.cfg is the membership, and ZooKeeper's classic way to grow
+    /// an ensemble is a rolling restart: the new members start with the new server list, then
+    /// the old ones restart one at a time with it. A leader whose zoo.cfg lists members raft does
+    /// not have adds them, never putting raft's commits in their hands before they follow: first
+    /// as learners (they catch up from a snapshot), then promoted to voters once connected and
+    /// synced, and only while the promoted configuration keeps a synced majority. Members raft
+    /// has and zoo.cfg does not list stay (a leader still on the old list must not undo what a
+    /// leader on the new one did during the rolling restart); `reconfig` removes members.
+    fn grow_to_zoo_cfg(&mut self) {
+        let (cur_v, cur_l) = self.raft.membership();
+        if self.raft.is_joint() {
+            return;
+        }
+        let (tick, election, _) = self.cfg.raft_timing();
+        let now = Instant::now();
+        if self
+            .membership
+            .last_step
+            .is_some_and(|t| now.duration_since(t) < tick * election)
+        {
+            return;
+        }
+        let me = self.cfg.my_id.unwrap_or(0);
+        let single = |change_type, node_id| ConfChangeSingle {
+            change_type,
+            node_id,
+            ..Default::default()
+        };
+        let mut changes = Vec::new();
+        // Anyone listed that raft does not know yet starts as a learner.
+        for s in &self.cfg.servers {
+            if s.id != me && !cur_v.contains(&s.id) && !cur_l.contains(&s.id) {
+                changes.push(single(ConfChangeType::AddLearnerNode, s.id));
+            }
+        }
+        if changes.is_empty() {
+            // Learners that zoo.cfg lists as participants become voters once synced.
+            let synced = self.synced_members();
+            let promote: Vec<u64> = self
+                .cfg
+                .voters()
+                .into_iter()
+                .filter(|id| cur_l.contains(id) && synced.contains(id))
+                .collect();
+            let after: Vec<u64> = cur_v.iter().chain(&promote).copied().collect();
+            let with_us = after.iter().filter(|v| synced.contains(v)).count();
+            if !promote.is_empty() && with_us * 2 > after.len() {
+                for id in promote {
+                    changes.push(single(ConfChangeType::AddNode, id));
+                }
+            }
+        }
+        if changes.is_empty() {
+            return;
+        }
+        self.membership.last_step = Some(now);
+        info!(
+            ?changes,
+            "zoo.cfg lists members raft does not count yet: adding them (rolling restart)"
+        );
+        let cc = ConfChangeV2 {
+            changes: changes.into(),
             ..Default::default()
         };
         if let Err(e) = self.raft.propose_conf_change(cc) {
