@@ -29,6 +29,7 @@
 #                                waits until every member serves (srvr says Mode: leader or follower) and sets
 #                                ENSEMBLE_PORTS (client port of member i at index i-1), ENSEMBLE_CONNECT
 #                                (host:port,... of all) and ENSEMBLE_LEADER (the leader's member number)
+#                                ENSEMBLE_EXTRA_CFG: zoo.cfg lines (each ending in a newline) added to every member's
 #   paddock_mode PORT            prints the member's Mode from srvr (leader, follower, observer, standalone;
 #                                empty while it does not serve)
 #   start_zookeeper NAME PORT    starts Apache ZooKeeper 3.9 (scripts/zookeeper.sh) with data in
@@ -183,8 +184,8 @@ start_paddock_ensemble() { # n prefix [serve args...]
         dir="$COMPAT_WORK/$prefix$i"
         mkdir -p "$dir/data"
         echo "$i" >"$dir/data/myid"
-        printf 'tickTime=2000\ninitLimit=5\nsyncLimit=2\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n%s' \
-            "$dir/data" "${ENSEMBLE_PORTS[i - 1]}" "$servers" >"$dir/zoo.cfg"
+        printf 'tickTime=2000\ninitLimit=5\nsyncLimit=2\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n%s%s' \
+            "$dir/data" "${ENSEMBLE_PORTS[i - 1]}" "${ENSEMBLE_EXTRA_CFG:-}" "$servers" >"$dir/zoo.cfg"
         "$bin" serve --config "$dir/zoo.cfg" "$@" >>"$COMPAT_WORK/$prefix$i.log" 2>&1 </dev/null &
         PADDOCK_PIDS[$prefix$i]=$!
     done

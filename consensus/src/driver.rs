@@ -107,6 +107,10 @@ pub trait Output {
     fn publish(&mut self, driver: &Driver) {
         let _ = driver;
     }
+    /// The commit index this node knows, told before messages that may carry it go out.
+    fn commit_known(&mut self, commit: u64) {
+        let _ = commit;
+    }
     /// A Ready's synced write starts (the raft thread reads its clock here; the driver has none).
     fn persisting(&mut self) {}
     /// That write is done; `entries` is the first and last index it appended, if any.
@@ -693,6 +697,9 @@ impl Driver {
     /// Hands raft's messages to the transport, less the acknowledgements that tell the leader
     /// nothing (`skip_repeated_acks`).
     fn send(&mut self, mut msgs: Vec<Message>, out: &mut impl Output) {
+        // Before the peers can learn of a commit, so nothing they answer after applying it can
+        // reach this node's applier ahead of its own knowledge (`Handle::commit_known`).
+        out.commit_known(self.raw.raft.raft_log.committed);
         self.skip_repeated_acks(&mut msgs);
         if !msgs.is_empty() {
             out.send(msgs);
@@ -915,6 +922,10 @@ impl Driver {
             if let Some((cs, context)) = changed {
                 // The batch ends at the change, so the applier has applied exactly up to it
                 // when it hears of the new membership.
+                // Published now, before the applier hears of the entry, not after this Ready's
+                // write: an applier that has applied the change must find it in the handle (the
+                // server's ReconfigInProgress reads it).
+                out.publish(self);
                 self.emit_committed(std::mem::take(&mut batch), out);
                 out.event(Event::MembershipChanged {
                     index: e.index,
@@ -1103,6 +1114,12 @@ impl Driver {
         voters.sort_unstable();
         learners.sort_unstable();
         (voters, learners)
+    }
+
+    /// True while the membership is a joint one (raft-rs leaves it by itself once it commits).
+    pub fn is_joint(&self) -> bool {
+        let cs = self.current_conf();
+        !cs.voters_outgoing.is_empty() || !cs.learners_next.is_empty()
     }
 
     /// On the leader, its view of every other member, by id; empty elsewhere.

@@ -279,6 +279,22 @@ impl Handle {
         (d.voters, d.learners)
     }
 
+    /// The highest commit index this node knew before it last sent messages: on the leader, at
+    /// least every index a follower can have applied. Fresher than `status().commit`.
+    pub fn commit_known(&self) -> u64 {
+        self.inner
+            .shared
+            .commit_known
+            .load(std::sync::atomic::Ordering::SeqCst)
+            .max(self.inner.shared.status().commit)
+    }
+
+    /// True while raft's membership is a joint configuration it has not left yet (the second
+    /// half of a change of more than one member is still to commit).
+    pub fn is_joint(&self) -> bool {
+        self.inner.shared.detail().joint
+    }
+
     /// On the leader, its view of every other member (for ZooKeeper's `zk_followers` and
     /// `zk_synced_followers`), by id; empty on other nodes. Refreshed by the raft thread after
     /// every loop iteration.

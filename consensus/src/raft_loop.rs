@@ -133,11 +133,16 @@ impl Output for ThreadOutput {
         self.shared.set_detail(Detail {
             voters,
             learners,
+            joint: driver.is_joint(),
             progress: driver.progress(),
         });
         self.shared
             .uncommitted
             .store(driver.uncommitted_bytes(), Ordering::SeqCst);
+    }
+
+    fn commit_known(&mut self, commit: u64) {
+        self.shared.commit_known.fetch_max(commit, Ordering::SeqCst);
     }
 
     fn persisting(&mut self) {

@@ -51,6 +51,8 @@ pub struct PeerProgress {
 pub(crate) struct Detail {
     pub voters: Vec<u64>,
     pub learners: Vec<u64>,
+    /// A joint configuration (a change of more than one member) is not yet left.
+    pub joint: bool,
     pub progress: Vec<PeerProgress>,
 }
 
@@ -65,6 +67,9 @@ pub(crate) struct Shared {
     /// publishes a proposal's effect before it un-queues it, so the sum never under-counts.
     pub uncommitted: AtomicU64,
     pub queued: AtomicU64,
+    /// The commit index this node knows, stored before every batch of messages goes out (the
+    /// status above is published once per loop iteration, after the Ready's write).
+    pub commit_known: AtomicU64,
     /// When each recent entry became durable and committed, and the synced writes' durations.
     pub times: crate::timing::EntryTimes,
 }

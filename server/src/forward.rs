@@ -4,6 +4,7 @@
 //! ```text
 //!  follower core ──ToLeader frames──▶ LeaderLink task ══App link══▶ leader: serve_follower task
 //!                                                                   Propose ─▶ stamp time ─▶ Handle::propose
+//!                                                                   (a reconfig: the leader core's checks first)
 //!                                                                   Touch   ─▶ leader core (session tracker)
 //! ```
 //!
@@ -27,7 +28,8 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use consensus::net::{FramedStream, PeerNet};
-use znode_tree::Entry;
+use wire::Request;
+use znode_tree::{Entry, Txn};
 
 use crate::forward_codec::ToLeader;
 use crate::msg::CoreMsg;
@@ -147,6 +149,23 @@ async fn serve_follower(
                     Err(e) => break Some(format!("undecodable entry: {e}")),
                 };
                 entry.time_ms = crate::clock::now_ms();
+                if let Txn::Write(Request::Reconfig(_)) = entry.txn {
+                    // The leader's core judges a reconfig first (ReconfigInProgress,
+                    // NewConfigNoQuorum); the link waits for it, so later frames keep their order.
+                    let (done, judged) = tokio::sync::oneshot::channel();
+                    if core
+                        .send(CoreMsg::ForwardedReconfig { entry, done })
+                        .await
+                        .is_err()
+                    {
+                        break Some("the core stopped".to_string());
+                    }
+                    match judged.await {
+                        Ok(Ok(())) => continue,
+                        Ok(Err(e)) => break Some(format!("cannot propose: {e}")),
+                        Err(_) => break Some("the core stopped".to_string()),
+                    }
+                }
                 if let Err(e) = raft.propose(entry.encode()) {
                     break Some(format!("cannot propose: {e}"));
                 }

@@ -313,25 +313,26 @@ pub enum Fresh {
 /// the voters (this server included, when it votes) to be known empty, so a wiped member never
 /// starts a new group while the old one is merely out of reach.
 ///
-/// With reconfigEnabled, a member whose peers already have a log takes their cluster id when they
-/// all agree on one: after a reconfig the server lines of a member added later differ from the
-/// initial ones the id was derived from. Joining is safe for a member without data: it holds no
-/// entries and no vote, and it counts for nothing until a reconfig names it.
+/// A member whose peers already have a log takes their cluster id when they all agree on one:
+/// the server lines of a member added later (by reconfig, or by a rolling restart with a longer
+/// server list) differ from the initial ones the id was derived from. Joining is safe for a
+/// member without data: it holds no entries and no vote, and it counts for nothing until the
+/// leader adds it (first as a learner, see `core/reconfig.rs`). A data directory keeps the id it
+/// was created with whatever server list it is restarted with, so one from another cluster is
+/// still refused by every peer's handshake.
 pub fn decide_fresh(cfg: &Config, answers: &[PeerAnswer]) -> Fresh {
     let expected = cluster_id_of(cfg);
     let mut existing = answers.iter().filter(|a| a.initialized);
-    if cfg.reconfig_enabled {
-        if let Some(first) = existing.next() {
-            if let Some(other) = existing.find(|a| a.cluster_id != first.cluster_id) {
-                return Fresh::Refuse(format!(
-                    "members {} and {} belong to different clusters ({:016x}, {:016x})",
-                    first.id, other.id, first.cluster_id, other.cluster_id
-                ));
-            }
-            return Fresh::Join {
-                cluster_id: first.cluster_id,
-            };
+    if let Some(first) = existing.next() {
+        if let Some(other) = existing.find(|a| a.cluster_id != first.cluster_id) {
+            return Fresh::Refuse(format!(
+                "members {} and {} belong to different clusters ({:016x}, {:016x})",
+                first.id, other.id, first.cluster_id, other.cluster_id
+            ));
         }
+        return Fresh::Join {
+            cluster_id: first.cluster_id,
+        };
     }
     if let Some(a) = answers.iter().find(|a| a.cluster_id != expected) {
         return Fresh::Refuse(format!(
@@ -339,11 +340,6 @@ pub fn decide_fresh(cfg: &Config, answers: &[PeerAnswer]) -> Fresh {
              lines differ between the members' configs",
             a.id, a.cluster_id
         ));
-    }
-    if answers.iter().any(|a| a.initialized) {
-        return Fresh::Join {
-            cluster_id: expected,
-        };
     }
     let voters = cfg.voters();
     let me = cfg.my_id.unwrap_or(0);

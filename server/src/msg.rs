@@ -109,6 +109,12 @@ pub enum CoreMsg {
     ForwardLost { epoch: u64 },
     /// On the leader: another member's clients were heard from (session, timeout).
     PeerTouch { sessions: Vec<(i64, i32)> },
+    /// On the leader: a reconfig another member forwarded, for the leader's checks before it is
+    /// proposed; `done` says whether it was (the forward link waits, keeping its order).
+    ForwardedReconfig {
+        entry: znode_tree::Entry,
+        done: oneshot::Sender<Result<(), String>>,
+    },
     /// Stop: flush nothing more, reply nothing more.
     Shutdown,
 }

@@ -136,6 +136,8 @@ fn of_entry_inner(
             Txn::Delete { path: path.clone() },
         ),
         (PTxn::SetConfig { .. }, Ok(_)) => reconfig(entry, zxid, Ok(()), tree),
+        // A refusal always applies as its error (the arm above): ZooKeeper's error transaction.
+        (PTxn::Refused { .. }, Ok(_)) => return None,
         (PTxn::Write(Request::Multi(ops)), Ok(Response::Multi(results))) => {
             multi(entry, zxid, ops, results, tree)
         }

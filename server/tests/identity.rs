@@ -172,10 +172,11 @@ fn a_fresh_member_bootstraps_only_with_a_majority_of_empty_voters() {
 #[test]
 fn a_peer_of_another_cluster_is_refused() {
     let cfg = ensemble(1);
+    // A new ensemble whose members' server lines differ: nobody has data to follow.
     let foreign = PeerAnswer {
         id: 2,
         cluster_id: 42,
-        initialized: true,
+        initialized: false,
     };
     match decide_fresh(&cfg, &[foreign]) {
         Fresh::Refuse(why) => assert!(
@@ -184,6 +185,41 @@ fn a_peer_of_another_cluster_is_refused() {
         ),
         other => panic!("{other:?}"),
     }
+    // Members with data that belong to two clusters: no one to join.
+    let with_data = |id, cluster_id| PeerAnswer {
+        id,
+        cluster_id,
+        initialized: true,
+    };
+    match decide_fresh(&cfg, &[with_data(2, 42), with_data(3, 43)]) {
+        Fresh::Refuse(why) => assert_eq!(
+            why,
+            "members 2 and 3 belong to different clusters (000000000000002a, 000000000000002b)"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn without_reconfig_a_fresh_member_of_a_longer_server_list_takes_the_ensembles_id() {
+    // ZooKeeper's rolling restart: members 4 and 5 start, empty, with five server lines while
+    // 1, 2 and 3 still run with their data and the three lines their cluster id came from.
+    let cfg = ensemble(1);
+    assert!(!cfg.reconfig_enabled);
+    let old = PeerAnswer {
+        id: 2,
+        cluster_id: 42,
+        initialized: true,
+    };
+    let other_new = PeerAnswer {
+        id: 5,
+        cluster_id: identity::cluster_id_of(&cfg),
+        initialized: false,
+    };
+    assert_eq!(
+        decide_fresh(&cfg, &[old, other_new]),
+        Fresh::Join { cluster_id: 42 }
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! ZooKeeper's reconfig (opcode 16) on in-process ensembles over loopback: a fourth member joins
 //! and becomes a voter that counts for quorum, members leave (incremental and whole-membership
 //! changes), `/zookeeper/config` byte for byte on every member, and the refusals (BadVersion,
-//! BadArguments, NoAuth, ReconfigDisabled, Unimplemented on a standalone server).
+//! BadArguments, NoAuth, ReconfigDisabled, Unimplemented on a standalone server), and the
+//! leader's own (NewConfigNoQuorum, ReconfigInProgress).
 
 mod common;
 
@@ -25,6 +26,8 @@ const BAD_ARGUMENTS: i32 = -8;
 const BAD_VERSION: i32 = -103;
 const RECONFIG_DISABLED: i32 = -123;
 const UNIMPLEMENTED: i32 = -6;
+const NEW_CONFIG_NO_QUORUM: i32 = -13;
+const RECONFIG_IN_PROGRESS: i32 = -14;
 
 fn with_super(mut cfgs: Vec<Config>) -> Vec<Config> {
     for c in &mut cfgs {
@@ -514,6 +517,103 @@ async fn refusals_and_whole_membership_changes() {
     shutdown(&mut members).await;
 }
 
+/// A server line for a member that was never started (its ports reserved, nothing listening).
+fn never_started(id: u64) -> String {
+    let peer = common::reserve_ports(2);
+    let client = free_port();
+    format!(
+        "server.{id}=127.0.0.1:{peer}:{}:participant;127.0.0.1:{client}",
+        peer + 1
+    )
+}
+
+/// The issue-42 typo: a whole-membership reconfig to member 1 and two servers that were never
+/// started. Raft could never commit in the joint configuration it asks for, so the leader refuses
+/// it before ordering it (NewConfigNoQuorum), on its own clients' connections and on a follower's,
+/// and nothing changes: the config, who serves, writes. Then ReconfigInProgress: a reconfig that
+/// reaches the leader while another is on its way is refused, whichever member forwards it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reconfig_without_a_synced_majority_or_during_another_is_refused() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(with_super(ensemble_configs_with(root.path(), 3, 0, EXTRA))).await;
+    let leader = wait_for_leader(&members).await;
+    let follower = members.iter().find(|m| m.id != leader).unwrap().id;
+    let cfg = members[0].cfg.clone();
+    let all: String = (1..=3).map(|id| line(&cfg, id)).collect();
+    let typo = format!("{}{}\n{}", line(&cfg, 1), never_started(4), never_started(5));
+    let addr = |id: u64| members[id as usize - 1].addr();
+
+    let mut on_follower = raw(addr(follower), true).await;
+    let mut on_leader = raw(addr(leader), true).await;
+    let before = text(&get_config(&mut on_follower, 1).await);
+    assert_eq!(before, format!("{all}version={:x}", version_of(&before)));
+    let mut last_zxid = 0;
+    for (xid, c) in [(2, &mut on_follower), (3, &mut on_leader)] {
+        let asked = std::time::Instant::now();
+        let (err, zxid, body) = reconfig(c, xid, "", "", &typo, -1).await;
+        eprintln!("NewConfigNoQuorum after {:?}", asked.elapsed());
+        assert_eq!((err, body), (NEW_CONFIG_NO_QUORUM, None));
+        // ZooKeeper's error transaction: the refusal is ordered, so it carries a new zxid.
+        assert!(zxid > last_zxid && zxid > version_of(&before), "{zxid}");
+        last_zxid = zxid;
+    }
+    for m in &members {
+        let (config, _) = synced_config(m.addr()).await.expect("every member serves");
+        assert_eq!(config, before, "member {}", m.id);
+    }
+    let client = connect(addr(follower), Duration::from_secs(10)).await;
+    client
+        .create("/after-the-typo", b"ok", &persistent())
+        .await
+        .expect("the ensemble still writes");
+
+    // Two reconfigs sent back to back to the leader: the second is judged before the first can
+    // have committed (the leader's core reads them in one turn), so it is in progress. (Through a
+    // follower, the leader judges the second once the first went in, which on a fast disk may be
+    // after it committed: then both pass, as they would with ZooKeeper.)
+    let observer = never_started(100).replace(":participant;", ":observer;");
+    for (c, xid) in [(&mut on_leader, 20)] {
+        let add = ReconfigRequest {
+            joining_servers: observer.clone(),
+            leaving_servers: String::new(),
+            new_members: String::new(),
+            cur_config_id: -1,
+        };
+        let remove = ReconfigRequest {
+            joining_servers: String::new(),
+            leaving_servers: "100".into(),
+            new_members: String::new(),
+            cur_config_id: -1,
+        };
+        c.send_batch(&[
+            (xid, &Request::Reconfig(add)),
+            (xid + 1, &Request::Reconfig(remove)),
+        ])
+        .await;
+        let (first, body) = c.recv().await.unwrap();
+        let (second, _) = c.recv().await.unwrap();
+        assert_eq!((first.xid, first.err), (xid, 0));
+        let body = GetDataResponse::from_bytes(&body).unwrap();
+        assert_eq!(
+            text(&body),
+            format!("{all}{observer}\nversion={:x}", first.zxid)
+        );
+        assert_eq!(
+            (second.xid, second.err),
+            (xid + 1, RECONFIG_IN_PROGRESS)
+        );
+        assert!(second.zxid > first.zxid);
+        // Once the first is answered, the next one goes through (raft may still be moving to the
+        // first: ZooKeeper's "in progress" ends when the config entry commits, and so does ours).
+        let (err, zxid, body) = reconfig(c, xid + 2, "", "100", "", -1).await;
+        assert_eq!(err, 0);
+        assert_eq!(text(&body.unwrap()), format!("{all}version={zxid:x}"));
+    }
+    drop((on_follower, on_leader, client));
+    shutdown(&mut members).await;
+}
+
 #[tokio::test]
 async fn a_standalone_server_answers_reconfig_disabled_or_unimplemented() {
     for (enabled, want) in [(false, RECONFIG_DISABLED), (true, UNIMPLEMENTED)] {
@@ -529,4 +629,105 @@ async fn a_standalone_server_answers_reconfig_disabled_or_unimplemented() {
         drop(c);
         server.shutdown().await;
     }
+}
+
+/// ZooKeeper's classic way to grow an ensemble, without reconfigEnabled: members 4 and 5 start
+/// with five server lines while 1, 2 and 3 run with three, then 1, 2 and 3 restart one at a time
+/// with the five lines. The new members join with the ensemble's cluster id (theirs would differ:
+/// it comes from the server lines), the leader adds them as learners then voters, and the five
+/// count for quorum: with two of the original three stopped, writes still commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_restart_with_a_longer_server_list_grows_three_members_to_five() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let five = ensemble_configs(root.path(), 5, 0);
+    let three: Vec<Config> = five[..3]
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c.servers.retain(|s| s.id <= 3);
+            c
+        })
+        .collect();
+    let mut members = start_all(three).await;
+    wait_for_leader(&members).await;
+    let c = connect(members[0].addr(), Duration::from_secs(10)).await;
+    c.create("/before", b"3", &persistent()).await.unwrap();
+    drop(c);
+
+    // The new members, with the new list.
+    for cfg in &five[3..] {
+        let server = paddock::startup::Server::start(cfg.clone())
+            .await
+            .expect("a new member starts and waits to be added");
+        members.push(Member {
+            id: cfg.my_id.unwrap(),
+            cfg: cfg.clone(),
+            server: Some(server),
+        });
+    }
+    // The old members restart one at a time with it, each back in service before the next.
+    for i in 0..3 {
+        members[i].server.take().unwrap().shutdown().await;
+        members[i].cfg = five[i].clone();
+        members[i].server = Some(
+            paddock::startup::Server::start(five[i].clone())
+                .await
+                .expect("an old member restarts with the new list"),
+        );
+        wait_until("the member serves again", Duration::from_secs(20), || {
+            serving(members[i].addr())
+        })
+        .await;
+    }
+    let leader = wait_for_leader(&members).await;
+    wait_until(
+        "the leader counts four synced voting followers",
+        Duration::from_secs(30),
+        || async {
+            let addr = members[leader as usize - 1].addr();
+            four_letter_try(addr, "mntr")
+                .await
+                .is_some_and(|m| m.contains("zk_synced_followers\t4\n"))
+        },
+    )
+    .await;
+    // Two of the original three stop (the leader among them if it is one of them): the other
+    // three of five still make a quorum, which three-of-three raft would not.
+    let stop: Vec<usize> = [0usize, 1, 2]
+        .into_iter()
+        .filter(|i| members[*i].id == leader)
+        .chain([0usize, 1, 2])
+        .fold(Vec::new(), |mut v, i| {
+            if !v.contains(&i) && v.len() < 2 {
+                v.push(i);
+            }
+            v
+        });
+    for i in &stop {
+        members[*i].server.take().unwrap().shutdown().await;
+    }
+    let c = connect(members[4].addr(), Duration::from_secs(10)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match c.create("/after", b"5", &persistent()).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no write commits with 3 of 5 members: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    let (data, _) = c.get_data("/before").await.unwrap();
+    assert_eq!(data, b"3");
+    // /zookeeper/config lists the five.
+    let (config, _) = c.get_data("/zookeeper/config").await.unwrap();
+    let config = String::from_utf8(config).unwrap();
+    let listed: Vec<&str> = config.lines().filter(|l| l.starts_with("server.")).collect();
+    assert_eq!(listed.len(), 5, "{config}");
+    drop(c);
+    shutdown(&mut members).await;
 }

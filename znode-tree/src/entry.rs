@@ -5,7 +5,8 @@
 //! Layout (jute primitives): `u8 version=1, i64 session_id, i32 xid, i64 time_ms,
 //! vector<Id> auth, u8 tag, body`; bodies: 0 CreateSession `i32 timeout, 16 raw bytes`;
 //! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`;
-//! 4 SetConfig `ustring members`; 5 Restore `i64 max_zxid, buffer snapshot`.
+//! 4 SetConfig `ustring members`; 5 Restore `i64 max_zxid, buffer snapshot`; 6 Refused `i32 error
+//! code`.
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Id, Request};
@@ -52,6 +53,13 @@ pub enum Txn {
         max_zxid: i64,
         snapshot: Vec<u8>,
     },
+    /// A client's write the leader refused before ordering it, for a reason only the leader can
+    /// judge (reconfig's `ReconfigInProgress` and `NewConfigNoQuorum` depend on the leader's view
+    /// of its followers, not on the tree): ZooKeeper's error transaction. It takes a zxid,
+    /// changes nothing, and the member holding the session answers with `code`.
+    Refused {
+        code: i32,
+    },
 }
 
 impl Entry {
@@ -91,6 +99,10 @@ impl Entry {
                 w.write_u8(5);
                 w.write_i64(*max_zxid);
                 w.write_buffer(Some(snapshot));
+            }
+            Txn::Refused { code } => {
+                w.write_u8(6);
+                w.write_i32(*code);
             }
         }
         w.into_inner()
@@ -157,6 +169,9 @@ impl Entry {
                     .map_err(TreeError::BadEntry)?
                     .unwrap_or_default()
                     .to_vec(),
+            },
+            6 => Txn::Refused {
+                code: r.read_i32("Refused.code").map_err(TreeError::BadEntry)?,
             },
             t => return Err(TreeError::EntryTag(t)),
         };

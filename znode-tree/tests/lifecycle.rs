@@ -872,3 +872,20 @@ fn snapshot_bytes_and_digest_of_a_fixed_tree_are_pinned() {
         "snapshot length, version, crc32 and digest"
     );
 }
+
+#[test]
+fn a_refused_write_takes_its_zxid_changes_nothing_and_answers_its_code() {
+    let mut h = H::with_session();
+    h.create("/a", b"x", 0).unwrap();
+    let before = (h.get("/a"), h.children("/"), h.tree.node_count());
+    for code in [ErrorCode::NewConfigNoQuorum, ErrorCode::ReconfigInProgress] {
+        let a = h.apply(Txn::Refused { code: code.code() });
+        assert_eq!(a.reply, Err(code));
+        assert!(a.changes.is_empty());
+        assert_eq!(h.tree.last_zxid(), h.zxid);
+    }
+    // A code this build does not know still refuses, as a system error, and never panics.
+    let a = h.apply(Txn::Refused { code: -9999 });
+    assert_eq!(a.reply, Err(ErrorCode::SystemError));
+    assert_eq!((h.get("/a"), h.children("/"), h.tree.node_count()), before);
+}

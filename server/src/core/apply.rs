@@ -67,6 +67,7 @@ impl Core {
                     }
                 }
                 self.drain_ready_syncs();
+                self.judge_deferred_reconfigs();
                 self.finish_revalidations();
                 self.maybe_snapshot();
             }
@@ -201,7 +202,7 @@ impl Core {
                     info!(%session, "session closed");
                 }
             }
-            Txn::Write(_) => {
+            Txn::Write(_) | Txn::Refused { .. } => {
                 if let Some(id) = self.sessions.holder(session) {
                     if let Some((received, stamps)) = self.pop_write(id, entry.xid) {
                         let applied_at = self.record_latency(id, received).into_std();

@@ -279,6 +279,7 @@ impl Core {
         if let Some(ens) = self.ensemble.as_mut() {
             ens.link = None; // dropping it closes the old link
         }
+        self.forget_proposed_reconfigs();
         self.sessions.forget_touched();
         // Writes and syncs in flight may have been dropped by raft, or may still commit.
         let doomed = self.close_conns_where(|c| {

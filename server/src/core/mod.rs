@@ -270,6 +270,7 @@ impl Core {
             }
             CoreMsg::ForwardLost { epoch } => self.forward_lost(epoch),
             CoreMsg::PeerTouch { sessions } => self.peer_touch(sessions),
+            CoreMsg::ForwardedReconfig { entry, done } => self.forwarded_reconfig(entry, done),
             CoreMsg::Shutdown => return ControlFlow::Break(()),
         }
         ControlFlow::Continue(())

@@ -42,6 +42,10 @@ use crate::session::SessionId;
 
 const CONFIG_NODE: &str = "/zookeeper/config";
 
+/// How long a reconfig the leader proposed counts as in flight at most: raft may drop a
+/// proposal without a change of role (a hand-over in progress), and the entry then never applies.
+const IN_FLIGHT_BOUND: Duration = Duration::from_secs(30);
+
 /// How long a reconfig's reply waits for raft's membership to match before the connection is
 /// closed instead (the outcome is then unknown to the client, as with any lost reply).
 const REPLY_WAIT: Duration = Duration::from_secs(30);
@@ -64,6 +68,20 @@ pub(crate) struct Membership {
     /// When this member last applied a config write: a leader hands over only a few heartbeats
     /// later, so the followers have applied it and answered their clients first.
     applied_at: Option<Instant>,
+    /// On the leader: reconfig entries it proposed that have not applied yet, and when it
+    /// proposed the last one (ZooKeeper's "last seen" configuration ahead of the current one).
+    proposed: u32,
+    proposed_at: Option<Instant>,
+    /// On the leader: forwarded reconfigs waiting for this member to apply what it knew to be
+    /// committed when they arrived (their forward link waits with them).
+    deferred: Vec<Deferred>,
+}
+
+/// A forwarded reconfig the leader judges once its applied index reaches `commit`.
+struct Deferred {
+    commit: u64,
+    entry: Entry,
+    done: tokio::sync::oneshot::Sender<Result<(), String>>,
 }
 
 struct WaitingReply {
@@ -110,13 +128,170 @@ impl Core {
                     });
                 self.drain(id);
             }
-            None => self.propose_write(
-                id,
-                header,
-                Txn::Write(Request::Reconfig(req)),
-                received,
-                slot,
-            ),
+            None => {
+                // The leader judges what only it can (ReconfigInProgress, NewConfigNoQuorum)
+                // before ordering the entry; a follower's reconfig is judged when it reaches the
+                // leader (`forward.rs` hands it to `forwarded_reconfig`).
+                let txn = if self.role.is_leader {
+                    self.leader_reconfig_txn(req)
+                } else {
+                    Txn::Write(Request::Reconfig(req))
+                };
+                self.propose_write(id, header, txn, received, slot)
+            }
+        }
+    }
+
+    /// On the leader, a reconfig another member forwarded: judged like the leader's own clients'
+    /// (`leader_reconfig_txn`), then proposed. `done` tells the forward link whether it went in.
+    ///
+    /// Judged only once this leader has applied everything it knew committed when the reconfig
+    /// arrived: the follower may have answered the previous reconfig (or its refusal) from its
+    /// own apply, and the client's next one must not find the leader still counting the previous
+    /// one as in flight.
+    pub(super) fn forwarded_reconfig(
+        &mut self,
+        entry: Entry,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    ) {
+        if !self.role.is_leader {
+            let _ = done.send(Err("this member is not the leader".into()));
+            return;
+        }
+        let commit = self.raft.commit_known();
+        if commit > self.applied.index || !self.membership.deferred.is_empty() {
+            self.membership.deferred.push(Deferred {
+                commit,
+                entry,
+                done,
+            });
+            return;
+        }
+        self.judge_forwarded_reconfig(entry, done);
+    }
+
+    /// Judges the deferred forwarded reconfigs the applied index has reached, in arrival order.
+    pub(super) fn judge_deferred_reconfigs(&mut self) {
+        while self
+            .membership
+            .deferred
+            .first()
+            .is_some_and(|d| d.commit <= self.applied.index)
+        {
+            let d = self.membership.deferred.remove(0);
+            if self.role.is_leader {
+                self.judge_forwarded_reconfig(d.entry, d.done);
+            } else {
+                let _ = d.done.send(Err("this member is no longer the leader".into()));
+            }
+        }
+    }
+
+    fn judge_forwarded_reconfig(
+        &mut self,
+        mut entry: Entry,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    ) {
+        if let Txn::Write(Request::Reconfig(req)) = &entry.txn {
+            entry.txn = self.leader_reconfig_txn(req.clone());
+        }
+        let _ = done.send(self.propose(&entry).map_err(|e| e.to_string()));
+    }
+
+    /// What the leader proposes for a client's reconfig: the request itself, or the refusal
+    /// only the leader can decide (`Txn::Refused`, ZooKeeper's error transaction: it is ordered
+    /// and answered like any write, so a session's replies keep their order).
+    fn leader_reconfig_txn(&mut self, req: ReconfigRequest) -> Txn {
+        if self.cfg.reconfig_enabled {
+            if let Some(code) = self.reconfig_precheck(&req) {
+                info!(?code, "reconfig refused by the leader");
+                return Txn::Refused { code: code.code() };
+            }
+            self.membership.proposed += 1;
+            self.membership.proposed_at = Some(Instant::now());
+        }
+        Txn::Write(Request::Reconfig(req))
+    }
+
+    /// ZooKeeper's leader-side checks, in its order (PrepRequestProcessor): ReconfigInProgress
+    /// while a change is under way; then, once the request parses and its version matches (else
+    /// the apply answers BadVersion or BadArguments, as every member decides them),
+    /// NewConfigNoQuorum unless a majority of the new configuration's voters is connected and
+    /// synced with this leader. The ACL check stays last, at apply.
+    fn reconfig_precheck(&self, req: &ReconfigRequest) -> Option<ErrorCode> {
+        if self.reconfig_in_progress() {
+            return Some(ErrorCode::ReconfigInProgress);
+        }
+        let servers =
+            rc::next_members(&self.current_members(), req, self.cfg.standalone_enabled).ok()?;
+        let voters: Vec<u64> = servers
+            .iter()
+            .filter(|s| s.role != Some(crate::config::PeerRole::Observer))
+            .map(|s| s.id)
+            .collect();
+        let synced = self.synced_members();
+        let with_us = voters.iter().filter(|v| synced.contains(v)).count();
+        if with_us * 2 > voters.len() {
+            None
+        } else {
+            warn!(
+                ?voters,
+                ?synced,
+                "reconfig refused: the new configuration has no connected and synced majority"
+            );
+            Some(ErrorCode::NewConfigNoQuorum)
+        }
+    }
+
+    /// A reconfig is under way: one this leader proposed has not applied yet (ZooKeeper's
+    /// "last seen" configuration is ahead of its current one until the entry commits). Raft still
+    /// moving to the applied configuration does not count, as ZooKeeper's reconfig is over once
+    /// committed: the leader's reconciling loop takes raft to whichever configuration is newest,
+    /// one step at a time (raft-rs refuses a change while another is pending or joint).
+    fn reconfig_in_progress(&self) -> bool {
+        let m = &self.membership;
+        m.proposed > 0 && m.proposed_at.is_some_and(|t| t.elapsed() < IN_FLIGHT_BOUND)
+    }
+
+    /// The members connected and synced with this leader: itself, and every member raft
+    /// replicates to that acknowledged entries of this leadership (raft forgets a follower's
+    /// match when a leader is elected) and is connected: its raft link is up, or raft heard from
+    /// it within the last election timeout (raft-rs clears that flag at every quorum check, so
+    /// alone it would miss live members for a heartbeat). A member raft does not replicate to yet
+    /// (one a reconfig would add) does not count, so a new configuration needs a majority among
+    /// the members already in.
+    fn synced_members(&self) -> BTreeSet<u64> {
+        let linked: BTreeSet<u64> = self
+            .ensemble
+            .as_ref()
+            .map(|ens| {
+                ens.net
+                    .stats()
+                    .into_iter()
+                    .filter(|p| p.connected || p.inbound_links > 0)
+                    .map(|p| p.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut synced: BTreeSet<u64> = self
+            .raft
+            .progress()
+            .into_iter()
+            .filter(|p| p.matched > 0 && (p.recent_active || linked.contains(&p.id)))
+            .map(|p| p.id)
+            .collect();
+        synced.insert(self.cfg.my_id.unwrap_or(0));
+        synced
+    }
+
+    /// A new leader knows nothing of its predecessor's proposals: what raft and the tree say is
+    /// what counts.
+    pub(super) fn forget_proposed_reconfigs(&mut self) {
+        self.membership.proposed = 0;
+        self.membership.proposed_at = None;
+        for d in std::mem::take(&mut self.membership.deferred) {
+            // Its forward link closes: the follower fails the write (ConnectionLoss).
+            let _ = d.done.send(Err("the leader changed".into()));
         }
     }
 
@@ -141,6 +316,7 @@ impl Core {
         entry: &Entry,
         req: &ReconfigRequest,
     ) -> Result<(), ErrorCode> {
+        self.membership.proposed = self.membership.proposed.saturating_sub(1);
         let decided = rc::next_members(&self.current_members(), req, self.cfg.standalone_enabled)
             .and_then(|servers| {
                 // ZooKeeper checks WRITE on /zookeeper/config last (the super user passes).
@@ -245,10 +421,22 @@ impl Core {
         }
     }
 
-    /// Whether raft's membership on this member is `voters` and `learners`.
+    /// A later write of connection `id` (`xid`) is being answered while its reconfig's reply
+    /// still waits for raft's membership at the head of its queue: the reconfig, committed and
+    /// applied, is answered first, so the later reply is neither lost nor sent ahead of it.
+    pub(super) fn answer_waiting_reconfig_before(&mut self, id: ConnId, xid: i32) {
+        let waiting = &self.membership.waiting;
+        if let Some(at) = waiting.iter().position(|w| w.conn == id && w.xid != xid) {
+            let w = self.membership.waiting.remove(at);
+            self.send_reconfig_reply(w);
+        }
+    }
+
+    /// Whether raft's membership on this member is `voters` and `learners`, joint configuration
+    /// left.
     fn membership_matches(&self, voters: &[u64], learners: &[u64]) -> bool {
         let (v, l) = self.raft.membership();
-        v == voters && l == learners
+        v == voters && l == learners && !self.raft.is_joint()
     }
 
     /// Answers the reconfigs whose membership raft has reached; closes the connections of those
@@ -405,7 +593,11 @@ impl Core {
     /// towards the tree's. Only with reconfigEnabled: otherwise zoo.cfg is the membership and raft
     /// keeps the bootstrapped one.
     pub(super) fn reconcile_membership(&mut self) {
-        if self.ensemble.is_none() || !self.role.is_leader || !self.cfg.reconfig_enabled {
+        if self.ensemble.is_none() || !self.role.is_leader {
+            return;
+        }
+        if !self.cfg.reconfig_enabled {
+            self.grow_to_zoo_cfg();
             return;
         }
         let members = &self.membership.members;
@@ -484,6 +676,77 @@ impl Core {
         let cc = ConfChangeV2 {
             changes: changes.into(),
             context: self.config_text().into_bytes().into(),
+            ..Default::default()
+        };
+        if let Err(e) = self.raft.propose_conf_change(cc) {
+            warn!(error = %e, "membership change refused");
+        }
+    }
+}
+
+impl Core {
+    /// Without reconfigEnabled, zoo.cfg is the membership, and ZooKeeper's classic way to grow
+    /// an ensemble is a rolling restart: the new members start with the new server list, then
+    /// the old ones restart one at a time with it. A leader whose zoo.cfg lists members raft does
+    /// not have adds them, never putting raft's commits in their hands before they follow: first
+    /// as learners (they catch up from a snapshot), then promoted to voters once connected and
+    /// synced, and only while the promoted configuration keeps a synced majority. Members raft
+    /// has and zoo.cfg does not list stay (a leader still on the old list must not undo what a
+    /// leader on the new one did during the rolling restart); `reconfig` removes members.
+    fn grow_to_zoo_cfg(&mut self) {
+        let (cur_v, cur_l) = self.raft.membership();
+        if self.raft.is_joint() {
+            return;
+        }
+        let (tick, election, _) = self.cfg.raft_timing();
+        let now = Instant::now();
+        if self
+            .membership
+            .last_step
+            .is_some_and(|t| now.duration_since(t) < tick * election)
+        {
+            return;
+        }
+        let me = self.cfg.my_id.unwrap_or(0);
+        let single = |change_type, node_id| ConfChangeSingle {
+            change_type,
+            node_id,
+            ..Default::default()
+        };
+        let mut changes = Vec::new();
+        // Anyone listed that raft does not know yet starts as a learner.
+        for s in &self.cfg.servers {
+            if s.id != me && !cur_v.contains(&s.id) && !cur_l.contains(&s.id) {
+                changes.push(single(ConfChangeType::AddLearnerNode, s.id));
+            }
+        }
+        if changes.is_empty() {
+            // Learners that zoo.cfg lists as participants become voters once synced.
+            let synced = self.synced_members();
+            let promote: Vec<u64> = self
+                .cfg
+                .voters()
+                .into_iter()
+                .filter(|id| cur_l.contains(id) && synced.contains(id))
+                .collect();
+            let after: Vec<u64> = cur_v.iter().chain(&promote).copied().collect();
+            let with_us = after.iter().filter(|v| synced.contains(v)).count();
+            if !promote.is_empty() && with_us * 2 > after.len() {
+                for id in promote {
+                    changes.push(single(ConfChangeType::AddNode, id));
+                }
+            }
+        }
+        if changes.is_empty() {
+            return;
+        }
+        self.membership.last_step = Some(now);
+        info!(
+            ?changes,
+            "zoo.cfg lists members raft does not count yet: adding them (rolling restart)"
+        );
+        let cc = ConfChangeV2 {
+            changes: changes.into(),
             ..Default::default()
         };
         if let Err(e) = self.raft.propose_conf_change(cc) {

@@ -203,6 +203,7 @@ impl Core {
         id: ConnId,
         xid: i32,
     ) -> Option<(Instant, crate::latency::WriteStamps)> {
+        self.answer_waiting_reconfig_before(id, xid);
         let conn = self.conns.get_mut(&id)?;
         match conn.queue.front().map(|q| &q.pending) {
             Some(Pending::Write { xid: x, .. }) if *x == xid => match conn.queue.pop_front() {

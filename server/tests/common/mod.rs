@@ -186,15 +186,22 @@ impl RawClient {
     }
 
     pub async fn send(&mut self, xid: i32, req: &Request) {
+        self.send_batch(&[(xid, req)]).await;
+    }
+
+    /// Sends several requests in one write, so the server reads them together.
+    pub async fn send_batch(&mut self, reqs: &[(i32, &Request)]) {
         let mut w = Writer::new();
-        let at = w.begin_frame();
-        RequestHeader {
-            xid,
-            op_type: req.opcode().code(),
+        for (xid, req) in reqs {
+            let at = w.begin_frame();
+            RequestHeader {
+                xid: *xid,
+                op_type: req.opcode().code(),
+            }
+            .encode(&mut w);
+            req.encode_body(&mut w);
+            w.finish_frame(at);
         }
-        .encode(&mut w);
-        req.encode_body(&mut w);
-        w.finish_frame(at);
         self.stream.write_all(&w.buf).await.unwrap();
     }
 

@@ -124,6 +124,9 @@ impl Tree {
                         Response::Empty
                     })
             }
+            Txn::Refused { code } => {
+                Err(ErrorCode::from_code(*code).unwrap_or(ErrorCode::SystemError))
+            }
         };
         self.last_zxid = last_zxid;
         Applied { reply, changes }
