@@ -100,11 +100,15 @@ for (system, wait, n), rs in groups.items():
     spread = f" [{fmt(min(rate))}..{fmt(max(rate))}]" if len(rs) > 1 else ""
     cpu = num("server_cpu_us_per_handoff")
     errors = sum(r["errors"] for r in rs if isinstance(r["errors"], int))
-    agg.append([system, wait, n, f"{fmt(median(rate))}{spread}", fmt(median(num("acquire_p50_ms"))),
-                fmt(median(num("acquire_p99_ms"))), f"{median(cpu):.0f}" if cpu else "",
+    # A figure no round reported (a cell too short to measure it) prints as "-".
+    med = lambda k, f=fmt: f(median(num(k))) if num(k) else "-"
+    steal = num("steal_pct")
+    agg.append([system, wait, n, f"{med('handoffs_per_sec')}{spread}", med("acquire_p50_ms"),
+                med("acquire_p99_ms"), f"{median(cpu):.0f}" if cpu else "",
                 f"{min(num('min_per_contender'))}..{max(num('max_per_contender'))}",
                 sum(num("violations")) if not errors else f"{sum(num('violations'))} (errors: {errors})",
-                rs[0]["fencing_token"], f"{median(num('generator_busy_pct')):.0f}", f"{max(num('steal_pct')):.1f}",
+                rs[0]["fencing_token"], med("generator_busy_pct", lambda x: f"{x:.0f}"),
+                f"{max(steal):.1f}" if steal else "-",
                 " / ".join(sorted({r['loadavg'].split()[0] for r in rs if r['loadavg']}))])
 table(["system", "wait", "contenders", "hand-offs/s" + (" [rounds]" if params.get("rounds", 1) > 1 else ""),
        "acquire p50 ms", "p99 ms", "server CPU µs/hand-off", "per contender min..max", "violations", "token",
