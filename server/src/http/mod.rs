@@ -68,6 +68,9 @@ pub struct Request {
     /// Whether the request came over TLS (the AdminServer's `admin.forceHttps` or
     /// `admin.portUnification`).
     pub secure: bool,
+    /// The certificate chain the TLS client presented (empty without one): the AdminServer's
+    /// `x509` authentication.
+    pub client_chain: Vec<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl Request {
@@ -185,7 +188,7 @@ where
     F: Future<Output = Response>,
 {
     let config = match transport {
-        Transport::Plain => return one(stream, remote, false, limits, handler).await,
+        Transport::Plain => return one(stream, remote, None, limits, handler).await,
         Transport::Tls(config) => config,
         Transport::Unified(config) => {
             let mut first = [0u8; 1];
@@ -196,7 +199,7 @@ where
                 Ok(Err(e)) => return Err(e),
             };
             if !tls {
-                return one(stream, remote, false, limits, handler).await;
+                return one(stream, remote, None, limits, handler).await;
             }
             config
         }
@@ -210,13 +213,20 @@ where
         }
         Err(_) => return Ok(()),
     };
-    one(tls, remote, true, limits, handler).await
+    let chain = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .map(<[_]>::to_vec)
+        .unwrap_or_default();
+    one(tls, remote, Some(chain), limits, handler).await
 }
 
+/// Serves one request on `stream`; `tls` is the client's certificate chain when it came over TLS.
 async fn one<S, H, F>(
     mut stream: S,
     remote: SocketAddr,
-    secure: bool,
+    tls: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
     limits: Limits,
     handler: &H,
 ) -> std::io::Result<()>
@@ -225,6 +235,7 @@ where
     H: Fn(Request) -> F,
     F: Future<Output = Response>,
 {
+    let secure = tls.is_some();
     let head = match tokio::time::timeout(limits.read_timeout, read_head(&mut stream)).await {
         Ok(Ok(Some(head))) => head,
         Ok(Ok(None)) => return Ok(()),
@@ -238,6 +249,7 @@ where
             Ok(mut req) if req.method == "GET" || req.method == "HEAD" => {
                 req.remote = Some(remote);
                 req.secure = secure;
+                req.client_chain = tls.unwrap_or_default();
                 let head_only = req.method == "HEAD";
                 (handler(req).await, head_only)
             }
@@ -353,6 +365,7 @@ pub fn parse_request(head: &str) -> Result<Request, String> {
         headers,
         remote: None,
         secure: false,
+        client_chain: Vec::new(),
     })
 }
 
