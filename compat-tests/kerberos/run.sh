@@ -218,6 +218,42 @@ os._exit(0)
 EOF
 }
 
+# tool_lock_gssapi: `paddock lock --sasl gssapi` holds /krb-lock while an anonymous kazoo client reads the
+# ACLs of the path and of the holder's node and tries to delete the node; prints what it saw and the holder's
+# exit status.
+tool_lock_gssapi() {
+    local tool rc=0 out="$COMPAT_WORK/krb-lock.out" stop="$COMPAT_WORK/krb-lock.stop" seen
+    tool="${BIN:-$(compat_paddock_bin)}" || { echo "no paddock binary"; return; }
+    kinit -kt "$KDC/client.keytab" "client@$REALM" || { echo "kinit failed"; return; }
+    rm -f "$stop"
+    "$tool" lock --servers "localhost:$PORT" --sasl gssapi --acl world:anyone:r /krb-lock -- \
+        sh -c 'echo held; while [ ! -e "$0" ]; do sleep 0.1; done' "$stop" >"$out" 2>&1 </dev/null &
+    local holder=$! deadline=$((SECONDS + 30))
+    until grep -qx held "$out"; do
+        ((SECONDS < deadline)) && kill -0 "$holder" 2>/dev/null || { echo "no lock: $(tr '\n' '|' <"$out")"; touch "$stop"; return; }
+        sleep 0.2
+    done
+    seen="$(timeout 60 "$PY" - "localhost:$PORT" <<'EOF' 2>/dev/null || echo "exit $?"
+import sys
+from kazoo.client import KazooClient
+c = KazooClient(hosts=sys.argv[1], timeout=10)
+c.start(timeout=15)
+child = sorted(c.get_children("/krb-lock"))[0]
+acls = [c.get_acls(p)[0] for p in ["/krb-lock", "/krb-lock/" + child]]
+print("|".join(",".join(f"{a.id.scheme}:{a.id.id}:{a.perms}" for a in acl) for acl in acls), end=" ")
+try:
+    c.delete("/krb-lock/" + child)
+    print("deleted")
+except Exception as e:
+    print(type(e).__name__)
+c.stop()
+EOF
+)"
+    touch "$stop"
+    wait "$holder" || rc=$?
+    echo "$seen holder=$rc"
+}
+
 # --- client port -------------------------------------------------------------------------------------------
 if want client; then
     client_jaas "$COMPAT_WORK/client.jaas" "$KDC/client.keytab" "client@$REALM"
@@ -238,6 +274,11 @@ if want client; then
         # A ticket for another service principal (zookeeper/127.0.0.1, in the same key table) than the one
         # the Server section names: refused by the server.
         check kazoo-gssapi-wrong-service AuthFailedError "$(kazoo_login 127.0.0.1)"
+        # paddock lock (this tree's, against either server) with --sasl gssapi and the ticket from kinit: its
+        # node and the lock's path are sasl:client@REALM (plus --acl world:anyone:r, for the anonymous reader).
+        check paddock-lock-gssapi-creator-only \
+            "sasl:client@$REALM:31,world:anyone:1|sasl:client@$REALM:31,world:anyone:1 NoAuthError holder=0" \
+            "$(tool_lock_gssapi)"
         # A client whose key table holds no key for its principal never gets a ticket: AuthFailed.
         client_jaas "$COMPAT_WORK/bad.jaas" "$KDC/m1.keytab" "client@$REALM"
         check java-gssapi-wrong-keytab AuthFailed "$(fact state "$(java_client "$COMPAT_WORK/bad.jaas" x)")"

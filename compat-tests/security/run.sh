@@ -1228,24 +1228,31 @@ ssl.quorum.trustStore.location=$CERTS/trust-ca1.pem
 ssl.quorum.trustStore.type=PEM"
 
     # 1. forceHttps and needClientAuth: plain HTTP gets no reply, HTTPS without a certificate neither; with
-    #    alice's certificate (ca1) ruok answers 200 with HSTS, and snapshot without credentials 401.
+    #    alice's certificate (ca1) ruok answers 200 with HSTS, snapshot without credentials 401, and with
+    #    `Authorization: x509` (the x509 provider on: alice's certificate is her credential) 200.
     if client_server admin-force "$keys
+authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider
 admin.forceHttps=true
 admin.needClientAuth=true"; then
         got="http=$(admin_get http) https-no-cert=$(admin_get https) https-cert=$(admin_get https "${alice[@]}")"
         got+=" snapshot=$(ADMIN_COMMAND=snapshot admin_get https "${alice[@]}")"
+        sleep 0.5 # one snapshot per admin.rateLimiterIntervalInMS (300 ms)
+        got+=" snapshot-x509=$(ADMIN_COMMAND=snapshot admin_get https "${alice[@]}" -H 'Authorization: x509')"
         got+=" other-ca=$(admin_get https --cert "$CERTS/client-caX.crt" --key "$CERTS/client-caX.key")"
         expect admin-force-https-need-client-auth \
-            "http=000 https-no-cert=000 https-cert=200 sts=1 snapshot=401 sts=1 other-ca=000" "$got"
+            "http=000 https-no-cert=000 https-cert=200 sts=1 snapshot=401 sts=1 snapshot-x509=200 sts=1 other-ca=000" "$got"
     else
         fail admin-force-https-need-client-auth "the server did not start"
     fi
 
-    # 2. portUnification alone: HTTP and HTTPS (no certificate asked for) on one port; HSTS only over TLS.
+    # 2. portUnification alone: HTTP and HTTPS (no certificate asked for) on one port; HSTS only over TLS;
+    #    `Authorization: x509` over plain HTTP has no certificate behind it: 401.
     if client_server admin-unified "$keys
+authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider
 admin.portUnification=true"; then
         got="http=$(admin_get http) https=$(admin_get https) https-cert=$(admin_get https "${alice[@]}")"
-        expect admin-unified-port "http=200 https=200 sts=1 https-cert=200 sts=1" "$got"
+        got+=" snapshot-x509-plain=$(ADMIN_COMMAND=snapshot admin_get http -H 'Authorization: x509')"
+        expect admin-unified-port "http=200 https=200 sts=1 https-cert=200 sts=1 snapshot-x509-plain=401" "$got"
     else
         fail admin-unified-port "the server did not start"
     fi

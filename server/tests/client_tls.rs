@@ -855,10 +855,21 @@ async fn version_1_certificates_are_taken_as_java_takes_them() {
 
 /// The reply head and body to `GET path` over an established stream; `None` when the server
 /// closes (or the TLS session fails) without an HTTP reply.
-async fn http_over<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, path: &str) -> Option<String> {
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
+async fn http_over<S: AsyncRead + AsyncWrite + Unpin>(s: S, path: &str) -> Option<String> {
+    http_with(s, path, "").await
+}
+
+/// As `http_over`, with `headers` (each ending in CRLF) added to the request.
+async fn http_with<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    path: &str,
+    headers: &str,
+) -> Option<String> {
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .ok()?;
     let mut out = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
         .await
@@ -889,9 +900,16 @@ async fn admin_server_over_https_with_the_quorum_stores() {
     );
     let sts = "Strict-Transport-Security: max-age=86400; includeSubDomains\r\n";
 
+    // The client port's stores too, and the x509 provider: `Authorization: x509` over HTTPS.
+    ca.server().write_key_store(&dir.path().join("server.pem"));
+    std::fs::write(dir.path().join("trust.pem"), ca.pem()).unwrap();
     let server = serve(
         dir.path(),
-        &format!("{stores}admin.forceHttps=true\nadmin.needClientAuth=true\n"),
+        &format!(
+            "{stores}{}authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n\
+             admin.forceHttps=true\nadmin.needClientAuth=true\n",
+            store_lines(dir.path())
+        ),
     )
     .await;
     let addr = server.admin_addr().expect("AdminServer");
@@ -911,6 +929,16 @@ async fn admin_server_over_https_with_the_quorum_stores() {
     .await
     .expect("an HTTP reply");
     assert!(snapshot.starts_with("HTTP/1.1 401 "), "{snapshot}");
+    tokio::time::sleep(Duration::from_millis(400)).await; // admin.rateLimiterIntervalInMS
+    let by_cert = http_with(
+        tls(addr, &ca, Some(&operator)).await.unwrap(),
+        "/commands/snapshot?streaming=false",
+        "Authorization: x509\r\n",
+    )
+    .await
+    .expect("an HTTP reply");
+    assert!(by_cert.starts_with("HTTP/1.1 200 OK\r\n"), "{by_cert}");
+    assert!(by_cert.contains("last_zxid: 0x"), "{by_cert}");
     // No certificate, another CA's, plain HTTP: no HTTP reply at all.
     let no_cert = match tls(addr, &ca, None).await {
         Ok(s) => http_over(s, "/commands/ruok").await,

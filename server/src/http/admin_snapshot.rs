@@ -1,6 +1,6 @@
 //! The AdminServer's `snapshot` command, as ZooKeeper 3.9's `Commands.SnapshotCommand` answers
 //! it: `GET <commandURL>/snapshot[?streaming=true|false]` with `Authorization: <scheme> <auth>`
-//! (`digest user:password`, or `ip`; `x509` from the HTTPS client certificate is not taken yet),
+//! (`digest user:password`, `ip`, or `x509` with the HTTPS client's certificate, `admin_tls.rs`),
 //! the caller holding every permission on `/`, each bit checked alone. The body is a ZooKeeper
 //! snapshot of the state as of one moment (`zk_export::zk_snapshot`) that ZooKeeper 3.9 loads
 //! as `version-2/snapshot.<zxid>` or through its `restore` command; the headers `last_zxid`
@@ -74,9 +74,38 @@ pub fn authenticate(value: &str, req: &Request, cfg: &Config) -> Option<Vec<Id>>
                 .ok()
                 .filter(|ids| !ids.is_empty())
         }
-        // x509 would read the HTTPS client's certificate (`admin_tls`); not taken yet.
+        "x509" => x509_ids(req, cfg),
         _ => None,
     }
+}
+
+/// `x509`, as ZooKeeper's X509AuthenticationProvider takes an HTTP request: the chain the HTTPS
+/// client presented, verified against the client port's trust store (`ssl.trustStore`, the
+/// provider's), gives `x509:<subject>`. Only where the provider exists (`secureClientPort` or its
+/// `authProvider` line); never over plain HTTP, which carries no certificate.
+fn x509_ids(req: &Request, cfg: &Config) -> Option<Vec<Id>> {
+    use rustls::pki_types::UnixTime;
+    use rustls::server::WebPkiClientVerifier;
+    if !cfg.client_tls.x509_available() {
+        return None;
+    }
+    let (leaf, intermediates) = req.client_chain.split_first()?;
+    let settings =
+        crate::tls::TlsSettings::from_keys("ssl.", |k| cfg.client_tls.ssl_keys.get(k).cloned())
+            .ok()?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in crate::tls::load_trust_store(settings.trust_store.as_ref()?).ok()? {
+        roots.add(ca).ok()?;
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .ok()?;
+    verifier
+        .verify_client_cert(leaf, intermediates, UnixTime::now())
+        .ok()?;
+    let subject = crate::tls::rfc2253_name(leaf).ok()?;
+    Some(vec![Id::new("x509", &subject)])
 }
 
 /// `GET .../snapshot`.

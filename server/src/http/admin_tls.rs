@@ -5,7 +5,8 @@
 //! none is asked for. The certificate and the trust store are the quorum's (`ssl.quorum.*`:
 //! Jetty loads them through `QuorumX509Util`), read once at start, as Jetty reads them. A secure
 //! reply carries `Strict-Transport-Security: max-age=86400; includeSubDomains` (Jetty's
-//! `SecureRequestCustomizer` with the settings ZooKeeper gives it).
+//! `SecureRequestCustomizer` with the settings ZooKeeper gives it). The client's chain goes with
+//! the request, for `snapshot`'s `x509` authentication (`admin_snapshot.rs`).
 //!
 //! Where ZooKeeper starts without an AdminServer (a key store it cannot load: it logs and goes
 //! on with none) or ignores a key (`needClientAuth` on plain HTTP), paddock refuses the start:

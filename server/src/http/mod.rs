@@ -78,6 +78,9 @@ pub struct Request {
     /// Whether the request came over TLS (the AdminServer's `admin.forceHttps` or
     /// `admin.portUnification`).
     pub secure: bool,
+    /// The certificate chain the TLS client presented (empty without one): the AdminServer's
+    /// `x509` authentication.
+    pub client_chain: Vec<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl Request {
@@ -199,7 +202,7 @@ where
     F: Future<Output = Response>,
 {
     let config = match transport {
-        Transport::Plain => return one(stream, remote, false, limits, handler).await,
+        Transport::Plain => return one(stream, remote, None, limits, handler).await,
         Transport::Tls(config) => config,
         Transport::Unified(config) => {
             let mut first = [0u8; 1];
@@ -210,7 +213,7 @@ where
                 Ok(Err(e)) => return Err(e),
             };
             if !tls {
-                return one(stream, remote, false, limits, handler).await;
+                return one(stream, remote, None, limits, handler).await;
             }
             config
         }
@@ -224,13 +227,20 @@ where
         }
         Err(_) => return Ok(()),
     };
-    one(tls, remote, true, limits, handler).await
+    let chain = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .map(<[_]>::to_vec)
+        .unwrap_or_default();
+    one(tls, remote, Some(chain), limits, handler).await
 }
 
+/// Serves one request on `stream`; `tls` is the client's certificate chain when it came over TLS.
 async fn one<S, H, F>(
     mut stream: S,
     remote: SocketAddr,
-    secure: bool,
+    tls: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
     limits: Limits,
     handler: &H,
 ) -> std::io::Result<()>
@@ -239,6 +249,7 @@ where
     H: Fn(Request) -> F,
     F: Future<Output = Response>,
 {
+    let secure = tls.is_some();
     let (head, early) =
         match tokio::time::timeout(limits.read_timeout, read_head(&mut stream)).await {
             Ok(Ok(Some(head))) => head,
@@ -253,6 +264,7 @@ where
             Ok(mut req) if req.method == "GET" || req.method == "HEAD" => {
                 req.remote = Some(remote);
                 req.secure = secure;
+                req.client_chain = tls.unwrap_or_default();
                 let head_only = req.method == "HEAD";
                 (handler(req).await, head_only)
             }
@@ -261,6 +273,7 @@ where
                     Ok(body) => {
                         req.remote = Some(remote);
                         req.secure = secure;
+                        req.client_chain = tls.unwrap_or_default();
                         req.body = body;
                         (handler(req).await, false)
                     }
@@ -479,6 +492,7 @@ pub fn parse_request(head: &str) -> Result<Request, String> {
         remote: None,
         body: Vec::new(),
         secure: false,
+        client_chain: Vec::new(),
     })
 }
 
