@@ -24,6 +24,10 @@
 #                       index absent from the cache, a snapshot of another dbid: exit 1, a clear
 #                       message, nothing written
 #   torn-tail           a log cut inside its last record imports, the torn record dropped
+#   cutover             cutover.sh: the live cut-over of a 3-member ZooKeeper ensemble serving two
+#                       Kafka brokers, a Curator lock, a Java client's watches and kazoo, to paddock
+#                       on the same addresses, sessions kept; its checks count in this row
+#                       (MIGRATION_CUTOVER=0 skips it)
 # --against-zookeeper does not apply (the suite compares the two).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -314,6 +318,21 @@ if "$BIN" import --zookeeper "$d" --data-dir "$W/torn-out" >"$d.txt" 2>&1 && gre
     ok torn-tail
 else
     bad torn-tail "$(tail -2 "$d.txt")"
+fi
+
+# --- cutover: the live cut-over, sessions kept (cutover.sh, its own header) ------------------
+if [[ "${MIGRATION_CUTOVER:-1}" == 0 ]]; then
+    SKIPPED=$((SKIPPED + 1))
+    report_skip 1 "cutover: MIGRATION_CUTOVER=0"
+else
+    PADDOCK_BIN="$BIN" bash "$HERE/cutover.sh" 2>&1 | tee "$W/cutover.out" | grep -v '^suite |' || true
+    row=$(grep -E '^migration-cutover \| [0-9]+ \| [0-9]+ \| [0-9]+$' "$W/cutover.out" | tail -1)
+    if [[ -n "$row" ]]; then
+        PASSED=$((PASSED + $(awk -F' [|] ' '{print $2}' <<<"$row")))
+        FAILED=$((FAILED + $(awk -F' [|] ' '{print $3}' <<<"$row")))
+    else
+        bad cutover "cutover.sh printed no result row"
+    fi
 fi
 
 report "$PASSED" "$FAILED" "$SKIPPED"
