@@ -40,6 +40,10 @@
 #                       index absent from the cache, a snapshot of another dbid: exit 1, a clear
 #                       message, nothing written
 #   torn-tail           a log cut inside its last record imports, the torn record dropped
+#   cutover             cutover.sh: the live cut-over of a 3-member ZooKeeper ensemble serving two
+#                       Kafka brokers, a Curator lock, a Java client's watches and kazoo, to paddock
+#                       on the same addresses, sessions kept; its checks count in this row
+#                       (MIGRATION_CUTOVER=0 skips it)
 # --against-zookeeper does not apply (the suite compares the two).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -558,6 +562,21 @@ if "$BIN" restore --to-zxid "$CUT_Z" --out "$W/pitr-z.bin" "$W/orig" >/dev/null 
     echo "  $(head -1 "$W/pitr-t.txt")"
 else
     bad pitr-time "$(tail -3 "$W/pitr-t.txt" 2>/dev/null)"
+fi
+
+# --- cutover: the live cut-over, sessions kept (cutover.sh, its own header) ------------------
+if [[ "${MIGRATION_CUTOVER:-1}" == 0 ]]; then
+    SKIPPED=$((SKIPPED + 1))
+    report_skip 1 "cutover: MIGRATION_CUTOVER=0"
+else
+    PADDOCK_BIN="$BIN" bash "$HERE/cutover.sh" 2>&1 | tee "$W/cutover.out" | grep -v '^suite |' || true
+    row=$(grep -E '^migration-cutover \| [0-9]+ \| [0-9]+ \| [0-9]+$' "$W/cutover.out" | tail -1)
+    if [[ -n "$row" ]]; then
+        PASSED=$((PASSED + $(awk -F' [|] ' '{print $2}' <<<"$row")))
+        FAILED=$((FAILED + $(awk -F' [|] ' '{print $3}' <<<"$row")))
+    else
+        bad cutover "cutover.sh printed no result row"
+    fi
 fi
 
 report "$PASSED" "$FAILED" "$SKIPPED"

@@ -35,6 +35,14 @@ pub struct Config {
     /// waiting to catch up (see `Driver`'s `rejoining`). Members started together race to
     /// bootstrap, and the losers join this way.
     pub fresh_join: bool,
+    /// This node was prepared to join a group that an import created (`paddock import --join`: the
+    /// importer holds the imported state as a snapshot of term [`IMPORT_TERM`] and nothing else).
+    /// While it is still empty and rejoining it grants its vote to a candidate whose log ends at
+    /// that term, the importer at the group's birth, instead of abstaining for
+    /// `REJOIN_PATIENCE_ELECTIONS`: it never held data in this group, so it has nothing to forget.
+    /// A candidate whose log went past the import (a leader's entry) still gets no vote until this
+    /// node caught up.
+    pub import_join: bool,
     pub tick: Duration,
     pub election_tick: usize,
     pub heartbeat_tick: usize,
@@ -50,6 +58,10 @@ pub struct Config {
     pub segment_bytes: u64,
 }
 
+/// The term of an imported state's snapshot (`paddock import`): every leader of the group it starts
+/// writes entries of a later term.
+pub const IMPORT_TERM: u64 = 1;
+
 impl Config {
     /// A group of one: id 1, voters `[1]`, 100 ms tick, election after 10 ticks, heartbeat every 3.
     pub fn standalone(dir: impl Into<PathBuf>) -> Config {
@@ -59,6 +71,7 @@ impl Config {
             voters: vec![1],
             learners: Vec::new(),
             fresh_join: false,
+            import_join: false,
             tick: Duration::from_millis(100),
             election_tick: 10,
             heartbeat_tick: 3,

@@ -154,6 +154,9 @@ pub struct Driver {
     /// persisted, an entry (or a snapshot) of the current leader's term: by log matching it then
     /// holds everything that leader held when elected, which is every committed entry.
     rejoining: bool,
+    /// Prepared by `paddock import --join` (`Config::import_join`): while empty and rejoining, it
+    /// votes for a candidate at the import's term.
+    import_join: bool,
     /// Ticks in a row spent rejoining without knowing a leader (see `REJOIN_PATIENCE_ELECTIONS`).
     leaderless_ticks: usize,
     /// Ticks since open: the clock of `skip_repeated_acks`.
@@ -258,6 +261,7 @@ impl Driver {
             snapshots_in_flight: HashMap::new(),
             readies: 0,
             rejoining,
+            import_join: cfg.import_join,
             leaderless_ticks: 0,
             ticks: 0,
             acks_sent: HashMap::new(),
@@ -375,6 +379,7 @@ impl Driver {
                             | MessageType::MsgRequestPreVote
                             | MessageType::MsgTimeoutNow
                     )
+                    && !self.votes_for_import(&msg)
                 {
                     tracing::info!(
                         from = msg.from,
@@ -538,6 +543,33 @@ impl Driver {
         );
         self.end_rejoining();
         Ok(())
+    }
+
+    /// An empty member prepared by `paddock import --join` answers the importer's (pre-)vote: a
+    /// candidate whose log ends at the import's term holds the imported state and nothing a
+    /// leader wrote after it. Any entry a leader of this group committed is at a later term on a
+    /// majority, which then refuses such a candidate, so this vote cannot elect one that lacks a
+    /// committed entry; unless that majority counts members whose data was lost, which is what
+    /// abstaining guards against, and why only `import --join` (a member that never held data in
+    /// this group) answers.
+    fn votes_for_import(&self, msg: &Message) -> bool {
+        let votes = self.import_join
+            && self.raw.raft.raft_log.last_index() == 0
+            && msg.log_term == crate::config::IMPORT_TERM
+            && msg.index > 0
+            && matches!(
+                msg.get_msg_type(),
+                MessageType::MsgRequestVote | MessageType::MsgRequestPreVote
+            );
+        if votes {
+            tracing::info!(
+                from = msg.from,
+                kind = ?msg.get_msg_type(),
+                index = msg.index,
+                "prepared to join an imported state: answering the importer's vote request"
+            );
+        }
+        votes
     }
 
     fn end_rejoining(&mut self) {

@@ -107,7 +107,7 @@ pub mod storage;
 pub mod timing;
 mod transport;
 
-pub use config::Config;
+pub use config::{Config, IMPORT_TERM};
 pub use error::ConsensusError;
 #[cfg(feature = "testing")]
 pub use handle::start_stepped;

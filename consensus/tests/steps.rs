@@ -8,10 +8,12 @@ use std::collections::{BTreeMap, HashSet};
 use consensus::driver::{
     Command, Driver, Output, SnapshotJob, REJOIN_PATIENCE_ELECTIONS, SNAPSHOT_ACK_ELECTIONS,
 };
+use consensus::storage::LogStore;
 use consensus::{
-    snapshot_file, ConfChangeSingle, ConfChangeType, ConfChangeV2, Config, Event, Message,
-    MessageType,
+    snapshot_file, ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Config, Event,
+    Message, MessageType, IMPORT_TERM,
 };
+use raft::eraftpb::{HardState, SnapshotMetadata};
 use raft::ProgressState;
 
 const ELECTION_TICK: usize = 10;
@@ -122,6 +124,47 @@ impl Net {
         assert!(snapshot.is_none());
         self.nodes.insert(
             cfg.id,
+            Node {
+                driver,
+                out: Collect::default(),
+                _dir: dir,
+            },
+        );
+    }
+
+    /// Member `id` as `paddock import` leaves it: a store holding only a snapshot of the imported
+    /// state at `index`, term `IMPORT_TERM`, with every voter in its membership (and no voters of
+    /// its own to bootstrap, as the server opens a resumed member).
+    fn add_imported(&mut self, id: u64, voters: &[u64], index: u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            voters: Vec::new(),
+            ..config(id, dir.path(), voters, 1000)
+        };
+        let conf = ConfState {
+            voters: voters.to_vec(),
+            ..Default::default()
+        };
+        let snapshots = dir.path().join("snapshots");
+        snapshot_file::write(&snapshots, index, IMPORT_TERM, &conf, b"imported").unwrap();
+        let mut store = LogStore::open(&dir.path().join("raftdb")).unwrap();
+        let meta = SnapshotMetadata {
+            index,
+            term: IMPORT_TERM,
+            conf_state: Some(conf).into(),
+            ..Default::default()
+        };
+        let hs = HardState {
+            term: IMPORT_TERM,
+            commit: index,
+            ..Default::default()
+        };
+        store.write_ready(Some(&meta), &[], Some(&hs)).unwrap();
+        drop(store);
+        let (driver, snapshot) = Driver::open(&cfg).unwrap();
+        assert_eq!(snapshot.map(|s| s.index), Some(index));
+        self.nodes.insert(
+            id,
             Node {
                 driver,
                 out: Collect::default(),
@@ -1062,5 +1105,93 @@ fn a_group_of_one_keeps_no_delivered_entry_in_memory_and_a_leader_of_three_keeps
     assert!(
         first <= last - 49 && end == last,
         "cached {first}..={end}, last {last}"
+    );
+}
+
+/// A cut-over from ZooKeeper: member 1 imported (a snapshot at the import's index and term, and
+/// nothing else), 2 and 3 were prepared by `import --join`. They answer the importer's vote at
+/// once instead of abstaining for `REJOIN_PATIENCE_ELECTIONS` (10 s at tickTime 2000, during
+/// which no client could write), then catch up from it by snapshot.
+#[test]
+fn members_prepared_by_import_join_elect_the_importer_at_once() {
+    let import = 2u64 << 32;
+    let mut net = Net::new(&[], 1000);
+    net.add_imported(1, &[1, 2, 3], import);
+    for id in [2, 3] {
+        net.add(Config {
+            voters: Vec::new(),
+            import_join: true,
+            ..config(id, std::path::Path::new(""), &[1, 2, 3], 1000)
+        });
+        assert!(net.driver(id).is_rejoining());
+    }
+    for _ in 0..ELECTION_TICK * 3 {
+        net.tick();
+        if !net.leaders().is_empty() {
+            break;
+        }
+    }
+    assert_eq!(net.leaders(), vec![1], "elected within three election timeouts");
+    let last = net.propose(1, "a", 2);
+    for _ in 0..ELECTION_TICK * 2 {
+        net.tick();
+    }
+    for id in [2, 3] {
+        assert_eq!(net.installs(id), vec![import], "member {id} got the import");
+        assert_eq!(net.driver(id).status().commit, last);
+        assert!(!net.driver(id).is_rejoining(), "member {id} caught up");
+    }
+    assert_eq!(net.payloads(2), net.payloads(1));
+}
+
+/// Without the mark of `import --join` (members that joined empty, or lost their data) the
+/// importer waits: they abstain for their patience.
+#[test]
+fn members_that_joined_empty_without_the_import_mark_abstain_from_the_importers_vote() {
+    let mut net = Net::new(&[], 1000);
+    net.add_imported(1, &[1, 2, 3], 2 << 32);
+    for id in [2, 3] {
+        net.add(Config {
+            voters: Vec::new(),
+            ..config(id, std::path::Path::new(""), &[1, 2, 3], 1000)
+        });
+    }
+    for _ in 0..ELECTION_TICK * 3 {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), Vec::<u64>::new());
+}
+
+/// BUGS.md P4 with the import mark: a member prepared by `import --join` into a group that has
+/// gone past the import (entries of a leader's term committed by {1, 3}) gives no vote to 2,
+/// which lacks them, so the committed entries survive.
+#[test]
+fn an_import_join_member_gives_no_vote_to_a_candidate_past_the_import() {
+    let mut net = Net::new(&[1, 2, 3], 1000);
+    net.elect(1);
+    net.propose(1, "a", 3);
+    net.down.insert(2);
+    net.propose(1, "e", 2); // on 1 and 3 only
+    net.nodes.remove(&3);
+    net.add(Config {
+        voters: Vec::new(),
+        import_join: true,
+        ..config(3, std::path::Path::new(""), &[1, 2, 3], 1000)
+    });
+    net.down.insert(1);
+    net.down.remove(&2);
+    let seen = net.log.len();
+    net.nodes.get_mut(&2).unwrap().driver.campaign().unwrap();
+    for _ in 0..ELECTION_TICK * 4 {
+        net.tick();
+    }
+    assert_eq!(net.leaders(), Vec::<u64>::new(), "3 abstains: 2's log is past the import's term");
+    assert!(
+        !net.log[seen..].iter().any(|m| m.from == 3
+            && matches!(
+                m.get_msg_type(),
+                MessageType::MsgRequestVoteResponse | MessageType::MsgRequestPreVoteResponse
+            )),
+        "3 answered a vote"
     );
 }

@@ -399,6 +399,10 @@ fn raft_config(cfg: &Config, is_ensemble: bool, settled: &Settled) -> consensus:
             Vec::new()
         };
         raft_cfg.fresh_join = settled.fresh_join;
+        raft_cfg.import_join = cfg
+            .raft_dir()
+            .join(crate::zk_import::IMPORT_JOIN_MARKER)
+            .exists();
         raft_cfg.learners = if settled.bootstrap {
             cfg.observers()
         } else {

@@ -593,10 +593,16 @@ pub fn write_paddock(cfg: &Config, tree: &znode_tree::Tree, index: u64) -> Resul
     Ok(raft_dir)
 }
 
+/// The file beside the raft store of a member prepared by `import --join`: start-up reads it into
+/// `consensus::Config::import_join`, so the member votes for the importer at once instead of
+/// abstaining for its rejoin patience (10 election timeouts) as a member that lost its data does.
+pub const IMPORT_JOIN_MARKER: &str = "import-join";
+
 /// The data directory of an ensemble member that joins the member that imported: its identity
 /// and an empty raft store that records it joins (`LogStore::set_rejoining`), as a member that
-/// joined empty and has not caught up yet. Start-up then resumes it as such (identity.rs): it
-/// waits for the leader's snapshot and does not vote until it holds its leader's entries.
+/// joined empty and has not caught up yet, and the `IMPORT_JOIN_MARKER`. Start-up then resumes it
+/// as such (identity.rs): it waits for the leader's snapshot, votes only for the importer (a
+/// candidate holding nothing past the import) until it holds its leader's entries.
 pub fn write_joiner(cfg: &Config) -> Result<PathBuf, String> {
     if !cfg.is_distributed() {
         return Err("--join is for a member of an ensemble: its zoo.cfg lists the servers".into());
@@ -613,6 +619,9 @@ pub fn write_joiner(cfg: &Config) -> Result<PathBuf, String> {
         .set_rejoining(true)
         .map_err(|e| format!("recording the join in {}: {e}", db.display()))?;
     drop(store);
+    let marker = raft_dir.join(IMPORT_JOIN_MARKER);
+    std::fs::write(&marker, "prepared by paddock import --join\n")
+        .map_err(|e| format!("writing {}: {e}", marker.display()))?;
     crate::identity::Identity::new_for(cfg)
         .write(&raft_dir)
         .map_err(|e| format!("writing the identity in {}: {e}", raft_dir.display()))?;

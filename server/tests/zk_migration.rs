@@ -435,5 +435,87 @@ async fn admin_restore_on_a_standalone_server() {
     assert_eq!(status, 503);
     let (status, _) = post(admin, "/commands/restore", None, &snap).await;
     assert_eq!(status, 401);
+/// An imported session's clock starts afresh when paddock starts, as ZooKeeper's leader restarts
+/// every session's timeout on election: a cut-over longer than a session's time left at
+/// ZooKeeper's stop must not expire it, as long as its client comes back within a full timeout.
+/// And the clock does run: a session nobody resumes expires one timeout (plus a tick) after the
+/// start, its ephemeral with it.
+#[tokio::test]
+async fn imported_sessions_get_a_full_timeout_from_the_start() {
+    const TIMEOUT: Duration = Duration::from_millis(2000);
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start_with(common::test_config(dir.path())).await;
+    let holder = zookeeper_client::Client::connector()
+        .with_session_timeout(TIMEOUT)
+        .connect(&server.local_addr().to_string())
+        .await
+        .unwrap();
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    holder.create("/held", b"", &ephemeral).await.unwrap();
+    let session = holder.session_id().0;
+    let (status, head, bytes) = get(
+        server.admin_addr().unwrap(),
+        "/commands/snapshot?streaming=true",
+        Some("digest u:p"),
+    )
+    .await;
+    assert_eq!(status, 200, "{head}");
+    let last_zxid = header(&head, "last_zxid").unwrap().to_string();
+    // The session is in the snapshot; ZooKeeper "stops" with its client silent.
+    std::mem::forget(holder);
+    server.shutdown().await;
+
+    let zkdir = tempfile::tempdir().unwrap();
+    let v2 = zkdir.path().join("version-2");
+    std::fs::create_dir_all(&v2).unwrap();
+    std::fs::write(
+        v2.join(format!("snapshot.{}", last_zxid.trim_start_matches("0x"))),
+        &bytes,
+    )
+    .unwrap();
+    // More than the session's whole timeout passes between the stop and the start.
+    tokio::time::sleep(TIMEOUT + Duration::from_millis(500)).await;
+    let imp = paddock::zk_import::read_zookeeper(
+        zkdir.path(),
+        zkdir.path(),
+        zk_format::MissingAcl::Refuse,
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cfg = common::test_config(out.path());
+    let index = paddock::zk_import::start_index(imp.max_zxid);
+    let (t, orphans) = paddock::zk_import::to_paddock(&imp, &cfg, index).unwrap();
+    assert_eq!(orphans, 0);
+    assert_eq!(
+        t.session(session).map(|s| s.timeout_ms),
+        Some(TIMEOUT.as_millis() as i32)
+    );
+    paddock::zk_import::write_paddock(&cfg, &t, index).unwrap();
+
+    let started = std::time::Instant::now();
+    let server = common::start_with(cfg).await;
+    let probe = common::client(server.local_addr()).await;
+    // Three quarters of a timeout after the start the session still holds its ephemeral.
+    tokio::time::sleep((TIMEOUT * 3 / 4).saturating_sub(started.elapsed())).await;
+    let stat = probe.check_stat("/held").await.unwrap();
+    assert_eq!(
+        stat.map(|s| s.ephemeral_owner),
+        Some(session),
+        "the imported session expired {:?} after the start, before a full timeout",
+        started.elapsed()
+    );
+    // Nobody resumes it: it expires a full timeout (plus up to a tick) after the start.
+    let gone = loop {
+        if probe.check_stat("/held").await.unwrap().is_none() {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < TIMEOUT * 3,
+            "the imported session never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(gone >= TIMEOUT, "expired {gone:?} after the start");
+    drop(probe);
     server.shutdown().await;
 }
