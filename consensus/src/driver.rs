@@ -165,6 +165,9 @@ pub struct Driver {
     acks_sent: HashMap<u64, (u64, u64, u64)>,
     /// Acknowledgements not sent because they repeated the last one (`skip_repeated_acks`).
     acks_skipped: u64,
+    /// `Status::proposed` and `Status::committed_as_leader`.
+    proposed: u64,
+    committed_as_leader: u64,
     /// The sole voter campaigns once every entry committed at open has been delivered (see
     /// `open_with`).
     campaign_when_applied: bool,
@@ -266,6 +269,8 @@ impl Driver {
             ticks: 0,
             acks_sent: HashMap::new(),
             acks_skipped: 0,
+            proposed: 0,
+            committed_as_leader: 0,
             campaign_when_applied,
         };
         driver.maybe_campaign_alone()?;
@@ -343,6 +348,8 @@ impl Driver {
                 } else if let Err(e) = self.raw.propose(Vec::new(), data) {
                     tracing::warn!("proposal dropped: {e}");
                     self.dropped_proposals += 1;
+                } else {
+                    self.proposed += 1;
                 }
             }
             Command::ConfChange(cc) => {
@@ -350,6 +357,8 @@ impl Driver {
                     tracing::debug!("membership change dropped: no longer leader");
                 } else if let Err(e) = self.raw.propose_conf_change(Vec::new(), cc) {
                     tracing::warn!("membership change refused: {e}");
+                } else {
+                    self.proposed += 1;
                 }
             }
             Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
@@ -905,7 +914,12 @@ impl Driver {
             return Ok(());
         }
         let mut batch = Vec::with_capacity(entries.len());
+        let leading = self.raw.raft.state == StateRole::Leader;
         for mut e in entries {
+            // raft's empty entry at the start of a term was proposed by no one.
+            if leading && !(e.get_entry_type() == EntryType::EntryNormal && e.data.is_empty()) {
+                self.committed_as_leader += 1;
+            }
             if e.index != self.delivered + 1 {
                 panic!(
                     "raft delivered entry {} after {}: the applier would skip or repeat",
@@ -1134,6 +1148,8 @@ impl Driver {
             is_learner: self.current_conf().learners.contains(&self.id),
             dropped_proposals: self.dropped_proposals,
             acks_skipped: self.acks_skipped,
+            proposed: self.proposed,
+            committed_as_leader: self.committed_as_leader,
         }
     }
 

@@ -33,6 +33,12 @@ pub struct Status {
     /// Append acknowledgements not sent since start because they repeated, within a tick, the
     /// last one sent to the same leader (the answers to commit-only appends: see the driver).
     pub acks_skipped: u64,
+    /// Entries (data and membership changes) this node appended as leader since start: ZooKeeper's
+    /// `proposal_count`, which its leader counts in `Leader.propose`.
+    pub proposed: u64,
+    /// Entries this node saw committed while it led, since start, leaving out raft's empty entry
+    /// at the start of each term: ZooKeeper's `commit_count`, counted in `Leader.commit`.
+    pub committed_as_leader: u64,
 }
 
 /// The leader's view of one peer (see `Handle::progress`).

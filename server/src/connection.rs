@@ -112,6 +112,7 @@ where
         .await
         .map_err(|_| "no handshake in time")??;
     if let Some(word) = FourLetterWord::detect([buf[0], buf[1], buf[2], buf[3]]) {
+        ClientPortCounters::add(&params.counters.bytes_received, 4);
         // A word outside the whitelist costs the core task nothing: anyone can send one, before
         // any handshake or authentication.
         if !params.four_letter_words.allows(word) {
@@ -156,7 +157,9 @@ where
     )
     .await
     .map_err(|_| "no handshake in time")??;
+    ClientPortCounters::add(&params.counters.bytes_received, 4 + body.len() as u64);
     let req = wire::decode_connect_frame(&body).map_err(|_| "malformed ConnectRequest")?;
+    ClientPortCounters::bump(&params.counters.connection_requests);
 
     let (out_tx, out_rx) = outbound::queue();
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -196,6 +199,7 @@ where
             _ = &mut writer_done => break Ok(()),
         };
         let received = Instant::now();
+        ClientPortCounters::add(&params.counters.bytes_received, 4 + body.len() as u64);
         let (header, req) = match wire::decode_request_frame(&body) {
             Ok((header, req)) => (header, Ok(req)),
             Err((Some(header), e)) => (header, Err(e)),

@@ -204,6 +204,8 @@ pub struct Parts {
     pub fds: bool,
     /// Read off the core task: `environment`.
     pub environment: bool,
+    /// `last_snapshot`: its index and zxid on the core, its file's time off the core task.
+    pub last_snapshot: bool,
 }
 
 impl Parts {
@@ -221,6 +223,7 @@ impl Parts {
         dir_sizes: false,
         fds: false,
         environment: false,
+        last_snapshot: false,
     };
     /// What `mntr` prints (the AdminServer's `monitor` too).
     pub const MONITOR: Parts = Parts {
@@ -363,6 +366,21 @@ pub struct ServerView {
     pub trace_mask: i64,
     /// `(zxid, digest)` pairs for `hash`.
     pub digest_log: Vec<(i64, i64)>,
+    /// The AdminServer's `last_snapshot`: the newest snapshot saved to disk, if any beyond the
+    /// bootstrap one.
+    pub last_snapshot: Option<LastSnapshot>,
+}
+
+/// The newest raft snapshot durable on this member (ZooKeeper's `SnapshotInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastSnapshot {
+    /// Its raft index, which names its file.
+    pub index: u64,
+    /// The zxid of the last entry it holds.
+    pub zxid: i64,
+    /// Its file's modification time in seconds since the epoch (ZooKeeper's
+    /// `lastModified() / 1000`); -1 if the file could not be read.
+    pub timestamp_s: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

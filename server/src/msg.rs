@@ -83,6 +83,13 @@ pub enum CoreMsg {
         auth: Vec<wire::Id>,
         reply: oneshot::Sender<bool>,
     },
+    /// The AdminServer's `shed_connections` (`http/admin_shed.rs`), its caller already
+    /// authorised: close each client connection with probability `percentage`/100 (every one at
+    /// 100); answered with how many were closed.
+    Shed {
+        percentage: u8,
+        reply: oneshot::Sender<usize>,
+    },
     /// The AdminServer's `restore` (`http/admin_restore.rs`): propose `Txn::Restore` with this
     /// tree snapshot (znode-tree's encoding) if `auth` holds every permission on `/`; answered
     /// with the zxid the ensemble is at once this member applied it, or why not.
@@ -119,11 +126,12 @@ pub enum CoreMsg {
     Shutdown,
 }
 
-/// What a `CoreMsg::View` resets before the view is taken (the AdminServer's `stat_reset` and
-/// `connection_stat_reset`, like `srst` and `crst`).
+/// What a `CoreMsg::View` resets or sets before the view is taken (the AdminServer's
+/// `stat_reset`, `connection_stat_reset` and `set_trace_mask`, like `srst`, `crst` and `stmk`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewReset {
     Nothing,
     ServerStats,
     ConnectionStats,
+    TraceMask(i64),
 }

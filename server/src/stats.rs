@@ -32,11 +32,21 @@ pub struct ClientPortCounters {
     /// whether they speak TLS, as ZooKeeper counts them), from a loopback address or not.
     pub non_mtls_local: AtomicU64,
     pub non_mtls_remote: AtomicU64,
+    /// ZooKeeper's `bytes_received_count`: four bytes of length and the frame, for every frame
+    /// read from a client (the ConnectRequest included), and four for a four-letter word.
+    pub bytes_received: AtomicU64,
+    /// ZooKeeper's `connection_request_count`: ConnectRequests read whole, whether the core then
+    /// opens a session for them or refuses them (no leader, a later zxid than this server's).
+    pub connection_requests: AtomicU64,
 }
 
 impl ClientPortCounters {
     pub fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn get(counter: &AtomicU64) -> u64 {

@@ -33,6 +33,8 @@ async fn three_members_elect_one_leader_and_serve_writes_through_every_member() 
     for m in &members {
         clients.push(connect(m.addr(), Duration::from_secs(10)).await);
     }
+    let leader_addr = members[(leader - 1) as usize].addr();
+    let proposed_before = common::mntr_value(leader_addr, "zk_proposal_count").await;
     for (m, c) in members.iter().zip(&clients) {
         let path = format!("/via-{}", m.id);
         let (stat, _) = c
@@ -83,7 +85,6 @@ async fn three_members_elect_one_leader_and_serve_writes_through_every_member() 
     let mntr = four_letter(follower.addr(), "mntr").await;
     assert!(mntr.contains("zk_server_state\tfollower\n"), "{mntr}");
     assert!(mntr.contains("zk_quorum_size\t3\n"), "{mntr}");
-    let leader_addr = members[(leader - 1) as usize].addr();
     wait_until(
         "the leader counts two synced followers",
         Duration::from_secs(10),
@@ -94,6 +95,23 @@ async fn three_members_elect_one_leader_and_serve_writes_through_every_member() 
         },
     )
     .await;
+    // ZooKeeper's proposal_count and commit_count: the leader's alone (the followers forwarded
+    // their writes to it), every one of its proposals committed once the writes are done.
+    for m in members.iter().filter(|m| m.id != leader) {
+        assert_eq!(common::mntr_value(m.addr(), "zk_proposal_count").await, 0);
+        assert_eq!(common::mntr_value(m.addr(), "zk_commit_count").await, 0);
+    }
+    wait_until(
+        "the leader commits all it proposed",
+        Duration::from_secs(10),
+        || async {
+            common::mntr_value(leader_addr, "zk_commit_count").await
+                == common::mntr_value(leader_addr, "zk_proposal_count").await
+        },
+    )
+    .await;
+    let proposed = common::mntr_value(leader_addr, "zk_proposal_count").await - proposed_before;
+    assert!(proposed >= 6, "six writes, {proposed} proposals");
     // /zookeeper/config holds the membership, written through the log.
     let (config, cstat) = clients[1].get_data("/zookeeper/config").await.unwrap();
     let config = String::from_utf8(config).unwrap();

@@ -131,6 +131,11 @@ fn view() -> ServerView {
         summaries: vec![],
         trace_mask: 306,
         digest_log: vec![(0x100000002, 1234567), (-1, -5)],
+        last_snapshot: Some(paddock::fourlw::LastSnapshot {
+            index: 0x64,
+            zxid: 0x100000064,
+            timestamp_s: 1_700_000_000,
+        }),
     }
 }
 
@@ -533,6 +538,7 @@ fn only(v: &ServerView, p: Parts) -> ServerView {
         summaries,
         trace_mask,
         digest_log,
+        last_snapshot,
     } = v.clone();
     let mut o = ServerView {
         is_serving,
@@ -591,6 +597,9 @@ fn only(v: &ServerView, p: Parts) -> ServerView {
     }
     if p.environment {
         o.environment = environment;
+    }
+    if p.last_snapshot {
+        o.last_snapshot = last_snapshot;
     }
     o
 }

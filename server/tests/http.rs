@@ -152,7 +152,8 @@ async fn admin_commands_answer_with_zookeeper_fields() {
         page.contains("<a href=\"/commands/monitor\">monitor</a>"),
         "{page}"
     );
-    assert_eq!(page.matches("<a href=").count(), 28);
+    // ZooKeeper 3.9.5's 28 and 3.10's shed_connections.
+    assert_eq!(page.matches("<a href=").count(), 29);
 
     let ruok = json(addr, "/commands/ruok").await;
     assert_eq!(ruok, serde_json::json!({"command": "ruok", "error": null}));
@@ -313,12 +314,17 @@ async fn admin_commands_answer_with_zookeeper_fields() {
         json(addr, "/commands/nosuch").await,
         serde_json::json!({"command": "nosuch", "error": "Unknown command: nosuch"})
     );
-    let lsnp = json(addr, "/commands/last_snapshot").await;
-    assert_eq!(lsnp["command"], "last_snapshot");
-    assert!(lsnp["error"]
+    let sysp = json(addr, "/commands/system_properties").await;
+    assert_eq!(sysp["command"], "system_properties");
+    assert!(sysp["error"]
         .as_str()
         .unwrap()
         .starts_with("not provided by paddock"));
+    // No snapshot yet: ZooKeeper's answer without a SnapshotInfo.
+    assert_eq!(
+        json(addr, "/commands/lsnp").await,
+        serde_json::json!({"zxid": "ffffffffffffffff", "timestamp": -1, "command": "last_snapshot", "error": null})
+    );
     // snapshot needs credentials, as ZooKeeper's (tests/zk_snapshot.rs has the rest).
     let (status, _, body) = path(addr, "/commands/snapshot").await;
     assert_eq!(status, 401);
@@ -561,4 +567,279 @@ async fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout(
     );
     drop(stuck);
     task.abort();
+}
+
+/// The value of the sample `name` in a scrape.
+fn sample(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no sample {name} in\n{body}"))
+        .parse()
+        .unwrap()
+}
+
+/// The frame a raw client writes for `req` (length prefix included).
+fn frame_len(xid: i32, req: &wire::Request) -> u64 {
+    use wire::Record;
+    let mut w = wire::Writer::new();
+    let at = w.begin_frame();
+    wire::RequestHeader {
+        xid,
+        op_type: req.opcode().code(),
+    }
+    .encode(&mut w);
+    req.encode_body(&mut w);
+    w.finish_frame(at);
+    w.buf.len() as u64
+}
+
+#[tokio::test]
+async fn byte_connection_proposal_and_commit_counters_count_what_zookeeper_counts() {
+    use wire::Record;
+    let (_dir, server) = server().await;
+    let addr = server.metrics_addr().expect("metrics endpoint");
+    let scrape = || async move { path(addr, "/metrics").await.2 };
+    let body = scrape().await;
+    for name in [
+        "connection_request_count",
+        "bytes_received_count",
+        "proposal_count",
+        "commit_count",
+    ] {
+        assert!(
+            body.contains(&format!("# TYPE {name} counter\n")),
+            "{name} counter in\n{body}"
+        );
+        assert_eq!(sample(&body, name), 0.0, "{name}");
+    }
+
+    // One ConnectRequest, one request, one four-letter word: 4 bytes of length and the frame
+    // each, 4 for the word.
+    let connect = wire::ConnectRequest {
+        timeout: 30_000,
+        passwd: Some(vec![0; 16]),
+        read_only: Some(false),
+        ..Default::default()
+    };
+    let mut w = wire::Writer::new();
+    let at = w.begin_frame();
+    connect.encode(&mut w);
+    w.finish_frame(at);
+    let connect_len = w.buf.len() as u64;
+    let mut raw = common::RawClient::connect(server.local_addr(), 30_000).await;
+    let create = wire::Request::Create(wire::ops::create::CreateRequest {
+        path: "/counted".into(),
+        data: Some(b"12345".to_vec()),
+        acl: wire::Acl::open_unsafe(),
+        flags: 0,
+    });
+    raw.send(1, &create).await;
+    assert_eq!(raw.recv().await.unwrap().0.err, 0);
+    assert_eq!(
+        common::four_letter(server.local_addr(), "ruok").await,
+        "imok"
+    );
+
+    let body = scrape().await;
+    assert_eq!(sample(&body, "connection_request_count"), 1.0);
+    assert_eq!(
+        sample(&body, "bytes_received_count"),
+        (connect_len + frame_len(1, &create) + 4) as f64
+    );
+    // A standalone server proposes to no quorum: 0, as ZooKeeper's.
+    assert_eq!(sample(&body, "proposal_count"), 0.0);
+    assert_eq!(sample(&body, "commit_count"), 0.0);
+    // mntr prints them too, as ZooKeeper's with its metrics provider.
+    assert_eq!(
+        common::mntr_value(server.local_addr(), "zk_connection_request_count").await,
+        1
+    );
+    // srst does not reset them (ZooKeeper's Prometheus provider cannot).
+    let admin = server.admin_addr().unwrap();
+    assert_eq!(json(admin, "/commands/srst").await["error"], Value::Null);
+    let after = scrape().await;
+    assert_eq!(sample(&after, "connection_request_count"), 1.0);
+    drop(raw);
+    server.shutdown().await;
+}
+
+async fn post(addr: SocketAddr, p: &str, auth: Option<&str>, body: &str) -> (u16, Value) {
+    let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    let (status, _, text) = get(
+        addr,
+        &format!(
+            "POST {p} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test]
+async fn shed_connections_closes_the_share_asked_and_the_sessions_live_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.super_digest = Some(znode_tree::acl::digest_id("admin:pw"));
+    let server = common::start_with(cfg).await;
+    let admin = server.admin_addr().expect("admin server");
+    let cmd = "/commands/shed_connections";
+    let auth = Some("digest admin:pw");
+
+    let mut a = common::RawClient::connect(server.local_addr(), 30_000).await;
+    let mut b = common::RawClient::connect(server.local_addr(), 30_000).await;
+    let zk = common::client(server.local_addr()).await;
+    zk.create(
+        "/s",
+        b"",
+        &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let sid = zk.session_id();
+    // The root only alice's (and the super user's), so that a caller can fall short of it.
+    zk.auth("digest", b"alice:secret").await.unwrap();
+    zk.set_acl("/", &Acls::creator_all(), None).await.unwrap();
+
+    // Refusals, each before anything is closed.
+    assert_eq!(
+        post(admin, cmd, None, r#"{"percentage": 100}"#).await,
+        (
+            401,
+            serde_json::json!({"command": "shed_connections", "error": "Auth info is missing for the command"})
+        )
+    );
+    assert_eq!(
+        post(
+            admin,
+            cmd,
+            Some("digest admin:wrong"),
+            r#"{"percentage": 100}"#
+        )
+        .await,
+        (
+            403,
+            serde_json::json!({"command": "shed_connections", "error": "Not authorized"})
+        )
+    );
+    assert_eq!(
+        post(admin, cmd, auth, r#"{"percentage": 101}"#).await,
+        (
+            400,
+            serde_json::json!({"command": "shed_connections", "error": "Percentage must be between 0 and 100"})
+        )
+    );
+    assert_eq!(
+        post(admin, cmd, auth, r#"{"share": 5}"#).await,
+        (
+            400,
+            serde_json::json!({"command": "shed_connections", "error": "Missing required field: percentage"})
+        )
+    );
+    let (status, bad) = post(admin, cmd, auth, "{").await;
+    assert_eq!(status, 400);
+    assert!(bad["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("Invalid JSON or failed to read request body: "));
+    let (status, _, _) = path(admin, cmd).await;
+    assert_eq!(status, 405);
+    assert_eq!(
+        post(admin, "/commands/shed", auth, r#"{"percentage": 0}"#).await,
+        (
+            200,
+            serde_json::json!({"command": "shed_connections", "error": null, "connections_shed": 0, "percentage_requested": 0})
+        )
+    );
+
+    // 100%: all three, deterministically.
+    assert_eq!(
+        post(admin, cmd, auth, r#"{"percentage": 100}"#).await,
+        (
+            200,
+            serde_json::json!({"command": "shed_connections", "error": null, "connections_shed": 3, "percentage_requested": 100})
+        )
+    );
+    assert!(a.closed_by_server().await);
+    assert!(b.closed_by_server().await);
+    // The session lives on: the library reconnects with it and goes on (a request sent before it
+    // saw the close fails with ConnectionLoss and is sent again).
+    let mut tries = 0;
+    while let Err(e) = zk.set_data("/s", b"after", None).await {
+        assert_eq!(e, zookeeper_client::Error::ConnectionLoss);
+        tries += 1;
+        assert!(tries < 50, "no reconnection");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(zk.session_id(), sid);
+    assert_eq!(zk.get_data("/s").await.unwrap().0, b"after");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn set_trace_mask_and_last_snapshot_answer_as_zookeeper() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::test_config(dir.path());
+    cfg.snapshot_every_entries = 5;
+    let server = common::start_with(cfg).await;
+    let admin = server.admin_addr().expect("admin server");
+
+    assert_eq!(
+        json(admin, "/commands/set_trace_mask?traceMask=0").await,
+        serde_json::json!({"tracemask": 0, "command": "set_trace_mask", "error": null})
+    );
+    assert_eq!(json(admin, "/commands/gtmk").await["tracemask"], 0);
+    assert_eq!(
+        json(admin, "/commands/stmk").await,
+        serde_json::json!({"command": "set_trace_mask", "error": "setTraceMask requires long traceMask argument"})
+    );
+    assert_eq!(
+        json(admin, "/commands/stmk?traceMask=x1").await,
+        serde_json::json!({"command": "set_trace_mask", "error": "setTraceMask requires long traceMask argument, got x1"})
+    );
+    assert_eq!(json(admin, "/commands/gtmk").await["tracemask"], 0);
+    assert_eq!(
+        json(admin, "/commands/stmk?x=1&traceMask=-2").await["tracemask"],
+        -2
+    );
+    assert_eq!(common::four_letter(server.local_addr(), "gtmk").await, "-2");
+
+    // Snapshots every 5 entries: the last one saved names its zxid (hex, no 0x) and its file's
+    // time in seconds.
+    let zk = common::client(server.local_addr()).await;
+    for i in 0..12 {
+        zk.create(
+            &format!("/n{i}"),
+            b"",
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let mut lsnp = Value::Null;
+    for _ in 0..100 {
+        lsnp = json(admin, "/commands/last_snapshot").await;
+        if lsnp["zxid"] != "ffffffffffffffff" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let index = common::mntr_value(server.local_addr(), "zk_paddock_raft_snapshot_index").await;
+    assert!(index > 1, "{lsnp}");
+    // No restore: a log position is its zxid.
+    assert_eq!(lsnp["zxid"], format!("{index:x}"), "{lsnp}");
+    let ts = lsnp["timestamp"].as_i64().unwrap();
+    assert!((now - 60..=now + 1).contains(&ts), "{ts} against {now}");
+    assert_eq!(
+        keys(&lsnp),
+        sorted(&["zxid", "timestamp", "command", "error"])
+    );
+    server.shutdown().await;
 }

@@ -435,6 +435,9 @@ async fn admin_restore_on_a_standalone_server() {
     assert_eq!(status, 503);
     let (status, _) = post(admin, "/commands/restore", None, &snap).await;
     assert_eq!(status, 401);
+    server.shutdown().await;
+}
+
 /// An imported session's clock starts afresh when paddock starts, as ZooKeeper's leader restarts
 /// every session's timeout on election: a cut-over longer than a session's time left at
 /// ZooKeeper's stop must not expire it, as long as its client comes back within a full timeout.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 use tokio::time::{Duration, Instant};
-use tracing::{debug, warn, Span};
+use tracing::{debug, info, warn, Span};
 
 use wire::{Id, ReplyHeader};
 
@@ -324,6 +324,30 @@ impl Core {
 
     /// Asks the writer to flush and close; the entry goes when the connection task reports
     /// `Closed`, but the connection stops holding its session and its watches now.
+    /// The AdminServer's `shed_connections`, as ZooKeeper 3.10's `ServerCnxnFactory
+    /// .shedConnections`: every client connection at 100, each with probability
+    /// `percentage`/100 otherwise. The sessions live on; their clients reconnect, to this
+    /// member or another. Returns how many were closed.
+    pub(super) fn shed_connections(&mut self, percentage: u8) -> usize {
+        let open: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closed)
+            .map(|(id, _)| *id)
+            .collect();
+        let total = open.len();
+        let p = f64::from(percentage.min(100)) / 100.0;
+        let mut shed = 0;
+        for id in open {
+            if percentage >= 100 || (percentage > 0 && rand::random::<f64>() < p) {
+                self.close_conn(id);
+                shed += 1;
+            }
+        }
+        info!(shed, total, percentage, "shed client connections");
+        shed
+    }
+
     pub(super) fn close_conn(&mut self, id: ConnId) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;

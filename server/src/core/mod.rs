@@ -246,6 +246,9 @@ impl Core {
             CoreMsg::AdminAllowed { auth, reply } => {
                 let _ = reply.send(self.holds_all_on_root(&auth));
             }
+            CoreMsg::Shed { percentage, reply } => {
+                let _ = reply.send(self.shed_connections(percentage));
+            }
             CoreMsg::Restore {
                 auth,
                 max_zxid,

@@ -105,6 +105,14 @@ impl FourLetterJob {
         if self.files.environment {
             self.view.environment = environment();
         }
+        if let (true, Some(last)) = (self.files.last_snapshot, self.view.last_snapshot.as_mut()) {
+            let file = consensus::snapshot_file::path_for(&raft_dir.join("snapshots"), last.index);
+            if let Ok(t) = std::fs::metadata(file).and_then(|m| m.modified()) {
+                last.timestamp_s = t
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(-1, |d| d.as_secs() as i64);
+            }
+        }
     }
 
     /// Adds the file-system facts the word prints, then renders. Blocking IO: run it off the
@@ -181,6 +189,7 @@ pub(super) fn four_letter(
 pub(super) fn http_view(core: &mut Core, reset: ViewReset, parts: Parts) -> FourLetterJob {
     match reset {
         ViewReset::Nothing => {}
+        ViewReset::TraceMask(mask) => core.set_trace_mask(mask),
         ViewReset::ServerStats => core.reset_stats(),
         ViewReset::ConnectionStats => {
             for conn in core.conn_views() {
@@ -214,6 +223,7 @@ fn job(
             dir_sizes: parts.dir_sizes,
             fds: parts.fds,
             environment: parts.environment,
+            last_snapshot: parts.last_snapshot,
             ..Parts::NONE
         },
         dirs: (cfg.data_dir.clone(), cfg.raft_dir()),
@@ -273,6 +283,20 @@ fn gather(core: &mut Core, parts: Parts) -> ServerView {
     }
     if parts.digest_log {
         v.digest_log = vec![(core.tree().last_zxid(), core.tree().digest() as i64)];
+    }
+    if parts.last_snapshot {
+        // Index 1 is the bootstrap snapshot of the empty tree, never a file of its own. One from
+        // before the last restore had zxids the restore replaced (no offset maps them now): none
+        // is named until the first snapshot after it.
+        let index = core.raft().status().snapshot_index;
+        let tree = core.tree();
+        let restored_at = tree.restored_zxid().wrapping_sub(tree.zxid_offset());
+        let after_restore = tree.restored_zxid() == 0 || index as i64 >= restored_at;
+        v.last_snapshot = (index > 1 && after_restore).then(|| fourlw::LastSnapshot {
+            index,
+            zxid: core.tree().zxid_at(index),
+            timestamp_s: -1,
+        });
     }
     v
 }
@@ -426,6 +450,26 @@ fn extras(core: &Core, v: &mut ServerView) {
             "looking_count".into(),
             core.meters.latency.looking_count().to_string(),
         ),
+        // ZooKeeper's leader counts its proposals and commits; a standalone server proposes to
+        // no quorum, and its counts stay 0 as ZooKeeper's do.
+        (
+            "proposal_count".into(),
+            if core.is_ensemble() {
+                status.proposed
+            } else {
+                0
+            }
+            .to_string(),
+        ),
+        (
+            "commit_count".into(),
+            if core.is_ensemble() {
+                status.committed_as_leader
+            } else {
+                0
+            }
+            .to_string(),
+        ),
     ]
     .into_iter()
     .chain(client_ports(core))
@@ -454,6 +498,14 @@ fn client_ports(core: &Core) -> Vec<(String, String)> {
         (
             "paddock_client_tls_refused".into(),
             ClientPortCounters::get(&c.tls_refused).to_string(),
+        ),
+        (
+            "connection_request_count".into(),
+            ClientPortCounters::get(&c.connection_requests).to_string(),
+        ),
+        (
+            "bytes_received_count".into(),
+            ClientPortCounters::get(&c.bytes_received).to_string(),
         ),
     ]
 }

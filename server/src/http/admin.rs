@@ -12,8 +12,8 @@ use crate::config::Config;
 use crate::fourlw::{full_version, LatencyStats, Mode, Parts, ServerView};
 use crate::msg::ViewReset;
 
-/// The commands ZooKeeper 3.9.5 lists, with their short names (ZooKeeper's aliases, mostly the
-/// four-letter words). The list page shows the primary names.
+/// The commands ZooKeeper 3.9.5 lists, and 3.10's `shed_connections`, with their short names
+/// (ZooKeeper's aliases, mostly the four-letter words). The list page shows the primary names.
 pub const COMMANDS: &[(&str, &[&str])] = &[
     ("configuration", &["conf", "config"]),
     ("connection_stat_reset", &["crst"]),
@@ -34,6 +34,7 @@ pub const COMMANDS: &[(&str, &[&str])] = &[
     ("ruok", &[]),
     ("server_stats", &["srvr"]),
     ("set_trace_mask", &["stmk"]),
+    ("shed_connections", &["shed"]),
     ("snapshot", &["snap"]),
     ("stat_reset", &["srst"]),
     ("stats", &["stat"]),
@@ -45,21 +46,11 @@ pub const COMMANDS: &[(&str, &[&str])] = &[
     ("zabstate", &[]),
 ];
 
-/// Commands answered only with an `error`, and why.
-const NOT_HONOURED: &[(&str, &str)] = &[
-    (
-        "last_snapshot",
-        "not provided by paddock: its snapshots are raft snapshots of the log, not ZooKeeper snapshot files with a zxid in their name",
-    ),
-    (
-        "set_trace_mask",
-        "not provided by paddock's AdminServer: use the stmk four-letter word (paddock logs through RUST_LOG filters)",
-    ),
-    (
-        "system_properties",
-        "not provided by paddock: it is not a JVM and has no Java system properties",
-    ),
-];
+/// Commands answered only with an `error`, and why (DESIGN.md, "AdminServer commands").
+const NOT_HONOURED: &[(&str, &str)] = &[(
+    "system_properties",
+    "not provided by paddock: it is not a JVM and has no Java system properties",
+)];
 
 /// The primary name of `name`, if it is a command or an alias.
 pub fn resolve(name: &str) -> Option<&'static str> {
@@ -99,7 +90,8 @@ pub fn parts_of(command: &str) -> Option<Parts> {
         | "voting_view"
         | "observer_connection_stat_reset"
         | "snapshot"
-        | "restore" => return None,
+        | "restore"
+        | "shed_connections" => return None,
         // The view's own fields (`mode`, `is_serving`, `trace_mask`, `leader_id`) are enough;
         // the two resets happen before it is taken.
         "connection_stat_reset"
@@ -107,7 +99,12 @@ pub fn parts_of(command: &str) -> Option<Parts> {
         | "get_trace_mask"
         | "is_read_only"
         | "leader"
+        | "set_trace_mask"
         | "zabstate" => none,
+        "last_snapshot" => Parts {
+            last_snapshot: true,
+            ..none
+        },
         "configuration" => Parts {
             conf_lines: true,
             ..none
@@ -168,6 +165,26 @@ pub fn list_page(command_url: &str) -> String {
         .map(|(c, _)| format!("<a href=\"{command_url}/{c}\">{c}</a>\n"))
         .collect();
     links.join("<br/>\n")
+}
+
+/// `set_trace_mask`'s `traceMask` argument from the query string, as ZooKeeper's
+/// `SetTraceMaskCommand` reads it (a decimal long), or its error.
+pub fn trace_mask_arg(query: &str) -> Result<i64, String> {
+    let Some(arg) = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+        .find(|(k, _)| *k == "traceMask")
+        .map(|(_, v)| v)
+    else {
+        return Err("setTraceMask requires long traceMask argument".into());
+    };
+    arg.parse()
+        .map_err(|_| format!("setTraceMask requires long traceMask argument, got {arg}"))
+}
+
+/// A command's answer that is only an error (HTTP 200, as ZooKeeper's).
+pub fn with_error(command: &str, error: String) -> Value {
+    with_status(Map::new(), command, Some(error))
 }
 
 /// The JSON of an unknown command.
@@ -421,7 +438,15 @@ fn view_command(command: &str, v: &ServerView, cfg: &Config) -> Map<String, Valu
             }
             m
         }
-        "get_trace_mask" => obj(json!({ "tracemask": v.trace_mask })),
+        "get_trace_mask" | "set_trace_mask" => obj(json!({ "tracemask": v.trace_mask })),
+        // ZooKeeper's `SnapshotInfo`: the zxid in hex without 0x, the time in seconds; -1 for
+        // both (the zxid's hex is then 64 bits of ones) before any snapshot.
+        "last_snapshot" => {
+            let (zxid, ts) = v
+                .last_snapshot
+                .map_or((-1, -1), |s| (s.zxid, s.timestamp_s));
+            obj(json!({ "zxid": format!("{:x}", zxid), "timestamp": ts }))
+        }
         "hash" => obj(json!({
             "digests": v.digest_log.iter().map(|(zxid, digest)| json!({
                 "zxid": zxid,

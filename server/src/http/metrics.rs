@@ -179,8 +179,18 @@ pub fn families(v: &ServerView) -> Vec<MetricFamily> {
         f.summary(s);
     }
     // QuorumPeer counts each time it goes LOOKING (0 on a standalone server).
-    if let Some(n) = extra(v, "looking_count") {
-        f.counter("looking_count", "looking_count", n);
+    // ServerMetrics' counters, never reset (ZooKeeper's Prometheus provider ignores srst). The
+    // leader's proposal_count and commit_count count raft entries here (views.rs).
+    for name in [
+        "looking_count",
+        "connection_request_count",
+        "bytes_received_count",
+        "proposal_count",
+        "commit_count",
+    ] {
+        if let Some(n) = extra(v, name) {
+            f.counter(name, name, n);
+        }
     }
     // simpleclient_hotspot's process collector, same names.
     if let Some(n) = v.open_file_descriptor_count {

@@ -14,6 +14,7 @@
 pub mod admin;
 pub mod admin_follow;
 pub mod admin_restore;
+pub mod admin_shed;
 pub mod admin_snapshot;
 pub mod admin_tls;
 pub mod metrics;
@@ -628,11 +629,19 @@ async fn admin_route(
             return admin_snapshot::handle(&req, core, cfg, &limiters.snapshot).await
         }
         Some("restore") => return admin_restore::handle(&req, core, cfg, &limiters.restore).await,
+        Some("shed_connections") => return admin_shed::handle(&req, core, cfg).await,
         // Every other command is a GET; a POST to one is refused, not run.
         Some(_) | None if req.method == "POST" => {
-            return Response::text(405, "only restore takes a POST\n")
+            return Response::text(405, "only restore and shed_connections take a POST\n")
         }
         None => admin::unknown(name),
+        Some("set_trace_mask") => match admin::trace_mask_arg(&req.query) {
+            Err(e) => admin::with_error("set_trace_mask", e),
+            Ok(mask) => {
+                let v = view(core, ViewReset::TraceMask(mask), Parts::NONE).await;
+                admin::answer("set_trace_mask", v.as_ref(), cfg)
+            }
+        },
         Some(command) => {
             let v = match admin::parts_of(command) {
                 Some(parts) => view(core, admin::reset_of(command), parts).await,
