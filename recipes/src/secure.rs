@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use zookeeper_client::{Acl, AuthId, Client, Connector, Permission, SaslOptions, TlsOptions};
 
-/// The TLS and credential options both commands take.
+/// The TLS files of every client command (`lock`, `elect`, and the server's `status`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct SecurityArgs {
+pub struct TlsArgs {
     /// Speak TLS to every server, verifying its certificate against these CA certificates (PEM)
     /// and its name against the host in --servers (an IP address must be in the certificate's
     /// subject alternative names). The port is the server's secureClientPort, or a
@@ -43,6 +43,14 @@ pub struct SecurityArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
+
+}
+
+/// The TLS and credential options both commands take.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SecurityArgs {
+    #[command(flatten)]
+    pub tls: TlsArgs,
 
     /// Authenticate with addAuth: SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD (the session
     /// then has the id digest:USER:<hash>). Prefer the environment variable to the flag: a
@@ -75,14 +83,14 @@ fn read(path: &Path, what: &str) -> anyhow::Result<String> {
 impl SecurityArgs {
     /// Reads the files and checks the values; every mistake is an error naming the option.
     pub fn load(&self) -> anyhow::Result<Security> {
-        let tls = match &self.tls_ca {
+        let tls = match &self.tls.tls_ca {
             None => None,
             Some(ca) => {
                 let pem = read(ca, "--tls-ca")?;
                 let mut tls = TlsOptions::new()
                     .with_pem_ca(&pem)
                     .map_err(|e| anyhow::anyhow!("--tls-ca {}: {e}", ca.display()))?;
-                if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+                if let (Some(cert), Some(key)) = (&self.tls.tls_cert, &self.tls.tls_key) {
                     let c = read(cert, "--tls-cert")?;
                     let k = read(key, "--tls-key")?;
                     tls = tls.with_pem_identity(&c, &k).map_err(|e| {
@@ -106,7 +114,7 @@ impl SecurityArgs {
         };
         Ok(Security {
             tls,
-            has_cert: self.tls_cert.is_some(),
+            has_cert: self.tls.tls_cert.is_some(),
             auth,
             sasl,
         })
@@ -300,7 +308,10 @@ mod tests {
         );
         assert_eq!(acl[1], extra);
         let missing = SecurityArgs {
-            tls_ca: Some("/nonexistent/ca.pem".into()),
+            tls: TlsArgs {
+                tls_ca: Some("/nonexistent/ca.pem".into()),
+                ..TlsArgs::default()
+            },
             ..SecurityArgs::default()
         };
         let err = missing.load().unwrap_err().to_string();

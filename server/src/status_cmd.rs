@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,37 +34,15 @@ pub struct StatusArgs {
     #[arg(long, value_name = "S", default_value_t = 3.0)]
     pub timeout: f64,
 
-    /// Ask over TLS (the servers' secureClientPort or a client.portUnification port), verifying
-    /// each server's certificate against these CA certificates (PEM) and its name against the
-    /// host given in --servers.
-    #[arg(long, value_name = "FILE", env = "PADDOCK_TLS_CA")]
-    pub tls_ca: Option<PathBuf>,
-
-    /// This client's certificate (PEM), for servers with ssl.clientAuth=need.
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "PADDOCK_TLS_CERT",
-        requires = "tls_ca",
-        requires = "tls_key"
-    )]
-    pub tls_cert: Option<PathBuf>,
-
-    /// The key of --tls-cert (PEM).
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "PADDOCK_TLS_KEY",
-        requires = "tls_cert"
-    )]
-    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: recipes::secure::TlsArgs,
 }
 
 /// The TLS client configuration --tls-ca, --tls-cert and --tls-key ask for; None without --tls-ca.
 pub fn tls_config(args: &StatusArgs) -> Result<Option<Arc<ClientConfig>>, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let Some(ca) = &args.tls_ca else {
+    let Some(ca) = &args.tls.tls_ca else {
         return Ok(None);
     };
     let mut roots = RootCertStore::empty();
@@ -86,7 +63,7 @@ pub fn tls_config(args: &StatusArgs) -> Result<Option<Arc<ClientConfig>>, String
     .with_safe_default_protocol_versions()
     .map_err(|e| e.to_string())?
     .with_root_certificates(roots);
-    let config = match (&args.tls_cert, &args.tls_key) {
+    let config = match (&args.tls.tls_cert, &args.tls.tls_key) {
         (Some(cert), Some(key)) => {
             let chain = CertificateDer::pem_file_iter(cert)
                 .and_then(|i| i.collect::<Result<Vec<_>, _>>())
