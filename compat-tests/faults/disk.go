@@ -127,7 +127,11 @@ func (n *Nemesis) startWatch(kind string, v int, armed string) memberFate {
 	f.rejoined = n.waitMember(v, 30*time.Second)
 	f.took = time.Since(start)
 	if !f.rejoined {
-		if e := n.exitOf(v); e != "running" {
+		// waitMember returns as soon as the process is gone, which can be before the wrapper
+		// records its exit status: wait for the status (a few seconds at most) rather than read
+		// "running" and judge a refused start as a start (4 false disk-faults violations in the
+		// long run of 7 Dec 2026, each a start refused about 3 s in on a loaded machine).
+		if e := n.waitExit(v, 5*time.Second); e != "" {
 			f.exited, f.code, f.why = true, e, n.why(v)
 		}
 	}
