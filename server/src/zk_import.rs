@@ -527,6 +527,7 @@ pub fn to_paddock(
             id,
             timeout_ms: timeout,
             password: zk_format::password::session_password(id),
+            owner: None,
         });
     }
     let tree = listing.finish().map_err(|e| e.to_string())?;

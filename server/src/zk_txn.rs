@@ -109,6 +109,8 @@ fn of_entry_inner(
     let failed = |kind_h: TxnHeader, code: wire::ErrorCode| error(kind_h, code.code());
     Some(match (&entry.txn, &applied.reply) {
         (PTxn::Restore { .. }, _) => return None,
+        // ZooKeeper's revalidation is no transaction (the caller writes a no-op).
+        (PTxn::Attach { .. }, _) => return None,
         (_, Err(code)) => failed(header(entry, zxid, op::ERROR), *code),
         (PTxn::CreateSession { timeout_ms, .. }, Ok(_)) => (
             header(entry, zxid, op::CREATE_SESSION),

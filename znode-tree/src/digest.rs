@@ -11,7 +11,8 @@ use crate::node::Node;
 use crate::session::Session;
 
 /// The digest of a whole state: the sum of the node hashes (`node_digest`), `last_zxid`, and
-/// each session's id, timeout and password, in the order given (the tree's: by id).
+/// each session's id, timeout, password and owner (only when it has one, so a state without
+/// owners digests as before owners existed), in the order given (the tree's: by id).
 pub(crate) fn state_digest<'a>(
     node_digest: u64,
     last_zxid: i64,
@@ -24,6 +25,9 @@ pub(crate) fn state_digest<'a>(
         h.put(&s.id.to_be_bytes());
         h.put(&s.timeout_ms.to_be_bytes());
         h.put(&s.password);
+        if let Some(owner) = s.owner {
+            h.put(&owner.to_be_bytes());
+        }
     }
     h.0
 }

@@ -6,7 +6,12 @@
 //! vector<Id> auth, u8 tag, body`; bodies: 0 CreateSession `i32 timeout, 16 raw bytes`;
 //! 1 CloseSession (none); 2 Write `i32 opcode, buffer request-body`; 3 DeleteExpired `ustring`;
 //! 4 SetConfig `ustring members`; 5 Restore `i64 max_zxid, buffer snapshot`; 6 Refused `i32 error
-//! code`.
+//! code`; 7 Attach `i64 member`. Tag 8 is not a body but a prefix: `i64 member` then another tag
+//! and its body, the entry's `via` (the ensemble member a client's write came through). Tags 7
+//! and 8 were added with the owner check (SessionMoved); a release before them refuses such an
+//! entry (`TreeError::EntryTag`) and stops, as it does at any entry it cannot apply, so every
+//! member of an ensemble must run a release that has them before a client reconnects (docs/
+//! operations.md, upgrades). Every entry without them encodes byte for byte as before.
 
 use wire::jute::{Reader, Record, Writer};
 use wire::{Id, Request};
@@ -21,6 +26,10 @@ pub struct Entry {
     pub xid: i32,
     pub time_ms: i64,
     pub auth: Vec<Id>,
+    /// The ensemble member whose client connection the write came through (tag 8), checked
+    /// against the session's owner at apply (SessionMoved). `None` for everything else, and on
+    /// a standalone server.
+    pub via: Option<u64>,
     pub txn: Txn,
 }
 
@@ -60,6 +69,13 @@ pub enum Txn {
     Refused {
         code: i32,
     },
+    /// A reconnect of the entry's session through ensemble member `member`: the session's owner
+    /// becomes `member` (ZooKeeper's `setOwner` at a revalidation through the leader), so a
+    /// write through its old member applied after this entry is refused with SessionMoved on
+    /// every member alike. The reconnect is answered once this applies.
+    Attach {
+        member: u64,
+    },
 }
 
 impl Entry {
@@ -72,6 +88,10 @@ impl Entry {
         w.write_i32(self.xid);
         w.write_i64(self.time_ms);
         w.write_vec(&self.auth, |w, id| id.encode(w));
+        if let Some(member) = self.via {
+            w.write_u8(8);
+            w.write_i64(member as i64);
+        }
         match &self.txn {
             Txn::CreateSession {
                 timeout_ms,
@@ -104,6 +124,10 @@ impl Entry {
                 w.write_u8(6);
                 w.write_i32(*code);
             }
+            Txn::Attach { member } => {
+                w.write_u8(7);
+                w.write_i64(*member as i64);
+            }
         }
         w.into_inner()
     }
@@ -124,7 +148,12 @@ impl Entry {
         let auth = r
             .read_vec("Entry.auth", 8, Id::decode)
             .map_err(TreeError::BadEntry)?;
-        let tag = r.read_u8("Entry.tag").map_err(TreeError::BadEntry)?;
+        let mut tag = r.read_u8("Entry.tag").map_err(TreeError::BadEntry)?;
+        let mut via = None;
+        if tag == 8 {
+            via = Some(r.read_i64("Via.member").map_err(TreeError::BadEntry)? as u64);
+            tag = r.read_u8("Entry.tag").map_err(TreeError::BadEntry)?;
+        }
         let txn = match tag {
             0 => {
                 let timeout_ms = r
@@ -173,6 +202,9 @@ impl Entry {
             6 => Txn::Refused {
                 code: r.read_i32("Refused.code").map_err(TreeError::BadEntry)?,
             },
+            7 => Txn::Attach {
+                member: r.read_i64("Attach.member").map_err(TreeError::BadEntry)? as u64,
+            },
             t => return Err(TreeError::EntryTag(t)),
         };
         Ok(Entry {
@@ -180,6 +212,7 @@ impl Entry {
             xid,
             time_ms,
             auth,
+            via,
             txn,
         })
     }

@@ -18,6 +18,12 @@
 //! restored writes version 2, byte for byte as before, so a member of an older release still
 //! reads it.
 //!
+//! Version 4, written only by a tree where some session has an owner (`Session::owner`, set by
+//! `Txn::Attach` in an ensemble), is version 3 (with the zxid offset and restored zxid, zero when
+//! never restored) with `i64 owner` (-1 for none) after each session's password. A tree without
+//! owners writes version 2 or 3 as before; a release before version 4 refuses such a snapshot
+//! (`RestoreError::Format`) rather than dropping the owners.
+//!
 //! Version 1 is the same records with nodes (and the ACL numbering) in sorted full-path order,
 //! as the flat map keyed by full path wrote them. Restore still reads it: it checks that order,
 //! then sorts the nodes depth first and builds the same way.
@@ -37,10 +43,12 @@ use crate::session::Session;
 use crate::tree::Tree;
 
 const MAGIC: &[u8; 4] = b"PDKT";
-/// What `encode` writes for a tree never restored; `restore` reads 1, 2 and 3.
+/// What `encode` writes for a tree never restored; `restore` reads 1 to 4.
 const VERSION: u8 = 2;
 /// What `encode` writes once a restore set the zxid offset.
 const VERSION_RESTORED: u8 = 3;
+/// What `encode` writes once some session has an owner.
+const VERSION_OWNERS: u8 = 4;
 
 /// The state as of one moment, for encoding later and elsewhere. Taking it is O(1) in the
 /// znodes: it holds the tree's root `Arc` (the whole node structure is shared; the tree copies
@@ -92,7 +100,13 @@ impl SnapshotView {
     /// beyond the ACL slot index.
     fn encode_state(&self, w: &mut Writer) {
         w.buf.extend_from_slice(MAGIC);
-        if self.zxid_offset == 0 && self.restored_zxid == 0 {
+        let owners = self.sessions.iter().any(|s| s.owner.is_some());
+        if owners {
+            w.write_u8(VERSION_OWNERS);
+            w.write_i64(self.last_zxid);
+            w.write_i64(self.zxid_offset);
+            w.write_i64(self.restored_zxid);
+        } else if self.zxid_offset == 0 && self.restored_zxid == 0 {
             w.write_u8(VERSION);
             w.write_i64(self.last_zxid);
         } else {
@@ -106,6 +120,9 @@ impl SnapshotView {
             w.write_i64(s.id);
             w.write_i32(s.timeout_ms);
             w.buf.extend_from_slice(&s.password);
+            if owners {
+                w.write_i64(s.owner.map_or(-1, |o| o as i64));
+            }
         }
         // ACL lists numbered by first use in node order; `canon` maps a table slot to that number.
         let mut canon: Vec<i32> = vec![-1; self.acls.slots()];
@@ -350,7 +367,7 @@ impl Restore {
         let start = rest.len();
         if rest.len() > MAGIC.len() {
             let version = rest[MAGIC.len()];
-            if &rest[..MAGIC.len()] != MAGIC || !(1..=VERSION_RESTORED).contains(&version) {
+            if &rest[..MAGIC.len()] != MAGIC || !(1..=VERSION_OWNERS).contains(&version) {
                 return Err(RestoreError::Format);
             }
             self.version = version;
@@ -359,7 +376,7 @@ impl Restore {
             r.read_u8("snapshot.magic")?;
         }
         let last_zxid = r.read_i64("last_zxid")?;
-        let (zxid_offset, restored_zxid) = if self.version == VERSION_RESTORED {
+        let (zxid_offset, restored_zxid) = if self.version >= VERSION_RESTORED {
             (r.read_i64("zxid_offset")?, r.read_i64("restored_zxid")?)
         } else {
             (0, 0)
@@ -373,10 +390,19 @@ impl Restore {
             for b in password.iter_mut() {
                 *b = r.read_u8("session.password")?;
             }
+            let owner = if self.version == VERSION_OWNERS {
+                match r.read_i64("session.owner")? {
+                    o if o < 0 => None,
+                    o => Some(o as u64),
+                }
+            } else {
+                None
+            };
             sessions.push(Session {
                 id,
                 timeout_ms,
                 password,
+                owner,
             });
         }
         let n = r.read_count("acls", 4)?.unwrap_or(0);

@@ -4,7 +4,7 @@ mod common;
 
 use common::{stat, H, SESSION};
 use wire::ops::children::GetChildrenRequest;
-use wire::ops::data::GetDataRequest;
+use wire::ops::data::{GetDataRequest, SetDataRequest};
 use wire::{perms, Acl, ErrorCode, Id, MultiResult, Request, Response};
 use znode_tree::{Change, Entry, ReadCtx, Restore, Tree, TreeConfig, TreeError, Txn};
 
@@ -361,6 +361,7 @@ fn entries_round_trip_and_bad_bytes_are_errors() {
             xid: 2,
             time_ms: 3,
             auth: vec![Id::new("digest", "u:h"), Id::new("ip", "1.2.3.4")],
+            via: None,
             txn: Txn::CloseSession,
         },
         Entry {
@@ -368,6 +369,7 @@ fn entries_round_trip_and_bad_bytes_are_errors() {
             xid: 0,
             time_ms: 0,
             auth: vec![],
+            via: None,
             txn: Txn::CreateSession {
                 timeout_ms: 4000,
                 password: [9; 16],
@@ -378,6 +380,7 @@ fn entries_round_trip_and_bad_bytes_are_errors() {
             xid: 6,
             time_ms: 7,
             auth: vec![],
+            via: None,
             txn: Txn::DeleteExpired { path: "/c".into() },
         },
         Entry {
@@ -385,6 +388,7 @@ fn entries_round_trip_and_bad_bytes_are_errors() {
             xid: 6,
             time_ms: 7,
             auth: vec![],
+            via: None,
             txn: Txn::Write(Request::Multi(vec![Request::Create(H::create_req(
                 "/x", b"d", 1,
             ))])),
@@ -888,4 +892,65 @@ fn a_refused_write_takes_its_zxid_changes_nothing_and_answers_its_code() {
     let a = h.apply(Txn::Refused { code: -9999 });
     assert_eq!(a.reply, Err(ErrorCode::SystemError));
     assert_eq!((h.get("/a"), h.children("/"), h.tree.node_count()), before);
+}
+
+/// SessionMoved (ZooKeeper's owner check): once an entry attached the session to member 2, a
+/// write that came through member 1 is refused with SessionMoved, takes its zxid and changes
+/// nothing; a write through member 2, or one naming no member (a standalone server), passes.
+/// The owner survives a snapshot (format version 4), and a tree without owners still writes
+/// version 2, byte for byte as before.
+#[test]
+fn a_write_through_a_member_the_session_moved_away_from_is_session_moved() {
+    let mut h = H::with_session();
+    let via = |h: &mut H, member: u64, req: Request| {
+        h.zxid += 1;
+        let mut e = h.entry(Txn::Write(req));
+        e.via = Some(member);
+        let e2 = Entry::decode(&e.encode()).expect("entry round-trips");
+        assert_eq!(e, e2);
+        h.tree.apply(h.zxid, &e2)
+    };
+    // No owner yet: any member's write passes.
+    let a = via(&mut h, 1, Request::Create(H::create_req("/a", b"1", 0)));
+    assert!(a.reply.is_ok(), "{:?}", a.reply);
+    assert_eq!(h.tree.snapshot()[4], 2, "no owner: version 2");
+
+    let a = h.apply(Txn::Attach { member: 2 });
+    assert_eq!(a.reply, Ok(Response::Empty));
+    assert_eq!(h.tree.session(SESSION).unwrap().owner, Some(2));
+
+    let before = (h.get("/a"), h.children("/"));
+    let set = |v: &[u8]| {
+        Request::SetData(SetDataRequest {
+            path: "/a".into(),
+            data: Some(v.to_vec()),
+            version: -1,
+        })
+    };
+    let a = via(&mut h, 1, set(b"old"));
+    assert_eq!(a.reply, Err(ErrorCode::SessionMoved));
+    assert!(a.changes.is_empty());
+    assert_eq!(h.tree.last_zxid(), h.zxid, "the refusal takes its zxid");
+    let multi = Request::Multi(vec![set(b"old")]);
+    assert_eq!(via(&mut h, 1, multi).reply, Err(ErrorCode::SessionMoved));
+    assert_eq!((h.get("/a"), h.children("/")), before);
+    // An empty multi checks nothing, as in ZooKeeper.
+    assert!(via(&mut h, 1, Request::Multi(vec![])).reply.is_ok());
+
+    assert!(via(&mut h, 2, set(b"new")).reply.is_ok());
+    assert!(h.write(set(b"standalone")).is_ok());
+
+    // The owner is state: a snapshot keeps it, and the restored tree refuses alike.
+    let snap = h.tree.snapshot();
+    assert_eq!(snap[4], 4, "owners: version 4");
+    let restored = Tree::restore(&snap, TreeConfig::default()).unwrap();
+    assert_eq!(restored.session(SESSION).unwrap().owner, Some(2));
+    assert_eq!(restored.digest(), h.tree.digest());
+    assert_eq!(restored.snapshot(), snap);
+
+    // Attaching a session the state does not hold is SessionExpired and changes nothing.
+    h.session = 0x0200_0000_0000_0002;
+    let a = h.apply(Txn::Attach { member: 3 });
+    assert_eq!(a.reply, Err(ErrorCode::SessionExpired));
+    assert!(h.tree.session(h.session).is_none());
 }

@@ -251,6 +251,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 xid: 1,
                 time_ms: *zxid * 7,
                 auth: vec![],
+                via: None,
                 txn,
             },
         )

@@ -52,6 +52,7 @@ fn entry(txn: Txn) -> Entry {
         xid: 1,
         time_ms: 42,
         auth: vec![],
+        via: None,
         txn,
     }
 }

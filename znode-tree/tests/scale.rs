@@ -95,6 +95,7 @@ fn write(tree: &mut Tree, req: Request) -> Duration {
         xid: 1,
         time_ms: zxid,
         auth: vec![],
+        via: None,
         txn: Txn::Write(req),
     };
     let t = Instant::now();

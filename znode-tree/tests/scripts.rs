@@ -147,6 +147,7 @@ impl Runner {
             xid: 0,
             time_ms: 1_000 * self.zxid,
             auth: self.auth.clone(),
+            via: None,
             txn,
         };
         self.tree.apply(self.zxid, &e).reply

@@ -25,6 +25,7 @@ pub(super) fn stamp(session: SessionId, xid: i32, time_ms: i64, auth: Vec<Id>, t
         xid,
         time_ms,
         auth,
+        via: None,
         txn,
     }
 }
@@ -40,13 +41,18 @@ impl Core {
     ) {
         let queued = std::time::Instant::now();
         let conn = self.conns.get_mut(&id).unwrap();
-        let entry = stamp(
+        let mut entry = stamp(
             conn.session_id,
             header.xid,
             self.wall.now_ms(),
             conn.auth.clone(),
             txn,
         );
+        // In an ensemble a write names the member it came through, so that apply refuses it
+        // with SessionMoved on every member alike once the session attached elsewhere.
+        if self.ensemble.is_some() {
+            entry.via = Some(self.cfg.my_id.unwrap_or(0));
+        }
         // Read before the hand-off: the raft thread may persist the entry before `submit` returns.
         let proposed = std::time::Instant::now();
         match self.submit(&entry) {

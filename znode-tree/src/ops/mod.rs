@@ -112,7 +112,13 @@ impl Tree {
             Txn::DeleteExpired { path } => self
                 .delete_expired(&cx, path, &mut changes)
                 .map(|_| Response::Empty),
-            Txn::Write(req) => self.write(&cx, req, &mut changes),
+            Txn::Write(req) => match entry.via {
+                // An empty multi checks nothing in ZooKeeper (the check is per op).
+                Some(via) if !matches!(req, Request::Multi(ops) if ops.is_empty()) => self
+                    .check_owner(entry.session_id, via)
+                    .and_then(|()| self.write(&cx, req, &mut changes)),
+                _ => self.write(&cx, req, &mut changes),
+            },
             Txn::SetConfig { members } => {
                 self.set_config(&cx, members, &mut changes);
                 Ok(Response::Empty)
@@ -127,6 +133,7 @@ impl Tree {
             Txn::Refused { code } => {
                 Err(ErrorCode::from_code(*code).unwrap_or(ErrorCode::SystemError))
             }
+            Txn::Attach { member } => self.attach_session(&cx, *member),
         };
         self.last_zxid = last_zxid;
         Applied { reply, changes }

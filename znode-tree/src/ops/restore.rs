@@ -81,6 +81,7 @@ mod tests {
             xid: 0,
             time_ms: 1,
             auth: vec![],
+            via: None,
             txn,
         }
     }

@@ -24,8 +24,36 @@ impl Tree {
             id: cx.session,
             timeout_ms,
             password,
+            owner: None,
         };
         self.sessions.insert(cx.session, s);
+    }
+
+    /// The session attached to `member` (a reconnect there): writes through any other member are
+    /// refused from now on (`check_owner`). A session the state does not hold is SessionExpired
+    /// and changes nothing; the reconnect is then refused.
+    pub(crate) fn attach_session(
+        &mut self,
+        cx: &WriteCtx,
+        member: u64,
+    ) -> Result<Response, ErrorCode> {
+        match self.sessions.get_mut(&cx.session) {
+            Some(s) => {
+                s.owner = Some(member);
+                Ok(Response::Empty)
+            }
+            None => Err(ErrorCode::SessionExpired),
+        }
+    }
+
+    /// ZooKeeper's owner check (`SessionTrackerImpl.checkSession`) for a write that came through
+    /// member `via`: SessionMoved once the session attached to another member. A session
+    /// without an owner, or unknown here (the write's own checks decide), passes.
+    pub(crate) fn check_owner(&self, session: i64, via: u64) -> Result<(), ErrorCode> {
+        match self.sessions.get(&session).and_then(|s| s.owner) {
+            Some(owner) if owner != via => Err(ErrorCode::SessionMoved),
+            _ => Ok(()),
+        }
     }
 
     /// Explicit close or expiry: the session's ephemerals go in sorted path order.

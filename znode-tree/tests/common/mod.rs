@@ -47,6 +47,7 @@ impl H {
             xid: 1,
             time_ms: self.time,
             auth: self.auth.clone(),
+            via: None,
             txn,
         }
     }
