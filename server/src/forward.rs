@@ -149,6 +149,14 @@ async fn serve_follower(
                     Err(e) => break Some(format!("undecodable entry: {e}")),
                 };
                 entry.time_ms = crate::clock::now_ms();
+                // The member is the link's, whatever the entry says: the owner check
+                // (SessionMoved) rests on it.
+                if entry.via.is_some() {
+                    entry.via = Some(peer);
+                }
+                if let Txn::Attach { member } = &mut entry.txn {
+                    *member = peer;
+                }
                 if let Txn::Write(Request::Reconfig(_)) = entry.txn {
                     // The leader's core judges a reconfig first (ReconfigInProgress,
                     // NewConfigNoQuorum); the link waits for it, so later frames keep their order.

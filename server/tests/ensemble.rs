@@ -419,6 +419,148 @@ async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
     shutdown(&mut members).await;
 }
 
+/// Reconnects `old`'s session to `to` (its connection to the old member stays open), once `to`
+/// has applied what the client saw.
+async fn move_session(
+    old: &common::RawClient,
+    last_zxid: i64,
+    to: std::net::SocketAddr,
+) -> common::RawClient {
+    wait_until(
+        "the new member applied the client's last zxid",
+        Duration::from_secs(10),
+        || async { srvr_zxid(to).await.is_some_and(|z| z >= last_zxid) },
+    )
+    .await;
+    let (resp, moved) = common::RawClient::connect_with(
+        to,
+        wire::ConnectRequest {
+            last_zxid_seen: last_zxid,
+            timeout: old.timeout,
+            session_id: old.session_id,
+            passwd: Some(old.passwd.clone()),
+            read_only: Some(false),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(resp.expect("a reply").session_id, old.session_id);
+    moved.expect("the session moved")
+}
+
+fn set_data(path: &str, data: &[u8]) -> wire::Request {
+    wire::Request::SetData(wire::ops::data::SetDataRequest {
+        path: path.into(),
+        data: Some(data.to_vec()),
+        version: -1,
+    })
+}
+
+fn get_data(path: &str) -> wire::Request {
+    wire::Request::GetData(wire::ops::data::GetDataRequest {
+        path: path.into(),
+        watch: false,
+    })
+}
+
+/// `(data, version)` of a getData reply body.
+fn data_of(body: &[u8]) -> (Vec<u8>, i32) {
+    let r = wire::ops::data::GetDataResponse::from_bytes(body).unwrap();
+    (r.data.unwrap_or_default(), r.stat.version)
+}
+
+/// SessionMoved (issue 42, item 3), as Apache ZooKeeper 3.9.5 does it
+/// (compat-tests/session-moved checks the same against it): once a session reconnected to
+/// another member, a write on its old connection gets no reply, the connection is closed, and
+/// the write does not commit, whichever member applies it; a multi likewise. A follower still
+/// answers a read on the old connection (a ZooKeeper follower checks no read), the leader closes
+/// the connection at any request (a ZooKeeper leader checks every one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_on_a_moved_sessions_old_connection_is_not_answered_and_does_not_commit() {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut members = start_all(ensemble_configs(root.path(), 3, 0)).await;
+    let leader = wait_for_leader(&members).await;
+    let mut followers = members.iter().filter(|m| m.id != leader).map(|m| m.id);
+    let (a, b) = (followers.next().unwrap(), followers.next().unwrap());
+    let (aaddr, baddr, laddr) = (
+        member(&members, a).addr(),
+        member(&members, b).addr(),
+        member(&members, leader).addr(),
+    );
+
+    let mut old = common::RawClient::connect(aaddr, 20_000).await;
+    old.send(
+        1,
+        &wire::Request::Create(wire::ops::create::CreateRequest {
+            path: "/m".into(),
+            data: Some(b"a".to_vec()),
+            acl: wire::Acl::open_unsafe(),
+            flags: 0,
+        }),
+    )
+    .await;
+    let (h, _) = old.recv().await.unwrap();
+    assert_eq!(h.err, 0);
+    let mut new = move_session(&old, h.zxid, baddr).await;
+    new.send(1, &set_data("/m", b"b")).await;
+    let (h, _) = new.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, 0));
+
+    // Member a (a follower) answers a read on the old connection, as a ZooKeeper follower does.
+    old.send(2, &get_data("/m")).await;
+    let (h, body) = old.recv().await.expect("a follower answers the read");
+    assert_eq!((h.xid, h.err, data_of(&body)), (2, 0, (b"b".to_vec(), 1)));
+    // A write there: refused at apply on every member, and the old connection closed unanswered.
+    old.send(3, &set_data("/m", b"old")).await;
+    assert!(
+        old.recv().await.is_none(),
+        "the old connection got a reply to its write"
+    );
+    new.send(2, &get_data("/m")).await;
+    let (h, body) = new.recv().await.unwrap();
+    assert_eq!((h.xid, h.err, data_of(&body)), (2, 0, (b"b".to_vec(), 1)));
+    let zxid = h.zxid;
+
+    // Moved again, to the leader: a multi on the connection to b is closed unanswered too.
+    let mut newer = move_session(&new, zxid, laddr).await;
+    new.send(3, &wire::Request::Multi(vec![set_data("/m", b"multi")]))
+        .await;
+    assert!(
+        new.recv().await.is_none(),
+        "the old connection got a reply to its multi"
+    );
+    newer.send(1, &get_data("/m")).await;
+    let (h, body) = newer.recv().await.unwrap();
+    assert_eq!((h.xid, h.err, data_of(&body)), (1, 0, (b"b".to_vec(), 1)));
+
+    // And away from the leader: the leader closes the old connection at a read.
+    let mut newest = move_session(&newer, h.zxid, aaddr).await;
+    newer.send(2, &get_data("/m")).await;
+    assert!(
+        newer.recv().await.is_none(),
+        "the leader answered the old connection"
+    );
+    newest.send(1, &set_data("/m", b"c")).await;
+    let (h, _) = newest.recv().await.unwrap();
+    assert_eq!((h.xid, h.err), (1, 0));
+    for m in &members {
+        wait_until(
+            "every member holds /m at version 2",
+            Duration::from_secs(10),
+            || async {
+                let c = connect(m.addr(), Duration::from_secs(10)).await;
+                let got = c.sync("/m").await.is_ok()
+                    && c.get_data("/m").await.map(|(d, s)| (d, s.version)).ok()
+                        == Some((b"c".to_vec(), 2));
+                got
+            },
+        )
+        .await;
+    }
+    shutdown(&mut members).await;
+}
+
 /// A session that moved to another member is kept alive there: the new member's touches reach
 /// the leader, so the session outlives its old connection's timeout many times over, while a
 /// control session left silent on the old member expires within the same wait (which shows the

@@ -166,7 +166,11 @@ impl Core {
         let applied = self.tree.apply(zxid, &entry);
         self.meters.latency.count_applied();
         if self.follow.is_on() {
-            self.follow_applied(&entry, zxid, &applied);
+            if matches!(entry.txn, Txn::Attach { .. }) {
+                self.follow.push_noop(zxid);
+            } else {
+                self.follow_applied(&entry, zxid, &applied);
+            }
         }
         self.fire_events(zxid, &applied.changes);
 
@@ -200,6 +204,27 @@ impl Core {
                     info!(%session, "session expired");
                 } else {
                     info!(%session, "session closed");
+                }
+            }
+            Txn::Attach { member } => {
+                if Some(*member) == self.cfg.my_id {
+                    self.attached(session, applied.reply.is_ok());
+                }
+            }
+            // Only the member a write came through answers it: after a move another member's
+            // connection may hold the session with a write of the same xid at its head.
+            Txn::Write(_) | Txn::Refused { .. }
+                if entry.via.is_some_and(|v| Some(v) != self.cfg.my_id) => {}
+            Txn::Write(_) if applied.reply == Err(wire::ErrorCode::SessionMoved) => {
+                // ZooKeeper's FinalRequestProcessor: SessionMoved is a connection-level error,
+                // the connection is closed with no reply (ZOOKEEPER-710), so no reply on the
+                // old path can overtake the new connection's.
+                if let Some(id) = self.sessions.holder(session) {
+                    if self.pop_write(id, entry.xid).is_some() {
+                        let _in_conn = self.conns.span(id).entered();
+                        info!(%session, "session moved to another member; closing its old connection");
+                        self.close_conn(id);
+                    }
                 }
             }
             Txn::Write(_) | Txn::Refused { .. } => {

@@ -230,9 +230,9 @@ impl Core {
         ids.len()
     }
 
-    /// Sessions being created have an unknown fate: refuse their connections. (Reconnects waiting
-    /// for a revalidation have nothing in flight: a new leader is asked again, see
-    /// `ensemble_role_changed`.)
+    /// Sessions being created, and reconnects whose attach is in flight, have an unknown fate:
+    /// refuse their connections. (Reconnects waiting for a revalidation have nothing in flight: a
+    /// new leader is asked again, see `ensemble_role_changed`.)
     fn refuse_connecting(&mut self) {
         for id in self.sessions.take_connecting() {
             self.refuse_connection(id);

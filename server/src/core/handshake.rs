@@ -157,8 +157,64 @@ impl Core {
         self.touch_session(session_id, timeout_ms, Instant::now());
         let conn = self.conns.get_mut(&id).unwrap();
         conn.set_session(session_id);
+        if self.ensemble.is_some() {
+            // The session's owner becomes this member through the log (ZooKeeper's setOwner at
+            // a revalidation through the leader): a write through its old member that applies
+            // after the attach is refused with SessionMoved on every member. The client is
+            // answered once the attach applies (`attached`).
+            let entry = stamp(
+                session_id,
+                0,
+                self.wall.now_ms(),
+                Vec::new(),
+                Txn::Attach {
+                    member: self.cfg.my_id.unwrap_or(0),
+                },
+            );
+            if self.submit(&entry).is_err() {
+                self.refuse_connection(id);
+                return;
+            }
+            self.sessions.attaching(session_id, id);
+            debug!(peer = %remote, session = %session_id, "session attaching to this member");
+            return;
+        }
         info!(peer = %remote, session = %session_id, timeout_ms, "session reconnected");
         self.finish_handshake(id, password);
+    }
+
+    /// A reconnect's `Txn::Attach` to this member applied: the client is answered, or, if the
+    /// session closed meanwhile (`ok` false), told its session expired.
+    pub(super) fn attached(&mut self, session_id: SessionId, ok: bool) {
+        let Some(id) = self.sessions.attached(session_id) else {
+            return;
+        };
+        let Some(conn) = self.conns.get(&id).filter(|c| !c.closed) else {
+            return;
+        };
+        let _in_conn = conn.span.clone().entered();
+        let password = self.tree.session(session_id.0).map(|s| s.password);
+        match password {
+            Some(password) if ok => {
+                info!(peer = %conn.remote, session = %session_id, timeout_ms = conn.timeout_ms, "session reconnected");
+                self.finish_handshake(id, password);
+            }
+            _ => {
+                debug!(session = %session_id, "session closed before its attach applied");
+                let sent_read_only = conn.sent_read_only;
+                self.send(
+                    id,
+                    Outbound::Connect(ConnectResponse {
+                        protocol_version: 0,
+                        timeout: 0,
+                        session_id: 0,
+                        passwd: Some(vec![0; 16]),
+                        read_only: sent_read_only.then_some(false),
+                    }),
+                );
+                self.refuse_connection(id);
+            }
+        }
     }
 
     pub(super) fn finish_handshake(&mut self, id: ConnId, password: [u8; 16]) {

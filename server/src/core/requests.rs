@@ -127,6 +127,20 @@ impl Core {
         }
 
         let read_only = conn.read_only;
+        if self.moved_away(session_id)
+            && !matches!(
+                req,
+                Request::Auth(_) | Request::Sasl(_) | Request::CloseSession
+            )
+        {
+            // ZooKeeper's leader checks the session's owner for every request but closeSession
+            // (PrepRequestProcessor, SessionTrackerImpl.checkSession) and closes the connection
+            // on SessionMoved without a reply (FinalRequestProcessor). A follower checks no read:
+            // its writes are refused at apply (`Txn::Write` with `via`), its reads answered.
+            debug!(session = %session_id, "session moved to another member; closing its old connection");
+            self.close_conn(id);
+            return;
+        }
         match req {
             // A read-only session: closing it forgets it here (it is in no log); every write and
             // sync is answered NotReadOnly in its turn (ReadOnlyRequestProcessor).
@@ -189,6 +203,18 @@ impl Core {
                 self.drain(id);
             }
         }
+    }
+
+    /// This member leads an ensemble and `session` is attached to another member: a request on
+    /// a connection here is on the session's old path.
+    fn moved_away(&self, session: crate::session::SessionId) -> bool {
+        self.ensemble.is_some()
+            && self.role.is_leader
+            && self
+                .tree
+                .session(session.0)
+                .and_then(|s| s.owner)
+                .is_some_and(|owner| Some(owner) != self.cfg.my_id)
     }
 
     pub(super) fn reply_error_and_close(&mut self, id: ConnId, xid: i32, code: ErrorCode) {

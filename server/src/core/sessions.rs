@@ -51,6 +51,9 @@ pub(super) struct Sessions {
     held: FxHashMap<SessionId, ConnId>,
     /// New sessions whose CreateSession entry is in flight, and the connection waiting for each.
     connecting: FxHashMap<SessionId, ConnId>,
+    /// Reconnects in an ensemble whose `Txn::Attach` entry is in flight, and the connection
+    /// waiting for each: answered once it applies (`Core::attached`).
+    attaching: FxHashMap<SessionId, ConnId>,
     /// Remaining time read from the checkpoint, for sessions the replay has not created yet.
     resume_left: HashMap<SessionId, Duration>,
     /// Sessions heard from since the last touch a follower sent its leader, with their timeouts.
@@ -80,6 +83,7 @@ impl Sessions {
             tick,
             held: FxHashMap::default(),
             connecting: FxHashMap::default(),
+            attaching: FxHashMap::default(),
             resume_left,
             touched: HashMap::new(),
             next_id: initial_session_id(server_id, wall_ms),
@@ -112,9 +116,21 @@ impl Sessions {
         self.connecting.remove(&session);
     }
 
-    /// Every session being created, forgotten: their connections, to be refused.
+    /// A reconnect of `session` on `conn` waits for its `Txn::Attach` to apply.
+    pub(super) fn attaching(&mut self, session: SessionId, conn: ConnId) {
+        self.attaching.insert(session, conn);
+    }
+
+    /// `session`'s attach applied: the connection that waited for it, if it still does.
+    pub(super) fn attached(&mut self, session: SessionId) -> Option<ConnId> {
+        self.attaching.remove(&session)
+    }
+
+    /// Every session being created or attached, forgotten: their connections, to be refused.
     pub(super) fn take_connecting(&mut self) -> Vec<ConnId> {
-        self.connecting.drain().map(|(_, conn)| conn).collect()
+        let mut conns: Vec<ConnId> = self.connecting.drain().map(|(_, conn)| conn).collect();
+        conns.extend(self.attaching.drain().map(|(_, conn)| conn));
+        conns
     }
 
     /// `session`'s CreateSession applied: its clock starts (from the checkpoint at a replay), and
@@ -165,6 +181,9 @@ impl Sessions {
         self.release(session, conn);
         if self.connecting.get(&session) == Some(&conn) {
             self.connecting.remove(&session);
+        }
+        if self.attaching.get(&session) == Some(&conn) {
+            self.attaching.remove(&session);
         }
     }
 
