@@ -948,6 +948,28 @@ fn a_write_through_a_member_the_session_moved_away_from_is_session_moved() {
     assert_eq!(restored.digest(), h.tree.digest());
     assert_eq!(restored.snapshot(), snap);
 
+    // The log's bytes: Attach is tag 7 `i64 member`; a write's member is the prefix tag 8
+    // `i64 member` before the write's own tag 2, which is unchanged; a second prefix is refused.
+    let attach = h.entry(Txn::Attach { member: 2 }).encode();
+    assert_eq!(
+        attach[attach.len() - 9..],
+        [&[7u8][..], &2i64.to_be_bytes()].concat()[..]
+    );
+    let plain = h.entry(Txn::Write(set(b"x"))).encode();
+    let mut e = h.entry(Txn::Write(set(b"x")));
+    e.via = Some(3);
+    let prefixed = e.encode();
+    let head = 1 + 8 + 4 + 8 + 4; // version, session, xid, time, an empty auth vector
+    assert_eq!(prefixed[..head], plain[..head]);
+    assert_eq!(
+        prefixed[head..head + 9],
+        [&[8u8][..], &3i64.to_be_bytes()].concat()[..]
+    );
+    assert_eq!(prefixed[head + 9..], plain[head..]);
+    let mut twice = prefixed[..head + 9].to_vec();
+    twice.extend_from_slice(&prefixed[head..]);
+    assert_eq!(Entry::decode(&twice), Err(TreeError::EntryTag(8)));
+
     // Attaching a session the state does not hold is SessionExpired and changes nothing.
     h.session = 0x0200_0000_0000_0002;
     let a = h.apply(Txn::Attach { member: 3 });

@@ -198,7 +198,7 @@ fn restore_refuses_nodes_out_of_their_versions_order_with_the_node_named() {
     );
     assert_eq!(bad(2, &[]), inconsistent("no root"));
     assert_eq!(bad(1, &[]), inconsistent("no root"));
-    assert_eq!(bad(4, &["/"]), Some(TreeError::SnapshotFormat));
+    assert_eq!(bad(5, &["/"]), Some(TreeError::SnapshotFormat));
     assert_eq!(bad(0, &["/"]), Some(TreeError::SnapshotFormat));
 }
 
