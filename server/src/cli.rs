@@ -28,7 +28,9 @@ dataDir/myid make this server a member; peers talk on peerPort (electionPort is 
 derives from tickTime; paddock.raft.tickMs, paddock.raft.electionTicks and paddock.raft.heartbeatTicks
 override it. readonlymode.enabled=true lets a member cut off from its quorum serve read-only clients.
 paddock.linearizableReads=true makes every read wait for a ReadIndex, so no read is stale on any member
-(ZooKeeper has no such mode; it costs a round to the leader per read).
+(ZooKeeper has no such mode; it costs a round to the leader per read). paddock.sessionOwners=false
+stops this member proposing session owners (SessionMoved), for a rolling upgrade from a release
+before them (docs/operations.md).
 
 Limits: -D zookeeper.globalOutstandingLimit=N (default 1000) is how many requests the server
 holds at once; past it, clients with a request outstanding are not read from until it drains.

@@ -181,6 +181,7 @@ impl Builder {
                 self.cfg.read_only_mode = self.read_only_mode;
             }
             "paddock.linearizableReads" => self.cfg.linearizable_reads = parse_bool(v)?,
+            "paddock.sessionOwners" => self.cfg.session_owners = parse_bool(v)?,
             "extendedTypesEnabled" => self.cfg.extended_types_enabled = parse_bool(v)?,
             "enforceQuota" => self.cfg.enforce_quota = parse_bool(v)?,
             "skipACL" => self.cfg.skip_acl = parse_bool(v)?,

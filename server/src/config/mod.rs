@@ -158,6 +158,12 @@ pub struct Config {
     pub raft_heartbeat_ticks: Option<u32>,
     /// `paddock.linearizableReads`: every read waits for a ReadIndex (see `core/requests.rs`).
     pub linearizable_reads: bool,
+    /// `paddock.sessionOwners` (default true): in an ensemble, a reconnect records the session's
+    /// member through the log and writes name theirs, so a write on a session's old connection
+    /// is refused with SessionMoved (`Txn::Attach`, `Entry::via`). Off, this member proposes
+    /// neither (it still applies them): for a rolling upgrade from a release without them,
+    /// whose members stop at such an entry, until every member runs this one.
+    pub session_owners: bool,
     /// SASL DIGEST-MD5 users from the JAAS file; `None` when no JAAS `Server` section is
     /// configured, and then SASL tokens are refused (see `sasl.rs`).
     pub sasl: Option<SaslConfig>,
@@ -295,6 +301,7 @@ impl Config {
             raft_election_ticks: None,
             raft_heartbeat_ticks: None,
             linearizable_reads: false,
+            session_owners: true,
             sasl: None,
             quorum_security: QuorumSecurityConfig::default(),
             client_tls: ClientTlsConfig::default(),

@@ -157,7 +157,7 @@ impl Core {
         self.touch_session(session_id, timeout_ms, Instant::now());
         let conn = self.conns.get_mut(&id).unwrap();
         conn.set_session(session_id);
-        if self.ensemble.is_some() {
+        if self.ensemble.is_some() && self.cfg.session_owners {
             // The session's owner becomes this member through the log (ZooKeeper's setOwner at
             // a revalidation through the leader): a write through its old member that applies
             // after the attach is refused with SessionMoved on every member. The client is

@@ -209,6 +209,7 @@ impl Core {
     /// a connection here is on the session's old path.
     fn moved_away(&self, session: crate::session::SessionId) -> bool {
         self.ensemble.is_some()
+            && self.cfg.session_owners
             && self.role.is_leader
             && self
                 .tree

@@ -50,7 +50,7 @@ impl Core {
         );
         // In an ensemble a write names the member it came through, so that apply refuses it
         // with SessionMoved on every member alike once the session attached elsewhere.
-        if self.ensemble.is_some() {
+        if self.ensemble.is_some() && self.cfg.session_owners {
             entry.via = Some(self.cfg.my_id.unwrap_or(0));
         }
         // Read before the hand-off: the raft thread may persist the entry before `submit` returns.
