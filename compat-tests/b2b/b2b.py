@@ -338,7 +338,8 @@ class Generator:
                       limits={k: r.choice(QUOTA_VALUES[k]) for k in sorted(keys)})
         elif kind == "delQuota":
             # zkCli's `delquota [-n|-b|-N|-B] path`: clear some limits, or (no flag) remove the quota
-            op.update(path=self.plain_path(),
+            # mostly a path that has a quota (resolved against ZooKeeper's quota subtree)
+            op.update(path={"quota_root": r.randrange(8)} if r.random() < 0.8 else self.plain_path(),
                       fields=None if r.random() < 0.5 else sorted(r.sample(sorted(QUOTA_VALUES), r.randint(1, 2))))
         elif kind == "saslLogin":
             op.update(cred=wchoice(r, SASL_CREDS))
@@ -788,6 +789,9 @@ class Resolver:
     def path(self, p):
         if isinstance(p, str):
             return p
+        if "quota_root" in p:
+            roots = self.quota_roots()
+            return roots[p["quota_root"] % len(roots)] if roots else "/a"
         if "quota_of" in p:
             target = self.path(p["quota_of"])
             return "!" + QUOTA_ROOT + self.abs(target) + (f"/{p['node']}" if p["node"] else "")
@@ -832,6 +836,19 @@ class Resolver:
                 self.after(x)
             op["meanwhile"] = resolved
         return op
+
+    def quota_roots(self):
+        """The paths (relative to the base) that have a zookeeper_limits node, sorted."""
+        out, todo = [], ["/"]
+        while todo:
+            p = todo.pop()
+            err, kids = self.s.call(zw.OP_GETCHILDREN, zw.w_str(QUOTA_ROOT + self.abs(p)) + zw.w_bool(False))
+            for k in (kids or []) if not err else []:
+                if k == "zookeeper_limits":
+                    out.append(p)
+                elif k != "zookeeper_stats":
+                    todo.append(("" if p == "/" else p) + "/" + k)
+        return sorted(out)
 
     def hard_quota_prefix(self, p):
         """The path at or above `p` (relative to the base) whose quota has a hard limit, or None."""

@@ -260,7 +260,7 @@ class Session:
         body = w_long(self.last_zxid)
         for paths in (data, exist, child, persistent, recursive):
             body += w_int(len(paths)) + b"".join(w_str(p) for p in paths)
-        self._send(w_int(-8) + w_int(105) + body)
+        self._send_special(w_int(-8) + w_int(105) + body)
         return self._await_special(-8)
 
     def _send(self, payload):
@@ -325,8 +325,19 @@ class Session:
 
     def auth(self, scheme, credential):
         """Sends an auth packet (xid -4) and waits for its reply; returns err."""
-        self._send(w_int(-4) + w_int(OP_AUTH) + w_int(0) + w_str(scheme) + w_buf(credential.encode()))
+        self._send_special(w_int(-4) + w_int(OP_AUTH) + w_int(0) + w_str(scheme) + w_buf(credential.encode()))
         return self._await_special(-4)
+
+    def _send_special(self, payload):
+        """Writes an auth or setWatches packet; ConnectionClosed if the connection is gone (a server
+        closes it after, e.g., a request over jute.maxbuffer)."""
+        if self.closed:
+            raise ConnectionClosed("closed earlier")
+        try:
+            self._send(payload)
+        except OSError as e:
+            self.closed = True
+            raise ConnectionClosed(str(e))
 
     def sasl(self, user, password):
         """A DIGEST-MD5 login (opcode 102, ordinary xids): an empty token, the server's challenge,
