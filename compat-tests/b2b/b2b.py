@@ -15,9 +15,10 @@ Normalisations, each one a documented, intended difference or a value that canno
                    lists are sorted: ZooKeeper keeps them in hash sets (order undefined), paddock sorts.
   AUTH_ID_ORDER    whoAmI lists are sorted: ZooKeeper 3.9 keeps a connection's auth ids in a set
                    backed by a ConcurrentHashMap (order undefined).
-  AUTH_ACL_ORDER   a getACL list holding two or more digest ids is sorted: only the `auth` scheme
-                   expansion makes such lists here, and ZooKeeper expands it in the order of that
-                   same hash set (it answered [u2, u3] where paddock keeps the order of addAuth).
+  AUTH_ACL_ORDER   a getACL list holding two or more digest or sasl ids is sorted: only the `auth`
+                   scheme expansion makes such lists here, and ZooKeeper expands it in the order of
+                   that same hash set (it answered [u2, u3] where paddock keeps the order of addAuth,
+                   and [digest u1, sasl u1] where paddock had the SASL login first).
   RACY_CLOSE       after a bad opcode or a failed auth, whether the connection is closed before the
                    next request is answered is not compared (ZooKeeper answered the next request
                    in one run and not in others); the slot reconnects its session either way.
@@ -720,7 +721,7 @@ class Server:
             return self.stat(res)
         if opcode == zw.OP_GETACL:
             acl = [list(a) for a in res[0]] if res[0] is not None else None
-            if acl and sum(1 for a in acl if a[1] == "digest") >= 2:
+            if acl and sum(1 for a in acl if a[1] in ("digest", "sasl")) >= 2:
                 acl = sorted(acl)                                         # AUTH_ACL_ORDER
             return [acl, self.stat(res[1])]
         if opcode == zw.OP_GETCHILDREN:

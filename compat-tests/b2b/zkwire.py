@@ -346,6 +346,8 @@ class Session:
         err, challenge = self.call(OP_SASL, w_buf(b""))
         if err:
             return err
+        if not challenge:
+            return "no challenge"   # a server without a JAAS Server section answers OK, no token
         token, want = sasl_digest_response(challenge, user, password)
         err, rspauth = self.call(OP_SASL, w_buf(token))
         if err:
