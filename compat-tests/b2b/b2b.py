@@ -15,9 +15,10 @@ Normalisations, each one a documented, intended difference or a value that canno
                    lists are sorted: ZooKeeper keeps them in hash sets (order undefined), paddock sorts.
   AUTH_ID_ORDER    whoAmI lists are sorted: ZooKeeper 3.9 keeps a connection's auth ids in a set
                    backed by a ConcurrentHashMap (order undefined).
-  AUTH_ACL_ORDER   a getACL list holding two or more digest ids is sorted: only the `auth` scheme
-                   expansion makes such lists here, and ZooKeeper expands it in the order of that
-                   same hash set (it answered [u2, u3] where paddock keeps the order of addAuth).
+  AUTH_ACL_ORDER   a getACL list holding two or more digest or sasl ids is sorted: only the `auth`
+                   scheme expansion makes such lists here, and ZooKeeper expands it in the order of
+                   that same hash set (it answered [u2, u3] where paddock keeps the order of addAuth,
+                   and [digest u1, sasl u1] where paddock had the SASL login first).
   RACY_CLOSE       after a bad opcode or a failed auth, whether the connection is closed before the
                    next request is answered is not compared (ZooKeeper answered the next request
                    in one run and not in others); the slot reconnects its session either way.
@@ -27,7 +28,10 @@ Normalisations, each one a documented, intended difference or a value that canno
                    name `s<slot>.<generation>` (0 stays 0).
   EPHEMERAL_CLEANUP_ORDER  the events a session close fires are compared as a multiset per session:
                    ZooKeeper deletes the session's ephemerals in HashSet order (undefined).
-  BASE_PREFIX      paths in replies and events are shown relative to the sequence's base node.
+  BASE_PREFIX      paths in replies and events are shown relative to the sequence's base node (and
+                   to /zookeeper/quota<base>, as "Q:<path>", in the sequence's quota subtree).
+Never generated (see README.md): QUOTA_PIPELINE (a later pipelined write under a hard quota limit: its
+check races ZooKeeper's commit of the earlier one) and ZK_CRASH_NEGATIVE_TTL.
 Nothing else is normalised: sequence suffixes, versions, cversion, ACL lists (in order), error
 codes, per-op multi results and the exact order of events per session are compared as they are.
 """
@@ -38,14 +42,17 @@ import itertools
 import threading
 import json
 import random
+import re
 import sys
 import time
 
 import zkwire as zw
 
 SLOTS = 3
-# Authentication each slot's session carries from the start (re-applied when the slot reopens).
-SLOT_AUTH = {0: ["u1:p1"], 1: ["u2:p2"]}   # slots 2 and up start unauthenticated
+# Authentication each slot's session carries from the start (re-applied when the slot reopens or
+# reconnects): (scheme, credential). "sasl" is a DIGEST-MD5 login (opcode 102) as a user of the JAAS
+# Server section both servers get from run.sh (u1:p1, u2:p2); `--exclude sasl` drops it.
+SLOT_AUTH = {0: [("digest", "u1:p1")], 1: [("digest", "u2:p2"), ("sasl", "u2:p2")]}   # slots 2+: none
 ADMIN_SUPER = "super:adminpw"   # ZooKeeper is started with this super digest; used only by resolve()
 
 NAMES = ["a", "b", "c"]
@@ -58,7 +65,15 @@ STATIC_PATHS = ["/"] + [f"/{x}" for x in NAMES] + [f"/{x}/{y}" for x in NAMES[:2
 BAD_PATHS = ["/a/", "//a", "/a//b", "/a/./b", "/a/..", "/.", "!a", "/a\u0000b", "/a\u0001", "/a/\u00e9"]
 # ZooKeeper's built-in nodes, outside the base node: only reads and deletes (which must fail) touch
 # them, since they are shared by every sequence of a run.
+# /zookeeper/quota is not read: with quotas on, every concurrent sequence creates its own child there
+# (`/zookeeper/quota/<base>`), so its children and stat depend on the interleaving of sequences; the
+# sequence's own quota subtree is read instead ({"quota_of": ...} paths). For the same reason
+# getAllChildrenNumber does not count /zookeeper.
 SPECIAL_PATHS = ["!/zookeeper", "!/zookeeper/quota", "!/zookeeper/config"]
+READ_SPECIAL_PATHS = ["!/zookeeper", "!/zookeeper/config"]
+COUNT_SPECIAL_PATHS = ["!/zookeeper/config"]
+QUOTA_ROOT = "/zookeeper/quota"
+QUOTA_NODES = ["zookeeper_limits", "zookeeper_stats", ""]
 DIGEST1 = zw.digest_id("u1:p1")
 DIGEST2 = zw.digest_id("u2:p2")
 ACLS = {
@@ -74,10 +89,42 @@ ACLS = {
     "bad-world": [(31, "world", "someone")],
     "bad-digest": [(31, "digest", "nocolon")],
     "empty": [],
+    # sasl ids (valid only as Kerberos principals: name[/host][@realm])
+    "sasl-u2": [(31, "sasl", "u2")],
+    "sasl-u1+read": [(1, "world", "anyone"), (31, "sasl", "u1")],
+    "sasl-host": [(1, "world", "anyone"), (31, "sasl", "u2/host@REALM")],
+    "sasl-bad": [(31, "sasl", "u1@A@B")],
 }
 ACL_WEIGHTS = [("open", 60), ("read", 2), ("rw", 2), ("creator", 3), ("u1", 3), ("u2+read", 3),
                ("ip-local", 2), ("ip-other", 2), ("dup", 1), ("bad-world", 1), ("bad-digest", 1),
-               ("empty", 1)]
+               ("empty", 1), ("sasl-u2", 2), ("sasl-u1+read", 2), ("sasl-host", 0.5), ("sasl-bad", 0.5)]
+SASL_ACLS = {k for k in ACLS if k.startswith("sasl-")}
+# SASL logins a slot may try mid-session: right and wrong passwords, a user the JAAS section lacks.
+SASL_CREDS = [("u1:p1", 4), ("u2:p2", 3), ("u1:wrong", 1), ("u3:p3", 1)]
+# Quota limits as zkCli's setquota writes them (-n, -b soft; -N, -B hard), small enough that a sequence
+# runs into them.
+QUOTA_VALUES = {"count": [1, 3, 10], "bytes": [0, 20, 1000], "countHardLimit": [1, 2, 4, 8],
+                "byteHardLimit": [0, 10, 60, 200_000]}
+
+
+def stats_track(text):
+    """ZooKeeper's StatsTrack parse: `k=v` pairs split on runs of `,` and `;`; an empty value is -1."""
+    out = {}
+    for pair in [x for x in re.split("[,;]+", text) if x]:
+        kv = pair.split("=")
+        while len(kv) > 1 and kv[-1] == "":
+            kv.pop()          # Java's split drops trailing empty strings ("bytes=-1=")
+        out[kv[0]] = int(kv[1]) if len(kv) > 1 and kv[1] else -1
+    return out
+
+
+def stats_text(d):
+    """StatsTrack.toString: count and bytes first, then `=` and `;key=value` for the rest, sorted."""
+    rest = sorted(k for k in d if k not in ("count", "bytes"))
+    out = f"count={d.get('count', -1)},bytes={d.get('bytes', -1)}"
+    if rest:
+        out += "=" + "".join(f";{k}={d[k]}" for k in rest)
+    return out
 DATA = ["", "x", "hello", "0123456789" * 3, None]
 # Large values, drawn for 2% of the data: {"big": n} stands for n bytes (enc_data), so that a printed or
 # saved sequence stays short. 1,000,000 is just under jute.maxbuffer's default (1 MiB - 1) with the
@@ -105,15 +152,22 @@ class Generator:
                   ("getChildren", 4), ("getChildren2", 4), ("getACL", 3), ("setACL", 4), ("multi", 8),
                   ("multiRead", 2), ("sync", 1), ("close", 1.5), ("addWatch", 3), ("removeWatches", 2),
                   ("checkWatches", 1), ("addAuth", 1), ("getEphemerals", 1), ("getAllChildrenNumber", 1),
-                  ("reconnect", 2), ("whoAmI", 0.5), ("badOpcode", 0.3), ("pipeline", 2)]
+                  ("reconnect", 2), ("whoAmI", 0.5), ("badOpcode", 0.3), ("pipeline", 2),
+                  ("setQuota", 1.2), ("delQuota", 0.4), ("saslLogin", 0.6)]
     # What a pipeline holds: requests a client sends back to back on one connection, without waiting.
     PIPE_WEIGHTS = [("create", 4), ("setData", 3), ("delete", 2), ("getData", 2), ("exists", 2)]
 
     def __init__(self, seed, exclude=()):
         self.rng = random.Random(seed)
-        self.weights = [(k, w) for k, w in self.OP_WEIGHTS if k not in exclude]
-        # feature switches (also given through --exclude) that keep a known mismatch out of the way
         self.exclude = set(exclude)
+        # feature switches (also given through --exclude) that keep a known mismatch out of the way;
+        # "quota" and "sasl" drop those features whole (ops, paths, ACLs)
+        dropped = set(exclude) | ({"setQuota", "delQuota"} if "quota" in self.exclude else set()) \
+            | ({"saslLogin"} if "sasl" in self.exclude else set())
+        self.weights = [(k, w) for k, w in self.OP_WEIGHTS if k not in dropped]
+        self.acl_weights = [(k, w) for k, w in ACL_WEIGHTS
+                            if not ("sasl" in self.exclude and k in SASL_ACLS)]
+        self.quota = "quota" not in self.exclude
 
     def path(self, allow_root=True):
         r = self.rng
@@ -129,6 +183,20 @@ class Generator:
         if p == "/" and not allow_root:
             p = "/a"
         return p
+
+    def plain_path(self, allow_root=True):
+        """A path under the base that is not malformed."""
+        while True:
+            p = self.path(allow_root)
+            if p not in BAD_PATHS:
+                return p
+
+    def special_path(self, kinds):
+        """One of ZooKeeper's own nodes (`kinds`), or a node of this sequence's quota subtree."""
+        r = self.rng
+        if self.quota and (r.random() < 0.6 or not kinds):
+            return {"quota_of": self.plain_path(), "node": r.choice(QUOTA_NODES)}
+        return r.choice(kinds) if kinds else self.plain_path()
 
     def data(self):
         r = self.rng
@@ -177,7 +245,7 @@ class Generator:
         p = self.path(allow_root=False)
         if mode in (2, 3) and isinstance(p, str) and r.random() < 0.3:
             p = p + "/"  # trailing slash: the sequence suffix makes the name
-        return {"path": p, "data": self.data(), "acl": wchoice(r, ACL_WEIGHTS), "mode": mode,
+        return {"path": p, "data": self.data(), "acl": wchoice(r, self.acl_weights), "mode": mode,
                 "opcode": opcode, "ttl": ttl}
 
     def sub_op(self):
@@ -214,19 +282,22 @@ class Generator:
         elif kind == "delete":
             op.update(path=self.path(False), version=self.version())
             if r.random() < 0.03:
-                op.update(path=r.choice(SPECIAL_PATHS))
+                op.update(path=self.special_path(SPECIAL_PATHS))
         elif kind == "setData":
             op.update(path=self.path(), data=self.data(), version=self.version())
         elif kind in ("getData", "exists", "getChildren", "getChildren2"):
             op.update(path=self.path(), watch=r.random() < 0.7)
-            if r.random() < 0.03:
-                op.update(path=r.choice(SPECIAL_PATHS), watch=False)
+            if r.random() < 0.05:
+                op.update(path=self.special_path(READ_SPECIAL_PATHS))
+                if isinstance(op["path"], str):
+                    op["watch"] = False
         elif kind in ("getACL", "sync", "getAllChildrenNumber"):
             op.update(path=self.path())
             if r.random() < 0.05:
-                op.update(path=r.choice(SPECIAL_PATHS))
+                op.update(path=self.special_path(COUNT_SPECIAL_PATHS if kind == "getAllChildrenNumber"
+                                                 else READ_SPECIAL_PATHS))
         elif kind == "setACL":
-            op.update(path=self.path(), acl=wchoice(r, ACL_WEIGHTS), version=self.version())
+            op.update(path=self.path(), acl=wchoice(r, self.acl_weights), version=self.version())
         elif kind == "multi":
             op["ops"] = [self.sub_op() for _ in range(r.randint(1, 4))]
         elif kind == "pipeline":
@@ -245,6 +316,8 @@ class Generator:
                 op["scheme"] = "ip"      # adds the connection's own address again
             elif x < 0.25:
                 op["scheme"] = "nosuchscheme"   # AuthFailed, then the server closes the connection
+            elif x < 0.3 and "sasl" not in self.exclude:
+                op["scheme"] = "sasl"    # an auth packet cannot log in to SASL: AuthFailed and a close
         elif kind == "badOpcode":
             # top-level check (13), notification (0) or an unknown number: Unimplemented, then the
             # server closes the connection; the slot then reconnects to its session
@@ -259,6 +332,18 @@ class Generator:
             op["meanwhile"] = meanwhile
         elif kind == "getEphemerals":
             op.update(prefix=r.choice(["", "/a", "/b/"]))
+        elif kind == "setQuota":
+            # zkCli's `setquota [-n N] [-b B] [-N N] [-B B] path`: one to three of the four limits
+            keys = r.sample(sorted(QUOTA_VALUES), r.choice([1, 1, 2, 3]))
+            op.update(path=self.plain_path() if r.random() < 0.85 else "/",
+                      limits={k: r.choice(QUOTA_VALUES[k]) for k in sorted(keys)})
+        elif kind == "delQuota":
+            # zkCli's `delquota [-n|-b|-N|-B] path`: clear some limits, or (no flag) remove the quota
+            # mostly a path that has a quota (resolved against ZooKeeper's quota subtree)
+            op.update(path={"quota_root": r.randrange(8)} if r.random() < 0.8 else self.plain_path(),
+                      fields=None if r.random() < 0.5 else sorted(r.sample(sorted(QUOTA_VALUES), r.randint(1, 2))))
+        elif kind == "saslLogin":
+            op.update(cred=wchoice(r, SASL_CREDS))
         return op
 
 
@@ -292,9 +377,12 @@ class Server:
         s = zw.Session(self.host, self.port)
         self.auths[slot] = list(SLOT_AUTH.get(slot, []))
         self.watches[slot] = {k: set() for k in ("data", "exist", "child", "persistent", "recursive")}
-        for cred in SLOT_AUTH.get(slot, []):
-            s.auth("digest", cred)
         self.sessions[slot] = s
+        for scheme, cred in SLOT_AUTH.get(slot, []):
+            err = s.auth(scheme, cred) if scheme == "digest" else s.sasl(*cred.split(":", 1))
+            if err != 0:
+                raise RuntimeError(f"{self.name}: slot {slot} cannot log in as {scheme} {cred}: {err} "
+                                   "(SASL needs run.sh's JAAS file; --exclude sasl without it)")
         self.owners[s.session_id] = f"s{slot}.{self.gen[slot]}"
         self.gen[slot] += 1
 
@@ -310,6 +398,9 @@ class Server:
             return "/"
         if p.startswith(self.base + "/"):
             return p[len(self.base):]
+        q = QUOTA_ROOT + self.base
+        if p == q or p.startswith(q + "/"):
+            return "Q:" + (p[len(q):] or "/")      # BASE_PREFIX, in the sequence's quota subtree
         return "OUTSIDE:" + p
 
     def stat(self, st):
@@ -338,7 +429,9 @@ class Server:
             for x in kinds[op["type"]]:
                 w[x].discard(p)
         elif k == "addAuth" and err == 0:
-            self.auths[slot].append(op["cred"])
+            self.auths[slot].append(("digest", op["cred"]))
+        elif k == "saslLogin" and err == 0:
+            self.auths[slot].append(("sasl", op["cred"]))
 
     def collect_events(self, slot):
         s = self.sessions[slot]
@@ -424,6 +517,21 @@ class Server:
             return ["badOpcode", err, self.restore(slot, s)]
         if k == "pipeline":
             return self._run_pipeline(op, slot, s)
+        if k == "saslLogin":
+            try:
+                err = s.sasl(*op["cred"].split(":", 1))
+            except zw.ConnectionClosed:
+                err = "no reply"
+            self.track(slot, op, err)
+            if err == 0:
+                return ["sasl", 0]
+            # AuthFailed, then the server closes the connection (RACY_CLOSE, as for addAuth)
+            self.collect_events(slot)
+            return ["sasl", err, self.restore(slot, s)]
+        if k == "setQuota":
+            return ["setQuota"] + self.set_quota(s, self.abs(op["path"]), op["limits"])
+        if k == "delQuota":
+            return ["delQuota"] + self.del_quota(s, self.abs(op["path"]), op["fields"])
         if k == "reconnect":
             self.collect_events(slot)
             s.drop()
@@ -449,11 +557,102 @@ class Server:
         """Reconnects the slot's session as a client library would: same session id and password,
         auth again, and a setWatches2 with the watches it still holds. Returns setWatches2's err."""
         s.reconnect()
-        for cred in self.auths[slot]:
-            s.auth("digest", cred)
+        for scheme, cred in self.auths[slot]:
+            if scheme == "digest":
+                s.auth(scheme, cred)
+            else:
+                s.sasl(*cred.split(":", 1))
         w = self.watches[slot]
         lists = [sorted(w[x]) for x in ("data", "exist", "child", "persistent", "recursive")]
         return s.set_watches2(*lists) if any(lists) else "none"
+
+    # ---- quotas as zkCli's setquota / delquota make them (SetQuotaCommand.createQuota, DelQuotaCommand):
+    # plain reads and writes of /zookeeper/quota/<path>/{zookeeper_limits,zookeeper_stats} on the slot's
+    # session; the result is each step's error, then the limits and stats nodes' contents.
+
+    @staticmethod
+    def _kids(s, p):
+        err, kids = s.call(zw.OP_GETCHILDREN, zw.w_str(p) + zw.w_bool(False))
+        return err, kids or []
+
+    @staticmethod
+    def _exists(s, p):
+        return s.call(zw.OP_EXISTS, zw.w_str(p) + zw.w_bool(False))[0] == 0
+
+    def _quota_contents(self, s, qp):
+        out = []
+        for node in ("zookeeper_limits", "zookeeper_stats"):
+            err, res = s.call(zw.OP_GETDATA, zw.w_str(f"{qp}/{node}") + zw.w_bool(False))
+            out.append(["err", err] if err else [None if res[0] is None else res[0].decode("latin-1"),
+                                                  self.stat(res[1])])
+        return out
+
+    def set_quota(self, s, path, limits):
+        err, _ = s.call(zw.OP_EXISTS, zw.w_str(path) + zw.w_bool(False))
+        if err:
+            return ["does not exist", err]
+        qp = QUOTA_ROOT + path
+        # a quota on a descendant or an ancestor refuses (checkIfChildQuota, checkIfParentQuota)
+        todo = [qp]
+        while todo:
+            p = todo.pop()
+            err, kids = self._kids(s, p)
+            if p != qp and "zookeeper_limits" in kids:
+                return ["has a child with a quota", self.rel(p[len(QUOTA_ROOT):])]
+            todo.extend(f"{p}/{k}" for k in sorted(kids))
+        pre = QUOTA_ROOT
+        for part in path.split("/")[1:]:
+            pre += "/" + part
+            err, kids = self._kids(s, pre)
+            if err or not kids:
+                break
+            if pre != qp and "zookeeper_limits" in kids:
+                return ["has a parent with a quota", self.rel(pre[len(QUOTA_ROOT):])]
+        steps = []
+        pre = QUOTA_ROOT
+        for part in path.split("/")[1:]:
+            pre += "/" + part
+            if not self._exists(s, pre):
+                steps.append(s.call(zw.OP_CREATE, zw.enc_create(pre, None, ACLS["open"], 0))[0])
+        lp, sp = qp + "/zookeeper_limits", qp + "/zookeeper_stats"
+        if not self._exists(s, lp):
+            steps.append(s.call(zw.OP_CREATE, zw.enc_create(lp, stats_text(limits).encode(), ACLS["open"], 0))[0])
+            steps.append(s.call(zw.OP_CREATE, zw.enc_create(sp, b"count=0,bytes=0", ACLS["open"], 0))[0])
+        else:
+            err, res = s.call(zw.OP_GETDATA, zw.w_str(lp) + zw.w_bool(False))
+            cur = stats_track((res[0] or b"").decode()) if not err else {}
+            cur.update({k: v for k, v in limits.items() if v > -1})
+            steps.append(s.call(zw.OP_SETDATA, zw.w_str(lp) + zw.w_buf(stats_text(cur).encode())
+                                + zw.w_int(-1))[0])
+        return ["steps", steps] + self._quota_contents(s, qp)
+
+    def del_quota(self, s, path, fields):
+        qp = QUOTA_ROOT + path
+        lp = qp + "/zookeeper_limits"
+        if not self._exists(s, lp):
+            return ["no quota"]
+        err, res = s.call(zw.OP_GETDATA, zw.w_str(lp) + zw.w_bool(False))
+        if err:
+            return ["getData", err]
+        steps = []
+        if fields is None:
+            # the quota's nodes, then every quota-tree node left without children up to /zookeeper/quota
+            err, kids = self._kids(s, qp)
+            for k in sorted(kids):
+                steps.append(s.call(zw.OP_DELETE, zw.w_str(f"{qp}/{k}") + zw.w_int(-1))[0])
+            p = qp
+            while p != QUOTA_ROOT:
+                err, kids = self._kids(s, p)
+                if err or kids:
+                    break
+                steps.append(s.call(zw.OP_DELETE, zw.w_str(p) + zw.w_int(-1))[0])
+                p = p.rsplit("/", 1)[0]
+        else:
+            cur = stats_track((res[0] or b"").decode())
+            cur.update({k: -1 for k in fields})
+            steps.append(s.call(zw.OP_SETDATA, zw.w_str(lp) + zw.w_buf(stats_text(cur).encode())
+                                + zw.w_int(-1))[0])
+        return ["steps", steps] + self._quota_contents(s, qp)
 
     def _run_plain(self, op, slot, s):
         k = op["op"]
@@ -522,7 +721,7 @@ class Server:
             return self.stat(res)
         if opcode == zw.OP_GETACL:
             acl = [list(a) for a in res[0]] if res[0] is not None else None
-            if acl and sum(1 for a in acl if a[1] == "digest") >= 2:
+            if acl and sum(1 for a in acl if a[1] in ("digest", "sasl")) >= 2:
                 acl = sorted(acl)                                         # AUTH_ACL_ORDER
             return [acl, self.stat(res[1])]
         if opcode == zw.OP_GETCHILDREN:
@@ -564,7 +763,8 @@ class Resolver:
         self.s.auth("digest", ADMIN_SUPER)
 
     READS = {"getData", "exists", "getChildren", "getChildren2", "getACL", "sync", "getEphemerals",
-             "getAllChildrenNumber", "multiRead", "addWatch", "removeWatches", "checkWatches", "addAuth"}
+             "getAllChildrenNumber", "multiRead", "addWatch", "removeWatches", "checkWatches", "addAuth",
+             "saslLogin", "setQuota", "delQuota"}   # the quota ops write only under /zookeeper/quota
 
     def after(self, op):
         """Forget the cached node list when `op` may have changed the tree."""
@@ -590,6 +790,12 @@ class Resolver:
     def path(self, p):
         if isinstance(p, str):
             return p
+        if "quota_root" in p:
+            roots = self.quota_roots()
+            return roots[p["quota_root"] % len(roots)] if roots else "/a"
+        if "quota_of" in p:
+            target = self.path(p["quota_of"])
+            return "!" + QUOTA_ROOT + self.abs(target) + (f"/{p['node']}" if p["node"] else "")
         if "existing" in p:
             nodes = self.all_nodes()
             return nodes[p["existing"] % len(nodes)] if nodes else "/a"
@@ -622,6 +828,8 @@ class Resolver:
                                          "aversion" if op["op"] == "setACL" else "version")
         if "ops" in op:
             op["ops"] = [self.resolve(x) for x in op["ops"]]
+            if op["op"] == "pipeline":
+                op["ops"] = self.quota_pipeline(op["ops"])
         if "meanwhile" in op:
             resolved = []
             for x in op["meanwhile"]:
@@ -629,6 +837,55 @@ class Resolver:
                 self.after(x)
             op["meanwhile"] = resolved
         return op
+
+    def quota_roots(self):
+        """The paths (relative to the base) that have a zookeeper_limits node, sorted."""
+        out, todo = [], ["/"]
+        while todo:
+            p = todo.pop()
+            err, kids = self.s.call(zw.OP_GETCHILDREN, zw.w_str(QUOTA_ROOT + self.abs(p)) + zw.w_bool(False))
+            for k in (kids or []) if not err else []:
+                if k == "zookeeper_limits":
+                    out.append(p)
+                elif k != "zookeeper_stats":
+                    todo.append(("" if p == "/" else p) + "/" + k)
+        return sorted(out)
+
+    def hard_quota_prefix(self, p):
+        """The path at or above `p` (relative to the base) whose quota has a hard limit, or None."""
+        if p.startswith("!") or not p.startswith("/"):
+            return None
+        cur = p.rstrip("/") or "/"
+        while True:
+            err, res = self.s.call(zw.OP_GETDATA, zw.w_str(QUOTA_ROOT + self.abs(cur) + "/zookeeper_limits")
+                                   + zw.w_bool(False))
+            if not err:
+                # the deepest quota is the one that counts (getMaxPrefixWithQuota)
+                limits = stats_track((res[0] or b"").decode())
+                hard = limits.get("countHardLimit", -1) > -1 or limits.get("byteHardLimit", -1) > -1
+                return cur if hard else None
+            if cur == "/":
+                return None
+            cur = cur.rsplit("/", 1)[0] or "/"
+
+    def quota_pipeline(self, ops):
+        """QUOTA_PIPELINE: ZooKeeper checks a quota against its committed tree, and a pipelined write
+        is checked while the writes sent before it may not be committed yet: whether the second of two
+        pipelined writes under one hard limit passes depends on timing (seen both ways). So in a
+        pipeline only the first write under each hard-limited quota stays a write; a later create or
+        setData under it becomes an exists of its path."""
+        if self.s.call(zw.OP_EXISTS, zw.w_str(QUOTA_ROOT + self.base) + zw.w_bool(False))[0]:
+            return ops      # this sequence has set no quota
+        seen, out = set(), []
+        for x in ops:
+            if x["op"] in ("create", "setData", "delete"):
+                prefix = self.hard_quota_prefix(x["path"])
+                if prefix is not None:
+                    if prefix in seen and x["op"] != "delete":
+                        x = {"op": "exists", "path": x["path"], "watch": False, "was": x["op"]}
+                    seen.add(prefix)
+            out.append(x)
+        return out
 
     def close(self):
         self.s.close_session()
@@ -646,6 +903,8 @@ def outcome(op, r):
     if op["op"] in ("multi", "multiRead") and r[0] == "ok":
         errs = [x[1] for x in r[1] if x[0] == "error" and x[1] not in (0, -2)]
         return f"failed {errs[0]}" if errs else "ok"
+    if op["op"] in ("setQuota", "delQuota", "saslLogin"):
+        return f"{r[0]} {r[1]}"
     return str(r[0]) if r[0] != "closed" else "ok"
 
 
@@ -840,7 +1099,8 @@ def main():
     a = ap.parse_args()
     SLOTS = max(2, a.slots)
     if a.no_config_node:
-        SPECIAL_PATHS.remove("!/zookeeper/config")
+        for paths in (SPECIAL_PATHS, READ_SPECIAL_PATHS, COUNT_SPECIAL_PATHS):
+            paths.remove("!/zookeeper/config")
 
     def hp(s):
         h, p = s.rsplit(":", 1)
@@ -850,6 +1110,8 @@ def main():
     for hostport in (zk, pd):
         wait_ready(*hostport)
     exclude = [x for x in a.exclude.split(",") if x]
+    if "sasl" in exclude:
+        SLOT_AUTH[1] = [x for x in SLOT_AUTH[1] if x[0] != "sasl"]
     run_id = f"{a.seed}-{int(time.time())}"
     jobs = []
     if a.ops_file:

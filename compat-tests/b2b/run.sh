@@ -26,8 +26,21 @@ NO_REAP_MS=86400000
 # "the current version") without ACLs getting in the way; the ops compared never use it.
 SUPER_DIGEST="$(cd "$HERE" && "$PY" -c 'import zkwire; print(zkwire.digest_id("super:adminpw"))')"
 
+# Quotas (b2b.py's setQuota/delQuota ops) are enforced on both sides, so hard limits give QuotaExceeded.
+# SASL: both servers read the same JAAS Server section (DIGEST-MD5 users u1, u2) and register the SASL
+# provider, without which ZooKeeper refuses every sasl ACL id.
+JAAS="$COMPAT_WORK/jaas.conf"
+cat >"$JAAS" <<'EOF'
+Server {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_u1="p1"
+    user_u2="p2";
+};
+EOF
+SASL_PROVIDER=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
 ZK_PORT="$(free_port)"
-ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$NO_REAP_MS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST" \
+ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$NO_REAP_MS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST \
+-Dzookeeper.enforceQuota=true -Djava.security.auth.login.config=$JAAS -Dzookeeper.authProvider.1=$SASL_PROVIDER" \
     start_zookeeper zk "$ZK_PORT" || compat_fail "ZooKeeper did not start"
 # paddock's side: a follower of a 3-member paddock ensemble (every write forwarded to the leader, reads and
 # watches served by the follower), or with --standalone one server alone.
@@ -36,7 +49,8 @@ MODE=follower
 for a in "$@"; do
     if [[ "$a" == --standalone ]]; then MODE=standalone; else ARGS+=("$a"); fi
 done
-PADDOCK_FLAGS=(--extended-types --max-client-cnxns 0 -D "znode.container.checkIntervalMs=$NO_REAP_MS")
+PADDOCK_FLAGS=(--extended-types --max-client-cnxns 0 -D "znode.container.checkIntervalMs=$NO_REAP_MS"
+    -D zookeeper.enforceQuota=true -D "java.security.auth.login.config=$JAAS" -D "zookeeper.authProvider.1=$SASL_PROVIDER")
 if [[ "$MODE" == standalone ]]; then
     PD_PORT="$(free_port)"
     start_paddock paddock "$PD_PORT" "$COMPAT_WORK/paddock" "${PADDOCK_FLAGS[@]}" || compat_fail "paddock did not start"

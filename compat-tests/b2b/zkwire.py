@@ -10,6 +10,8 @@ appended to `events` in arrival order.
 
 import hashlib
 import base64
+import os
+import re
 import socket
 import struct
 
@@ -21,6 +23,7 @@ OP_CHECK_WATCHES, OP_REMOVE_WATCHES = 17, 18
 OP_AUTH, OP_GET_EPHEMERALS, OP_GET_ALL_CHILDREN_NUMBER, OP_ADD_WATCH = 100, 103, 104, 106
 OP_CLOSE = -11
 OP_WHO_AM_I = 107
+OP_SASL = 102
 
 STAT = struct.Struct("!qqqqiiiqiiq")
 STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
@@ -183,7 +186,40 @@ DECODERS = {
     OP_CHECK_WATCHES: lambda r: None,
     OP_CLOSE: lambda r: None,
     OP_WHO_AM_I: lambda r: [[r.str(), r.str()] for _ in range(r.int())],
+    OP_SASL: lambda r: r.buffer(),
 }
+
+
+# ---- SASL DIGEST-MD5 (RFC 2831), the client side of what ZooKeeper's client port runs -----------
+
+SASL_REALM = "zk-sasl-md5"                 # ZooKeeper creates its SASL server with this server name
+SASL_DIGEST_URI = "zookeeper/zk-sasl-md5"  # <protocol>/<server name>
+
+
+def _sasl_fields(challenge):
+    """`k=v,k="v",...` of a DIGEST-MD5 challenge into a dict (quoted values may hold commas)."""
+    out = {}
+    for m in re.finditer(r'\s*([A-Za-z-]+)=("((?:[^"\\]|\\.)*)"|[^,]*)\s*(,|$)', challenge):
+        out[m.group(1)] = m.group(3) if m.group(3) is not None else m.group(2)
+    return out
+
+
+def sasl_digest_response(challenge, user, password, cnonce=None):
+    """The client's answer to a DIGEST-MD5 challenge, qop auth, no authzid (as ZooKeeper's Java
+    client sends it with the JDK's DigestMD5Client), and the rspauth a server knowing the password
+    must send back."""
+    f = _sasl_fields(challenge.decode())
+    realm, nonce = f.get("realm", SASL_REALM), f["nonce"]
+    cnonce = cnonce or base64.b64encode(os.urandom(24)).decode()
+    nc = "00000001"
+    h = lambda b: hashlib.md5(b).digest()
+    hx = lambda b: hashlib.md5(b).hexdigest()
+    a1 = h(f"{user}:{realm}:{password}".encode()) + f":{nonce}:{cnonce}".encode()
+    a2 = f"AUTHENTICATE:{SASL_DIGEST_URI}".encode()
+    resp = hx(f"{hx(a1)}:{nonce}:{nc}:{cnonce}:auth:{hx(a2)}".encode())
+    rspauth = hx(f"{hx(a1)}:{nonce}:{nc}:{cnonce}:auth:{hx(f':{SASL_DIGEST_URI}'.encode())}".encode())
+    return (f'charset=utf-8,username="{user}",realm="{realm}",nonce="{nonce}",nc={nc},'
+            f'cnonce="{cnonce}",digest-uri="{SASL_DIGEST_URI}",maxbuf=65536,response={resp},qop=auth').encode(), f"rspauth={rspauth}".encode()
 
 
 class Session:
@@ -224,7 +260,7 @@ class Session:
         body = w_long(self.last_zxid)
         for paths in (data, exist, child, persistent, recursive):
             body += w_int(len(paths)) + b"".join(w_str(p) for p in paths)
-        self._send(w_int(-8) + w_int(105) + body)
+        self._send_special(w_int(-8) + w_int(105) + body)
         return self._await_special(-8)
 
     def _send(self, payload):
@@ -289,8 +325,36 @@ class Session:
 
     def auth(self, scheme, credential):
         """Sends an auth packet (xid -4) and waits for its reply; returns err."""
-        self._send(w_int(-4) + w_int(OP_AUTH) + w_int(0) + w_str(scheme) + w_buf(credential.encode()))
+        self._send_special(w_int(-4) + w_int(OP_AUTH) + w_int(0) + w_str(scheme) + w_buf(credential.encode()))
         return self._await_special(-4)
+
+    def _send_special(self, payload):
+        """Writes an auth or setWatches packet; ConnectionClosed if the connection is gone (a server
+        closes it after, e.g., a request over jute.maxbuffer)."""
+        if self.closed:
+            raise ConnectionClosed("closed earlier")
+        try:
+            self._send(payload)
+        except OSError as e:
+            self.closed = True
+            raise ConnectionClosed(str(e))
+
+    def sasl(self, user, password):
+        """A DIGEST-MD5 login (opcode 102, ordinary xids): an empty token, the server's challenge,
+        the response, the server's rspauth. Returns the first non-zero err, "bad rspauth" if the
+        server's proof is wrong, or 0."""
+        err, challenge = self.call(OP_SASL, w_buf(b""))
+        if err:
+            return err
+        if not challenge:
+            return "no challenge"   # a server without a JAAS Server section answers OK, no token
+        token, want = sasl_digest_response(challenge, user, password)
+        err, rspauth = self.call(OP_SASL, w_buf(token))
+        if err:
+            return err
+        if rspauth != want:
+            return "bad rspauth"
+        return 0
 
     def _await_special(self, xid):
         """Reads frames until the reply with a special xid (-4 auth, -8 setWatches) and returns its

@@ -165,8 +165,21 @@ fn id_is_valid(scheme: &str, id: &str) -> bool {
             parts.len() == 2
         }
         "ip" => parse_ip_acl(id).is_some(),
-        "sasl" | "x509" => true,
+        "sasl" => kerberos_name_is_valid(id),
+        "x509" => true,
         _ => false,
+    }
+}
+
+/// `SASLAuthenticationProvider.isValid`: the id must parse as a Kerberos principal
+/// (`KerberosName`): a name without `@` is a plain service name; one with `@` must be
+/// `name[/host]@realm`, so exactly one `@`, at most one `/` before it and none after.
+fn kerberos_name_is_valid(id: &str) -> bool {
+    match id.split_once('@') {
+        None => true,
+        Some((principal, realm)) => {
+            !realm.contains(['@', '/']) && principal.matches('/').count() <= 1
+        }
     }
 }
 
@@ -464,6 +477,19 @@ mod tests {
             &[Id::new("digest", "bob:h")],
             Some("alice")
         ));
+    }
+
+    #[test]
+    fn sasl_ids_must_be_kerberos_principals() {
+        // Found by compat-tests/b2b: ZooKeeper 3.9.5 answers InvalidACL for `sasl:a@b@c`.
+        for ok in ["u1", "", "a/b", "a/b/c", "a@R", "a/b@R", "@", "/@"] {
+            assert!(id_is_valid("sasl", ok), "{ok:?} should be valid");
+        }
+        for bad in ["a@b@c", "a/b/c@R", "a@R/x", "@@"] {
+            assert!(!id_is_valid("sasl", bad), "{bad:?} should be invalid");
+            let acl = vec![Acl::new(perms::ALL, "sasl", bad)];
+            assert_eq!(fixup_acl(&acl, &[]).unwrap_err(), ErrorCode::InvalidAcl);
+        }
     }
 
     #[test]
