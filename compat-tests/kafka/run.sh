@@ -13,6 +13,10 @@
 #   compat-tests/kafka/run.sh --against-zookeeper    against a 3-member Apache ZooKeeper 3.9 ensemble
 #                                                    (ensemble.sh --zookeeper, scripts/zookeeper.sh's jars):
 #                                                    every check must pass there, which proves the check
+#   compat-tests/kafka/run.sh --secure mtls [--against-zookeeper]
+#         the same scenario secured (README.md, "Secured runs"): quorum TLS, the brokers on the members'
+#         secure client ports with a client certificate (Netty client socket) and zookeeper.set.acl=true;
+#         one more check: the x509 ACLs of Kafka's znodes and NoAuth for an unauthenticated client
 #
 # Brokers: kafka_2.13 3.9.2 from Maven Central (the newest 3.9.x; 4.0 dropped ZooKeeper mode), each a JVM
 # with a 384 MB heap started by broker.sh, which records its PID in the work dir; the EXIT trap kills every
@@ -26,7 +30,22 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../lib.sh"
 compat_init kafka
 
-compat_args "$@"
+# --secure MODE is this suite's own option; the rest goes to lib.sh's compat_args.
+SECURE=""
+ARGS=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --secure)
+            SECURE="${2:-}"
+            [[ "$SECURE" == mtls ]] || { echo "$0: --secure takes mtls, got '$SECURE'" >&2; exit 2; }
+            shift
+            ;;
+        *) ARGS+=("$1") ;;
+    esac
+    shift
+done
+compat_args "${ARGS[@]+"${ARGS[@]}"}"
+[[ -z "$SECURE" ]] || COMPAT_SUITE="kafka-$SECURE${COMPAT_SUITE#kafka}"
 SESSION_MS=10000
 CHROOT=/kafka
 export KAFKA_WORK="$COMPAT_WORK"
@@ -83,6 +102,7 @@ phase build
 # Three members from ordinary zoo.cfg files (server.1..3, myid; tickTime 2000), started by ensemble.sh, which
 # the checker runs again to restart the member it kills (it starts only the members that are down).
 ENSEMBLE_ARGS=(3 --dir "$ENSEMBLE_DIR")
+[[ "$SECURE" == mtls ]] && ENSEMBLE_ARGS+=(--tls --client-tls)
 if [[ "$TARGET" == zookeeper ]]; then
     ENSEMBLE_ARGS+=(--zookeeper)
 else
@@ -93,7 +113,41 @@ ZK_CONNECT="$(bash "$ROOT/scripts/ensemble.sh" start "${ENSEMBLE_ARGS[@]}" 2>"$C
     { tail -n 20 "$COMPAT_WORK/ensemble-start.log" >&2; compat_fail "the $TARGET ensemble did not start"; }
 # shellcheck source=/dev/null
 MEMBER_PORTS="$(source "$ENSEMBLE_DIR/ensemble.env" && tr ' ' , <<<"$CLIENT_PORTS")"
-phase "start 3-member $TARGET ensemble"
+phase "start 3-member $TARGET ensemble${SECURE:+ ($SECURE)}"
+
+# Secured runs: what the brokers add to server.properties, what the checker JVM gets, and the identity
+# Kafka's ACLs must name.
+BROKER_ZK="$ZK_CONNECT"
+SECURE_PROPS=""
+CHECKER_SECURE=()
+if [[ "$SECURE" == mtls ]]; then
+    # The ZooKeeper 3.8.4 client inside Kafka 3.9 asks for TLSv1.2 unless told otherwise, and the client
+    # port of ZooKeeper 3.9.5 (Netty) enables exactly ssl.protocol, TLSv1.3 by default, as paddock's does:
+    # both servers answer Kafka's default with a protocol_version alert (measured), so the brokers and the
+    # checker ask for TLSv1.3 (zookeeper.ssl.protocol).
+    # Both brokers present ensemble.sh's client certificate (one identity: with zookeeper.set.acl=true each
+    # broker must be able to change the znodes the other created), as PKCS12; the CA as a PEM trust store.
+    TLS_DIR="$ENSEMBLE_DIR/tls"
+    BROKER_ZK="$(bash "$ROOT/scripts/ensemble.sh" connect --dir "$ENSEMBLE_DIR" --secure)"
+    SUBJECT="$(openssl x509 -in "$TLS_DIR/client.crt" -noout -subject -nameopt RFC2253 | sed 's/^subject= *//')"
+    SECURE_PROPS="zookeeper.ssl.client.enable=true
+zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty
+zookeeper.ssl.keystore.location=$TLS_DIR/client.p12
+zookeeper.ssl.keystore.type=PKCS12
+zookeeper.ssl.keystore.password=$(<"$TLS_DIR/password")
+zookeeper.ssl.truststore.location=$TLS_DIR/ca.crt
+zookeeper.ssl.truststore.type=PEM
+zookeeper.ssl.protocol=TLSv1.3
+zookeeper.set.acl=true"
+    # shellcheck source=/dev/null
+    CHECKER_SECURE=(-Dzookeeper.client.secure=true -Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty
+        -Dzookeeper.ssl.keyStore.location="$TLS_DIR/client.p12" -Dzookeeper.ssl.keyStore.type=PKCS12
+        -Dzookeeper.ssl.keyStore.password="$(<"$TLS_DIR/password")"
+        -Dzookeeper.ssl.trustStore.location="$TLS_DIR/ca.crt" -Dzookeeper.ssl.trustStore.type=PEM
+        -Dzookeeper.ssl.protocol=TLSv1.3
+        -Dsecure.members="$(source "$ENSEMBLE_DIR/ensemble.env" && tr ' ' , <<<"$SECURE_PORTS")"
+        -Didentity="x509:$SUBJECT" -Dzk.plain="$ZK_CONNECT")
+fi
 
 declare -A LISTENER
 # dup-0 is a third broker configured with broker.id=0: the checker starts it while broker 0 is registered,
@@ -106,7 +160,7 @@ write_properties() { # name broker-id
 broker.id=$id
 listeners=PLAINTEXT://${LISTENER[$name]}
 log.dirs=$KAFKA_WORK/$name/data
-zookeeper.connect=$ZK_CONNECT$CHROOT
+zookeeper.connect=$BROKER_ZK$CHROOT
 zookeeper.session.timeout.ms=$SESSION_MS
 zookeeper.connection.timeout.ms=30000
 num.partitions=1
@@ -120,6 +174,7 @@ num.io.threads=2
 num.recovery.threads.per.data.dir=1
 background.threads=2
 log.cleaner.enable=false
+$SECURE_PROPS
 PROPS
 }
 write_properties broker-0 0
@@ -133,7 +188,7 @@ bash "$HERE/broker.sh" broker-1
 # runs the EXIT trap at once, which stops the checker too.
 timeout 600 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -Dlog4j.configuration="file:$HERE/checker-log4j.properties" \
-    -Dzk="$ZK_CONNECT" -Dchroot="$CHROOT" -Dwork="$KAFKA_WORK" -Dbroker.script="$HERE/broker.sh" \
+    "${CHECKER_SECURE[@]+"${CHECKER_SECURE[@]}"}" -Dzk="$BROKER_ZK" -Dchroot="$CHROOT" -Dwork="$KAFKA_WORK" -Dbroker.script="$HERE/broker.sh" \
     -Dlistener.0="${LISTENER[broker-0]}" -Dlistener.1="${LISTENER[broker-1]}" \
     -Dsession.timeout.ms="$SESSION_MS" -Dmembers="$MEMBER_PORTS" -Densemble.dir="$ENSEMBLE_DIR" \
     -Densemble.script="$ROOT/scripts/ensemble.sh" -Densemble.kind="$TARGET" \
