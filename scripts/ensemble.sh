@@ -39,7 +39,10 @@
 # DIR/tls/password); ca.key stays in DIR/tls, so a caller can issue more client certificates.
 # Environment: PADDOCK_BIN (use this binary, no build), CARGO_TARGET_DIR (default
 # ~/.cache/paddock-target), ENSEMBLE_START_TIMEOUT seconds (default 60), RUST_LOG (default info),
-# ZK_HEAP (default 256m).
+# ZK_HEAP (default 256m), ENSEMBLE_EXTRA_CFG (lines appended to every member's zoo.cfg when it is first
+# written), ENSEMBLE_SYSPROPS (KEY=VALUE words, each given to every member at every start: `-D KEY=VALUE`
+# to paddock, `-DKEY=VALUE` to ZooKeeper's JVM; e.g. java.security.auth.login.config for SASL; no spaces
+# inside a word).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -200,6 +203,7 @@ clientPortAddress=127.0.0.1
 $lines
 EOF
         if ((tls == 1)); then tls_keys "$k" >>"$DIR/m$k/zoo.cfg"; fi
+        if [[ -n "${ENSEMBLE_EXTRA_CFG:-}" ]]; then printf '%s\n' "$ENSEMBLE_EXTRA_CFG" >>"$DIR/m$k/zoo.cfg"; fi
         if ((ctls == 1)); then
             printf '%s\n' "secureClientPort=${secure[$((k - 1))]}" "secureClientPortAddress=127.0.0.1" \
                 "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory" \
@@ -235,16 +239,17 @@ paddock_bin() {
 }
 
 start_member() { # K BIN_OR_CLASSPATH
-    local k="$1" what="$2" m="$DIR/m$1" pid
+    local k="$1" what="$2" m="$DIR/m$1" pid p dflags=() jflags=()
+    for p in ${ENSEMBLE_SYSPROPS:-}; do dflags+=(-D "$p"); jflags+=("-D$p"); done
     case "$KIND" in
         paddock)
-            RUST_LOG="${RUST_LOG:-info}" nohup "$what" serve --config "$m/zoo.cfg" \
+            RUST_LOG="${RUST_LOG:-info}" nohup "$what" serve --config "$m/zoo.cfg" "${dflags[@]+"${dflags[@]}"}" \
                 >>"$m/server.log" 2>&1 </dev/null &
             ;;
         zookeeper)
             # shellcheck disable=SC2086
             nohup java -Xmx"${ZK_HEAP:-256m}" -Dzookeeper.admin.enableServer=false \
-                -Dzookeeper.log.dir="$m" ${ZK_JVMFLAGS:-} -cp "$what" \
+                -Dzookeeper.log.dir="$m" ${ZK_JVMFLAGS:-} "${jflags[@]+"${jflags[@]}"}" -cp "$what" \
                 org.apache.zookeeper.server.quorum.QuorumPeerMain "$m/zoo.cfg" \
                 >>"$m/server.log" 2>&1 </dev/null &
             ;;

@@ -13,10 +13,12 @@
 #   compat-tests/kafka/run.sh --against-zookeeper    against a 3-member Apache ZooKeeper 3.9 ensemble
 #                                                    (ensemble.sh --zookeeper, scripts/zookeeper.sh's jars):
 #                                                    every check must pass there, which proves the check
-#   compat-tests/kafka/run.sh --secure mtls [--against-zookeeper]
-#         the same scenario secured (README.md, "Secured runs"): quorum TLS, the brokers on the members'
-#         secure client ports with a client certificate (Netty client socket) and zookeeper.set.acl=true;
-#         one more check: the x509 ACLs of Kafka's znodes and NoAuth for an unauthenticated client
+#   compat-tests/kafka/run.sh --secure mtls|kerberos [--against-zookeeper]
+#         the same scenario secured (README.md, "Secured runs"), with zookeeper.set.acl=true. mtls: quorum
+#         TLS, the brokers on the members' secure client ports with a client certificate (Netty client
+#         socket). kerberos: a KDC of compat-tests/kerberos/kdc.sh, the members' JAAS Server section, the
+#         brokers' Client section (Krb5LoginModule, key table). One more check: the ACLs of Kafka's znodes
+#         name the brokers' identity, and an unauthenticated client gets NoAuth
 #
 # Brokers: kafka_2.13 3.9.2 from Maven Central (the newest 3.9.x; 4.0 dropped ZooKeeper mode), each a JVM
 # with a 384 MB heap started by broker.sh, which records its PID in the work dir; the EXIT trap kills every
@@ -37,7 +39,8 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --secure)
             SECURE="${2:-}"
-            [[ "$SECURE" == mtls ]] || { echo "$0: --secure takes mtls, got '$SECURE'" >&2; exit 2; }
+            [[ "$SECURE" == mtls || "$SECURE" == kerberos ]] ||
+                { echo "$0: --secure takes mtls or kerberos, got '$SECURE'" >&2; exit 2; }
             shift
             ;;
         *) ARGS+=("$1") ;;
@@ -70,6 +73,9 @@ kafka_cleanup() {
     if [[ -f "$ENSEMBLE_DIR/ensemble.env" ]]; then
         bash "$ROOT/scripts/ensemble.sh" stop --dir "$ENSEMBLE_DIR" >/dev/null 2>&1 || true
     fi
+    if [[ -f "$COMPAT_WORK/kdc/krb5.conf" ]]; then
+        bash "$ROOT/compat-tests/kerberos/kdc.sh" stop "$COMPAT_WORK/kdc" >/dev/null 2>&1 || true
+    fi
     if ((rc != 0)) && [[ -z "${KEEP_WORK:-}" ]]; then
         echo "kafka: run with KEEP_WORK=1 to keep the broker and server logs" >&2
     fi
@@ -98,6 +104,32 @@ if ! build -o >/dev/null 2>&1; then
 fi
 cp "$HERE/target/classpath.txt" "$KAFKA_WORK/classpath.txt"
 phase build
+
+# --secure kerberos: a realm of its own (compat-tests/kerberos/kdc.sh), before the members start. The members
+# log in as zookeeper/localhost (the JAAS Server section, as the kerberos suite's), the brokers and the checker
+# as kafka/localhost (a Client section); kerberos.removeHostFromPrincipal=true, as Kafka's documentation
+# advises for brokers on several hosts, makes their id sasl:kafka@REALM. The brokers connect to
+# localhost:port, so the ZooKeeper client asks for a ticket to zookeeper/localhost.
+if [[ "$SECURE" == kerberos ]]; then
+    REALM=PADDOCK.TEST
+    KDC="$COMPAT_WORK/kdc"
+    bash "$ROOT/compat-tests/kerberos/kdc.sh" install || compat_fail "cannot install the KDC packages"
+    bash "$ROOT/compat-tests/kerberos/kdc.sh" start "$KDC" "$REALM" "$(free_port)" || compat_fail "the KDC did not start"
+    export KRB5_CONFIG="$KDC/krb5.conf" KRB5CCNAME="FILE:$KDC/ccache"
+    bash "$ROOT/compat-tests/kerberos/kdc.sh" keytab "$KDC" "$KDC/server.keytab" zookeeper/localhost zookeeper/127.0.0.1 &&
+        bash "$ROOT/compat-tests/kerberos/kdc.sh" keytab "$KDC" "$KDC/kafka.keytab" kafka/localhost ||
+        compat_fail "kadmin.local failed"
+    jaas() { # file section keytab principal
+        printf '%s {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n  keyTab="%s"\n  storeKey=true\n  useTicketCache=false\n  principal="%s";\n};\n' \
+            "$2" "$3" "$4" >"$1"
+    }
+    jaas "$KDC/server-jaas.conf" Server "$KDC/server.keytab" "zookeeper/localhost@$REALM"
+    jaas "$KDC/kafka-jaas.conf" Client "$KDC/kafka.keytab" "kafka/localhost@$REALM"
+    export ENSEMBLE_EXTRA_CFG="authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+kerberos.removeHostFromPrincipal=true"
+    export ENSEMBLE_SYSPROPS="java.security.auth.login.config=$KDC/server-jaas.conf java.security.krb5.conf=$KDC/krb5.conf"
+    export BROKER_JVM_FLAGS="-Djava.security.auth.login.config=$KDC/kafka-jaas.conf -Djava.security.krb5.conf=$KDC/krb5.conf -Dzookeeper.sasl.client=true"
+fi
 
 # Three members from ordinary zoo.cfg files (server.1..3, myid; tickTime 2000), started by ensemble.sh, which
 # the checker runs again to restart the member it kills (it starts only the members that are down).
@@ -147,6 +179,11 @@ zookeeper.set.acl=true"
         -Dzookeeper.ssl.protocol=TLSv1.3
         -Dsecure.members="$(source "$ENSEMBLE_DIR/ensemble.env" && tr ' ' , <<<"$SECURE_PORTS")"
         -Didentity="x509:$SUBJECT" -Dzk.plain="$ZK_CONNECT")
+elif [[ "$SECURE" == kerberos ]]; then
+    BROKER_ZK="${ZK_CONNECT//127.0.0.1/localhost}"
+    SECURE_PROPS="zookeeper.set.acl=true"
+    # shellcheck disable=SC2206
+    CHECKER_SECURE=($BROKER_JVM_FLAGS -Didentity="sasl:kafka@$REALM" -Dzk.plain="$ZK_CONNECT")
 fi
 
 declare -A LISTENER

@@ -54,13 +54,14 @@ final class Znodes implements AutoCloseable {
     }
 
     /**
-     * A session in plaintext whatever the JVM's zookeeper.client.secure says: the unauthenticated
-     * client of the secured runs (it connects to the members' plaintext client ports).
+     * A session in plaintext and without SASL whatever the JVM's zookeeper.client.secure and JAAS
+     * file say: the unauthenticated client of the secured runs (on the members' plaintext ports).
      */
     static Znodes connectPlaintext(String hosts) throws Exception {
         ZKClientConfig config = new ZKClientConfig();
         config.setProperty(ZKClientConfig.SECURE_CLIENT, "false");
         config.setProperty(ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET, "org.apache.zookeeper.ClientCnxnSocketNIO");
+        config.setProperty(ZKClientConfig.ENABLE_CLIENT_SASL_KEY, "false");
         return connect(hosts, config);
     }
 
