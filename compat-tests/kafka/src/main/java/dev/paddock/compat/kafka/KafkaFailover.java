@@ -244,19 +244,24 @@ public final class KafkaFailover {
     private String layout() throws Exception {
         List<String> root = zn.children("/");
         expect(List.of(chroot.substring(1), "zookeeper").equals(root), "root children " + root);
-        List<String> missing = new ArrayList<>();
-        for (String p : List.of("/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/changes",
-                "/config/topics", "/config/clients", "/config/users", "/config/brokers", "/config/ips",
-                "/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
-                "/log_dir_event_notification", "/feature", "/cluster/id")) {
-            Znodes.Node node = zn.get(z(p));
-            if (node == null) {
-                missing.add(p);
-            } else {
-                expect(node.stat().getEphemeralOwner() == 0, p + " is ephemeral");
+        // /feature is the elected controller's to create, shortly after the registrations (seen 2.3 s after
+        // them on a loaded machine): wait for the whole set a while.
+        List<String> paths = List.of("/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid",
+                "/config/changes", "/config/topics", "/config/clients", "/config/users", "/config/brokers",
+                "/config/ips", "/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
+                "/log_dir_event_notification", "/feature", "/cluster/id");
+        poll("Kafka's persistent paths under " + chroot, Duration.ofSeconds(30), () -> {
+            List<String> missing = new ArrayList<>();
+            for (String p : paths) {
+                if (zn.get(z(p)) == null) {
+                    missing.add(p);
+                }
             }
+            return "missing " + missing;
+        }, "missing []"::equals, false);
+        for (String p : paths) {
+            expect(zn.get(z(p)).stat().getEphemeralOwner() == 0, p + " is ephemeral");
         }
-        expect(missing.isEmpty(), "missing under " + chroot + ": " + missing);
         String id = zn.get(z("/cluster/id")).json().path("id").asText("");
         expect(!id.isEmpty(), "/cluster/id has no id");
         String seen = admin().describeCluster().clusterId().get(30, TimeUnit.SECONDS);
