@@ -249,6 +249,11 @@ phase "brokers and checks"
 # NODEEXISTS is the point of its check).
 SESSION_TROUBLE='KeeperException|SessionExpired|[Ss]ession expired|[Ee]xpired session|ZooKeeperClient(Expired|Timeout|AuthFailed)Exception|AuthFailed'
 CONNECTION_TROUBLE='ConnectionLoss|Unable to read additional data|EndOfStreamException|Client session timed out|Disconnected|Attempting reconnect except it is a SessionExpiredException'
+# Lines about session 0x0 are a connect attempt that gave up before any session existed (the client then
+# tries the next member): at a broker's start under heavy load a cold JVM's first TLS handshake has been
+# seen to outlast the connect timeout (session timeout / members, 3.3 s). They say nothing about a session
+# riding out the kill, and a broker that never connects fails the registration check.
+NO_SESSION_YET='session id 0x0([^0-9a-f]|$)|sessionid 0x0([^0-9a-f]|$)|Session 0x0 for server'
 on_killed=" $(cat "$KAFKA_WORK/member-kill.txt" 2>/dev/null || true) "
 for log in "$KAFKA_WORK"/broker-*.log; do
     id=${log##*/broker-}
@@ -259,7 +264,7 @@ for log in "$KAFKA_WORK"/broker-*.log; do
     if trouble=$(grep -E "$SESSION_TROUBLE" "$log" | grep -v -e ConnectionLoss -e 'Attempting reconnect except it is a SessionExpiredException'); then
         echo "FAIL broker logs free of ZooKeeper errors: broker-$id.log has $(wc -l <<<"$trouble") session error lines, first ones:"
         head -n 10 <<<"$trouble" | cut -c1-400
-    elif [[ "$on_killed" != *" $id "* ]] && trouble=$(grep -E "$CONNECTION_TROUBLE" "$log"); then
+    elif [[ "$on_killed" != *" $id "* ]] && trouble=$(grep -E "$CONNECTION_TROUBLE" "$log" | grep -v -E "$NO_SESSION_YET"); then
         echo "FAIL broker logs free of ZooKeeper errors: broker-$id.log (not disconnected by the member's kill) has $(wc -l <<<"$trouble") connection-loss lines, first ones:"
         head -n 10 <<<"$trouble" | cut -c1-400
     fi
