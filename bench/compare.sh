@@ -1094,6 +1094,14 @@ for w in workloads:
                  fmt(ratio("paddock-tls", "paddock"), ".2f"), fmt(ratio("paddock-tls", "zookeeper-tls"), ".2f")))
     rows.append((f"{w} p99 ms", *(fmt(None if p99[s] is None else p99[s] / 1000, ".2f") for s in sides), "", ""))
     rows.append((f"{w} server busy", *(fmt(None if busy[s] is None else 100 * busy[s], ".0f") + "%" for s in sides), "", ""))
+    # The server's CPU per operation: a connect's TLS handshake is its main cost, and a connect rate can be
+    # bound by round trips rather than by either side's CPU.
+    cpu = {s: med([v["server_cpu_secs"] * 1e6 / (r["ops_per_sec"] * r["elapsed_secs"])
+                   for r, v in per[s] if r["ops_per_sec"] > 0 and r.get("elapsed_secs")]) for s in sides}
+    def cratio(a, b):
+        return None if not cpu[a] or not cpu[b] else cpu[a] / cpu[b]
+    rows.append((f"{w} server CPU/op us", *(fmt(cpu[s], ".0f") for s in sides),
+                 fmt(cratio("paddock-tls", "paddock"), ".2f"), fmt(cratio("paddock-tls", "zookeeper-tls"), ".2f")))
     errors = sum(r.get("errors", 0) for s in sides for r, _ in per[s])
     if errors:
         rows.append((f"{w} FAILED ops", str(errors), "", "", "", ""))
