@@ -26,6 +26,15 @@
 #                                    paddock against itself in one run: sides paddock-tls (quorum TLS) and
 #                                    paddock (plaintext), alternating as usual; TLS's cost is judged on set
 #                                    and lock throughput (ratio paddock-tls/paddock >= 0.9)
+#   bench/compare.sh --tls           client TLS, standalone servers: paddock and ZooKeeper each with a
+#                                    plaintext clientPort and a secureClientPort (Netty factory, the same
+#                                    zoo.cfg lines and the same certificates from compat-tests/security/
+#                                    certs.sh; the load generator presents a client certificate). Sides
+#                                    paddock-tls (paddock's secure port), paddock (its plaintext port) and
+#                                    zookeeper-tls (ZooKeeper's secure port), alternating; workloads set,
+#                                    get, lock and connect (sessions opened and closed per second, each a TLS
+#                                    handshake on the -tls sides). Ratios paddock-tls/paddock (TLS's cost)
+#                                    and paddock-tls/zookeeper-tls; no fill, restart or stall
 #
 # Options: --server-cpu LIST (default 0), --client-cpus LIST (default: every other CPU this process may
 #   use), --rounds R (3), --duration S (per workload and round, 5), --clients C (8), --inflight I
@@ -74,7 +83,7 @@ export ZK_HEAP="${ZK_HEAP:-1g}"
 
 ROUNDS=3 DURATION=5 CLIENTS=8 INFLIGHT=32 CONTENDERS=8 ZNODES=100000 VALUE_SIZE=100 KEYS=1000 WARMUP=3
 FULL=0 ZK_VS_ZK=0 BUILD=1 OUT="" ENSEMBLE=0 PINNED=1 SERVER_CPU=0 CLIENT_CPUS="" SMOKE=0 SWEEP=0 QUICK=0
-QUORUM_TLS=0 TLS_VS_PLAIN=0
+QUORUM_TLS=0 TLS_VS_PLAIN=0 CLIENT_TLS=0
 SNAP_COUNT="" STALL_SECS=30 BIN_DIR="" CURVES_OUT="" REPLOT=""
 SWEEP_SESSIONS="1,4,16,64,256" SWEEP_FILL="" SWEEP_DURATION=""
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}" >&2; exit 2; }
@@ -85,6 +94,7 @@ while [[ $# -gt 0 ]]; do
         --zk-vs-zk) ZK_VS_ZK=1 ;;
         --quorum-tls) QUORUM_TLS=1 ;;
         --tls-vs-plain) TLS_VS_PLAIN=1 ;;
+        --tls) CLIENT_TLS=1 ;;
         --no-build) BUILD=0 ;;
         --unpinned) PINNED=0 ;;
         --smoke) SMOKE=1 ;;
@@ -244,6 +254,11 @@ if ((QUORUM_TLS + TLS_VS_PLAIN > 0)); then
     [[ $ZK_VS_ZK -eq 0 ]] || die "--zk-vs-zk does not go with --quorum-tls or --tls-vs-plain"
     command -v openssl >/dev/null || die "quorum TLS needs openssl for the certificates (apt-get install openssl)"
 fi
+if ((CLIENT_TLS == 1)); then
+    ((ENSEMBLE == 0 && QUORUM_TLS + TLS_VS_PLAIN + ZK_VS_ZK + SWEEP == 0)) ||
+        die "--tls measures client TLS on standalone servers: not with --ensemble, --quorum-tls, --tls-vs-plain, --zk-vs-zk or --sweep"
+    command -v openssl >/dev/null || die "--tls needs openssl for the certificates (apt-get install openssl)"
+fi
 if [[ $SMOKE -eq 1 ]]; then
     ROUNDS=1 DURATION=1 CLIENTS=4 INFLIGHT=2 CONTENDERS=4 ZNODES=1000 KEYS=100 WARMUP=1 STALL_SECS=2
     SNAP_COUNT="${SNAP_COUNT:-500}"
@@ -324,6 +339,9 @@ if [[ $ZK_VS_ZK -eq 0 && ! -x "$PADDOCK" ]]; then
     [[ $QUORUM_TLS -eq 1 ]] && SIDES=(zookeeper-tls)
 elif [[ $ZK_VS_ZK -eq 1 ]]; then
     SIDES=(zookeeper zookeeper-b) # the candidate is zookeeper-b, the table's A (below)
+elif [[ $CLIENT_TLS -eq 1 ]]; then
+    # Two servers, three sides: paddock-tls and paddock are one paddock's secure and plaintext ports.
+    SIDES=(paddock-tls paddock zookeeper-tls)
 elif [[ $QUORUM_TLS -eq 1 ]]; then
     SIDES=(paddock-tls zookeeper-tls)
 elif [[ $TLS_VS_PLAIN -eq 1 ]]; then
@@ -402,7 +420,8 @@ start_server() {
             [[ -n "$SNAP_COUNT" ]] && snap=(-D "snapCount=$SNAP_COUNT")
             # shellcheck disable=SC2086
             "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" "$PADDOCK" serve --port "$port" --data-dir "$dir/data" \
-                $PADDOCK_EXTRA_ARGS "${snap[@]+"${snap[@]}"}" >>"$dir/paddock.log" 2>&1 </dev/null &
+                $PADDOCK_EXTRA_ARGS "${snap[@]+"${snap[@]}"}" "${SECURE_D[@]+"${SECURE_D[@]}"}" \
+                >>"$dir/paddock.log" 2>&1 </dev/null &
             pid=$!
             disown "$pid" # the SIGKILL for the restart test is on purpose; bash need not report it
             ;;
@@ -413,7 +432,7 @@ start_server() {
             # A SIGKILLed server leaves its pid file behind; reading that stale pid would lose
             # track of the new server (and leak it past the trap).
             rm -f "$dir/zk.pid"
-            ZK_JVMFLAGS="${ZK_JVMFLAGS:-}${SNAP_COUNT:+ -Dzookeeper.snapCount=$SNAP_COUNT}" \
+            ZK_EXTRA_CFG="$SECURE_CFG" ZK_JVMFLAGS="${ZK_JVMFLAGS:-}${SNAP_COUNT:+ -Dzookeeper.snapCount=$SNAP_COUNT}" \
                 "${SERVER_PIN[@]+"${SERVER_PIN[@]}"}" bash scripts/zookeeper.sh start "$port" "$dir" \
                 >"$dir/start.out" 2>>"$dir/start.err" &
             local starter=$!
@@ -516,16 +535,20 @@ print(("BAD " + "; ".join(bad[:3])) if bad or not lines else f"ok {len(lines)}")
 }
 
 FAILED=0
+# --tls: the secure client port's zoo.cfg lines (SECURE_CFG, ZooKeeper's file) and the same entries as
+# paddock's -D flags (SECURE_D), set per server by start_tls_server; the load generator's TLS files.
+SECURE_CFG="" SECURE_D=() CLIENT_TLS_ARGS=()
 COMMON=(--value-size "$VALUE_SIZE" --keys "$KEYS")
 declare -A PORT PIDOF DIROF HOSTS
 SPREAD=()
 [[ $ENSEMBLE -ne 0 ]] && SPREAD=(--spread)
 
 bench_on() { # side, then paddock-bench arguments (--clients among them)
-    local side="$1"
+    local side="$1" tls=()
     shift
+    [[ $CLIENT_TLS -eq 1 && "$side" == *-tls ]] && tls=("${CLIENT_TLS_ARGS[@]}")
     "${CLIENT_PIN[@]+"${CLIENT_PIN[@]}"}" "$BENCH" --hosts "${HOSTS[$side]}" --label "$side" \
-        "${SPREAD[@]+"${SPREAD[@]}"}" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
+        "${SPREAD[@]+"${SPREAD[@]}"}" "${tls[@]+"${tls[@]}"}" "${COMMON[@]}" "$@" 2>>"$OUT/bench.log"
 }
 
 # start_side <side> [datadir]: a fresh server (or ensemble), probed until it serves, then warmed up.
@@ -596,6 +619,7 @@ workload_args() { # workload clients inflight contenders: the paddock-bench argu
     case "$1" in
         lone) echo "--workload set --clients 1 --inflight 1" ;;
         lock) echo "--workload lock --clients $2 --inflight 1 --contenders $4" ;;
+        connect) echo "--workload connect --clients $2 --inflight 1" ;;
         *) echo "--workload $1 --clients $2 --inflight $3" ;;
     esac
 }
@@ -979,6 +1003,116 @@ EOF
     column -s, -t <"$OUT/fill.csv" >&2 || true
     if [[ $FAILED -ne 0 || $PIN_FAILED -ne 0 ]]; then
         log "some sweep runs FAILED (or pinning did not hold); see $OUT/bench.log and $OUT/pinning.txt"
+        exit 1
+    fi
+    log "done: $OUT"
+    exit 0
+fi
+
+# --- --tls: client TLS ------------------------------------------------------------------------------
+if [[ $CLIENT_TLS -eq 1 ]]; then
+    CERTS="$WORK/certs"
+    bash compat-tests/security/certs.sh "$CERTS" >/dev/null || die "compat-tests/security/certs.sh could not make the certificates"
+    CLIENT_TLS_ARGS=(--tls-ca "$CERTS/trust-ca1.pem" --tls-cert "$CERTS/client.crt" --tls-key "$CERTS/client.key")
+    # start_tls_server <kind>: paddock or zookeeper with clientPort and secureClientPort; sets the ports,
+    # hosts and pid of both of its sides.
+    start_tls_server() {
+        local kind="$1" plain secure line
+        plain="$(free_port)" secure="$(free_port)"
+        SECURE_CFG="secureClientPort=$secure
+secureClientPortAddress=127.0.0.1
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=$CERTS/server.pem
+ssl.keyStore.type=PEM
+ssl.trustStore.location=$CERTS/trust-ca1.pem
+ssl.trustStore.type=PEM"
+        SECURE_D=()
+        while IFS= read -r line; do SECURE_D+=(-D "$line"); done <<<"$SECURE_CFG"
+        DIROF[$kind]="$WORK/$kind"
+        log "[$kind] starting on 127.0.0.1:$plain (plaintext) and 127.0.0.1:$secure (TLS)"
+        start_server "$kind" "$plain" "${DIROF[$kind]}"
+        PIDOF[$kind]="$PID" PIDOF[$kind-tls]="$PID"
+        PORT[$kind]="$plain" PORT[$kind-tls]="$secure"
+        HOSTS[$kind]="127.0.0.1:$plain" HOSTS[$kind-tls]="127.0.0.1:$secure"
+        probe "$plain" / 90 "$OUT/$kind-ready.json" || die "$kind did not serve within 90 s (see ${DIROF[$kind]})"
+        SECURE_CFG="" SECURE_D=()
+    }
+    start_tls_server paddock
+    start_tls_server zookeeper
+    for side in "${SIDES[@]}"; do
+        bench_on "$side" --workload mixed --clients "$CLIENTS" --inflight "$INFLIGHT" --duration-secs "$WARMUP" \
+            >/dev/null || die "[$side] the warm-up failed (see $OUT/bench.log)"
+        verify_pinned "$side" "after the warm-up"
+    done
+    TLS_WORKLOADS=(set get lock connect)
+    for round in $(seq 1 "$ROUNDS"); do
+        order=("${SIDES[@]}")
+        if ((round % 2 == 0)); then order=("${SIDES[2]}" "${SIDES[1]}" "${SIDES[0]}"); fi
+        for w in "${TLS_WORKLOADS[@]}"; do
+            for side in "${order[@]}"; do
+                log "[$side] round $round: $w for ${DURATION}s"
+                # shellcheck disable=SC2046
+                if ! run_measured "$side" "$OUT/$side-$w-r$round.json" "$OUT/srv-$side-$w-r$round.json" \
+                    $(workload_args "$w" "$CLIENTS" "$INFLIGHT" "$CONTENDERS") --duration-secs "$DURATION"; then
+                    log "[$side] $w FAILED (see $OUT/bench.log)"
+                    FAILED=1
+                fi
+            done
+        done
+    done
+    for side in "${SIDES[@]}"; do verify_pinned "$side" "after the rounds"; done
+    stop_all
+    write_params client-tls
+    python3 - "$OUT" "$ROUNDS" "${TLS_WORKLOADS[@]}" >"$OUT/table.txt" <<'EOF'
+import json, statistics, sys
+out, rounds, workloads = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+sides = ["paddock-tls", "paddock", "zookeeper-tls"]
+def runs(side, w):
+    got = []
+    for r in range(1, rounds + 1):
+        try:
+            rep = json.loads(open(f"{out}/{side}-{w}-r{r}.json").readline())
+            srv = json.loads(open(f"{out}/srv-{side}-{w}-r{r}.json").readline())
+        except (OSError, ValueError):
+            continue
+        got.append((rep, srv))
+    return got
+def med(xs):
+    return statistics.median(xs) if xs else None
+def fmt(x, spec):
+    return "-" if x is None else format(x, spec)
+unit = {"set": "ops/s", "get": "ops/s", "lock": "hand-offs/s", "connect": "connects/s"}
+rows = [("measure", *sides, "tls/plain", "tls/zk-tls")]
+for w in workloads:
+    per = {s: runs(s, w) for s in sides}
+    ops = {s: med([r["ops_per_sec"] for r, _ in per[s]]) for s in sides}
+    p99 = {s: med([r["latency_us"]["p99"] for r, _ in per[s]]) for s in sides}
+    busy = {s: med([v["server_cpu_secs"] / v["wall_secs"] for _, v in per[s] if v["wall_secs"] > 0]) for s in sides}
+    def ratio(a, b):
+        return None if not ops[a] or not ops[b] else ops[a] / ops[b]
+    rows.append((f"{w} {unit[w]}", *(fmt(ops[s], ".0f") for s in sides),
+                 fmt(ratio("paddock-tls", "paddock"), ".2f"), fmt(ratio("paddock-tls", "zookeeper-tls"), ".2f")))
+    rows.append((f"{w} p99 ms", *(fmt(None if p99[s] is None else p99[s] / 1000, ".2f") for s in sides), "", ""))
+    rows.append((f"{w} server busy", *(fmt(None if busy[s] is None else 100 * busy[s], ".0f") + "%" for s in sides), "", ""))
+    # The server's CPU per operation: a connect's TLS handshake is its main cost, and a connect rate can be
+    # bound by round trips rather than by either side's CPU.
+    cpu = {s: med([v["server_cpu_secs"] * 1e6 / (r["ops_per_sec"] * r["elapsed_secs"])
+                   for r, v in per[s] if r["ops_per_sec"] > 0 and r.get("elapsed_secs")]) for s in sides}
+    def cratio(a, b):
+        return None if not cpu[a] or not cpu[b] else cpu[a] / cpu[b]
+    rows.append((f"{w} server CPU/op us", *(fmt(cpu[s], ".0f") for s in sides),
+                 fmt(cratio("paddock-tls", "paddock"), ".2f"), fmt(cratio("paddock-tls", "zookeeper-tls"), ".2f")))
+    errors = sum(r.get("errors", 0) for s in sides for r, _ in per[s])
+    if errors:
+        rows.append((f"{w} FAILED ops", str(errors), "", "", "", ""))
+width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+for r in rows:
+    print("  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip())
+print(f"medians of {rounds} round(s); paddock-tls and paddock are one server's secure and plaintext ports")
+EOF
+    cat "$OUT/table.txt" >&2
+    if [[ $FAILED -ne 0 || ${PIN_FAILED:-0} -ne 0 ]]; then
+        log "some runs FAILED (or pinning did not hold); see $OUT/bench.log and $OUT/pinning.txt"
         exit 1
     fi
     log "done: $OUT"

@@ -22,7 +22,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 RESULTS="$HERE/results.txt"
 
 # Order: quick, broad checks first, so a broken server shows up in seconds; the long suites last.
-SUITES=(kazoo reconfig-answers session-moved java c-client node rust-client locks b2b gozk docker metrics security kerberos migration kazoo-suite curator-recipes kafka faults)
+SUITES=(kazoo reconfig-answers session-moved java c-client node rust-client locks b2b gozk docker metrics security kerberos migration kazoo-suite curator-recipes kafka kafka-mtls faults)
+# A suite run with options of its own: name -> "directory options" (its row carries the name).
+declare -A VARIANTS=([kafka-mtls]="kafka --secure mtls")
 ONLY=""
 SKIP=""
 while [[ $# -gt 0 ]]; do
@@ -55,7 +57,8 @@ echo "run.sh: paddock binary $PADDOCK_BIN; suite logs in $LOGS"
 for suite in "${SUITES[@]}"; do
     [[ -z "$ONLY" || "$ONLY" == *",$suite,"* ]] || continue
     [[ "$SKIP" != *",$suite,"* ]] || continue
-    script="$HERE/$suite/run.sh"
+    read -r dir variant_args <<<"${VARIANTS[$suite]:-$suite}"
+    script="$HERE/$dir/run.sh"
     if [[ ! -f "$script" ]]; then
         echo "run.sh: no $script" >&2
         rows+=("$suite | 0 | 1 | 0")
@@ -64,7 +67,8 @@ for suite in "${SUITES[@]}"; do
     fi
     printf '\n==> %s (%s)\n' "$suite" "${script#"$ROOT"/}"
     start=$SECONDS
-    bash "$script" 2>&1 | tee "$LOGS/$suite.log"
+    # shellcheck disable=SC2086
+    bash "$script" ${variant_args:-} 2>&1 | tee "$LOGS/$suite.log"
     rc=${PIPESTATUS[0]}
     # The row is the last line naming the suite with three numbers; the skip reasons precede it.
     row="$(grep -E "^$suite \\| [0-9]+ \\| [0-9]+ \\| [0-9]+\$" "$LOGS/$suite.log" | tail -n 1)"

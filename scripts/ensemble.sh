@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local ensemble on loopback: N members, each with an ordinary ZooKeeper zoo.cfg and myid.
 #
-#   scripts/ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper] [--tls]
+#   scripts/ensemble.sh start N [--dir DIR] [--base-port P] [--zookeeper] [--tls] [--client-tls]
 #         N is 3 or 5. Writes DIR/mK/zoo.cfg and DIR/mK/data/myid for each member K, builds the
 #         release binary if needed (as scripts/serve.sh does), starts `paddock serve --config` per
 #         member (log DIR/mK/server.log, pid DIR/mK/server.pid), waits until every member answers
@@ -15,7 +15,8 @@
 #   scripts/ensemble.sh status [--dir DIR]
 #         One line per member: server.K, client address, pid, and its mode (leader, follower,
 #         "not serving", or "down"). Exit code 0 when every member serves and one leads, else 1.
-#   scripts/ensemble.sh connect [--dir DIR]    print the connect string
+#   scripts/ensemble.sh connect [--dir DIR] [--secure]    print the connect string (--secure: of the
+#         secure client ports of an ensemble started with --client-tls)
 #
 # DIR defaults to ./ensemble under the repository. Ports: with --base-port P, member K gets
 # clientPort P+K-1, peerPort P+100+K-1, electionPort P+200+K-1; without it, free loopback ports.
@@ -28,9 +29,20 @@
 # ssl.quorum.trustStore.location=DIR/tls/ca.crt, both .type=PEM (ZooKeeper 3.9 reads the same files).
 # DIR/ensemble.env remembers it: a later start in DIR (a killed member's restart) keeps TLS with or
 # without --tls; --tls on a DIR set up in plaintext is refused. Clients still connect in plaintext.
+# --client-tls adds a secure client port per member beside the plaintext one (which keeps serving the
+# four-letter words and plaintext clients): secureClientPort (free port, or P+300+K-1 with --base-port),
+# secureClientPortAddress=127.0.0.1, serverCnxnFactory=...NettyServerCnxnFactory (ZooKeeper's only TLS
+# factory), ssl.keyStore.location=DIR/tls/server.pem and ssl.trustStore.location=DIR/tls/ca.crt, both PEM,
+# clientAuth need (the default). The same CA then issues DIR/tls/server.pem (SAN IP:127.0.0.1 and
+# DNS:localhost, EKU serverAuth: ZooKeeper's Java client may check either name) and DIR/tls/client.pem
+# (subject CN=client,O=paddock ensemble.sh, EKU clientAuth), each also as .p12 (password in
+# DIR/tls/password); ca.key stays in DIR/tls, so a caller can issue more client certificates.
 # Environment: PADDOCK_BIN (use this binary, no build), CARGO_TARGET_DIR (default
 # ~/.cache/paddock-target), ENSEMBLE_START_TIMEOUT seconds (default 60), RUST_LOG (default info),
-# ZK_HEAP (default 256m).
+# ZK_HEAP (default 256m), ENSEMBLE_EXTRA_CFG (lines appended to every member's zoo.cfg when it is first
+# written), ENSEMBLE_SYSPROPS (KEY=VALUE words, each given to every member at every start: `-D KEY=VALUE`
+# to paddock, `-DKEY=VALUE` to ZooKeeper's JVM; e.g. java.security.auth.login.config for SASL; no spaces
+# inside a word).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -90,9 +102,9 @@ for s in socks:
 EOF
 }
 
-load_state() { # reads DIR/ensemble.env: N, KIND, CLIENT_PORTS, TLS (0 in an env written before --tls)
+load_state() { # reads DIR/ensemble.env: N, KIND, CLIENT_PORTS, TLS, CLIENT_TLS, SECURE_PORTS
     [[ -f "$DIR/ensemble.env" ]] || return 1
-    TLS=0
+    TLS=0 CLIENT_TLS=0 SECURE_PORTS=""
     # shellcheck disable=SC1091
     source "$DIR/ensemble.env"
 }
@@ -122,6 +134,24 @@ make_tls() {
             cat "m$k.crt" ca.crt "m$k.key" >"m$k.pem"
             rm -f "m$k.csr" "m$k.ext"
         done
+        # The client port's certificate and a client's (used by --client-tls).
+        leaf() { # NAME SUBJECT EXT...
+            local name=$1 subj=$2
+            shift 2
+            openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+                -subj "$subj" -keyout "$name.key" -out "$name.csr" 2>/dev/null
+            printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyAgreement" "$@" >"$name.ext"
+            openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 825 -sha256 \
+                -extfile "$name.ext" -out "$name.crt" 2>/dev/null
+            cat "$name.crt" ca.crt "$name.key" >"$name.pem"
+            openssl pkcs12 -export -in "$name.crt" -inkey "$name.key" -certfile ca.crt -name "$name" \
+                -passout "pass:$(<password)" -out "$name.p12"
+            rm -f "$name.csr" "$name.ext"
+        }
+        echo storepass1 >password
+        leaf server "/CN=paddock ensemble.sh client port" "extendedKeyUsage=serverAuth" \
+            "subjectAltName=IP:127.0.0.1,DNS:localhost"
+        leaf client "/O=paddock ensemble.sh/CN=client" "extendedKeyUsage=clientAuth"
         rm -f ca.srl
     ) || die "openssl could not make the certificates in $t"
     touch "$t/.complete"
@@ -133,22 +163,29 @@ tls_keys() { # K: member K's quorum TLS lines for its zoo.cfg
         "ssl.quorum.trustStore.location=$DIR/tls/ca.crt" "ssl.quorum.trustStore.type=PEM"
 }
 
-write_configs() { # N BASE_PORT KIND TLS
-    local n="$1" base="$2" kind="$3" tls="$4" k ports=() lines="" cp pp ep
+write_configs() { # N BASE_PORT KIND TLS CLIENT_TLS
+    local n="$1" base="$2" kind="$3" tls="$4" ctls="$5" k ports=() lines="" cp pp ep sp secure=()
     if [[ -n "$base" ]]; then
-        for ((k = 0; k < n; k++)); do ports+=($((base + k)) $((base + 100 + k)) $((base + 200 + k))); done
-        for p in "${ports[@]}"; do
+        for ((k = 0; k < n; k++)); do
+            ports+=($((base + k)) $((base + 100 + k)) $((base + 200 + k)) $((base + 300 + k)))
+        done
+        for ((k = 0; k < 4 * n; k++)); do
+            ((k % 4 == 3 && ctls == 0)) && continue
+            p="${ports[$k]}"
             ((p > 0 && p < 65536)) || die "port $p (from --base-port $base) is out of range"
             port_free "$p" || die "port $p (from --base-port $base) is in use"
         done
     else
-        mapfile -t ports < <(free_ports $((3 * n)))
+        mapfile -t ports < <(free_ports $((4 * n)))
     fi
-    CLIENT_PORTS=""
+    CLIENT_PORTS="" SECURE_PORTS=""
     for ((k = 1; k <= n; k++)); do
-        cp="${ports[$((3 * (k - 1)))]}" pp="${ports[$((3 * (k - 1) + 1))]}" ep="${ports[$((3 * (k - 1) + 2))]}"
+        cp="${ports[$((4 * (k - 1)))]}" pp="${ports[$((4 * (k - 1) + 1))]}" ep="${ports[$((4 * (k - 1) + 2))]}"
+        sp="${ports[$((4 * (k - 1) + 3))]}"
         lines+="server.$k=127.0.0.1:$pp:$ep"$'\n'
         CLIENT_PORTS+="${CLIENT_PORTS:+ }$cp"
+        secure+=("$sp")
+        if ((ctls == 1)); then SECURE_PORTS+="${SECURE_PORTS:+ }$sp"; fi
     done
     mkdir -p "$DIR"
     k=1
@@ -166,15 +203,27 @@ clientPortAddress=127.0.0.1
 $lines
 EOF
         if ((tls == 1)); then tls_keys "$k" >>"$DIR/m$k/zoo.cfg"; fi
+        if [[ -n "${ENSEMBLE_EXTRA_CFG:-}" ]]; then printf '%s\n' "$ENSEMBLE_EXTRA_CFG" >>"$DIR/m$k/zoo.cfg"; fi
+        if ((ctls == 1)); then
+            printf '%s\n' "secureClientPort=${secure[$((k - 1))]}" "secureClientPortAddress=127.0.0.1" \
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory" \
+                "ssl.keyStore.location=$DIR/tls/server.pem" "ssl.keyStore.type=PEM" \
+                "ssl.trustStore.location=$DIR/tls/ca.crt" "ssl.trustStore.type=PEM" >>"$DIR/m$k/zoo.cfg"
+        fi
         echo "$k" >"$DIR/m$k/data/myid"
         k=$((k + 1))
     done
-    printf 'N=%s\nKIND=%s\nCLIENT_PORTS="%s"\nTLS=%s\n' "$n" "$kind" "$CLIENT_PORTS" "$tls" >"$DIR/ensemble.env"
+    printf 'N=%s\nKIND=%s\nCLIENT_PORTS="%s"\nTLS=%s\nCLIENT_TLS=%s\nSECURE_PORTS="%s"\n' \
+        "$n" "$kind" "$CLIENT_PORTS" "$tls" "$ctls" "$SECURE_PORTS" >"$DIR/ensemble.env"
 }
 
-connect_string() {
-    local out="" p
-    for p in $CLIENT_PORTS; do out+="${out:+,}127.0.0.1:$p"; done
+connect_string() { # [--secure]
+    local out="" p ports="$CLIENT_PORTS"
+    if [[ "${1:-}" == --secure ]]; then
+        ((CLIENT_TLS == 1)) || die "$DIR was started without --client-tls: no secure client ports"
+        ports="$SECURE_PORTS"
+    fi
+    for p in $ports; do out+="${out:+,}127.0.0.1:$p"; done
     echo "$out"
 }
 
@@ -190,16 +239,17 @@ paddock_bin() {
 }
 
 start_member() { # K BIN_OR_CLASSPATH
-    local k="$1" what="$2" m="$DIR/m$1" pid
+    local k="$1" what="$2" m="$DIR/m$1" pid p dflags=() jflags=()
+    for p in ${ENSEMBLE_SYSPROPS:-}; do dflags+=(-D "$p"); jflags+=("-D$p"); done
     case "$KIND" in
         paddock)
-            RUST_LOG="${RUST_LOG:-info}" nohup "$what" serve --config "$m/zoo.cfg" \
+            RUST_LOG="${RUST_LOG:-info}" nohup "$what" serve --config "$m/zoo.cfg" "${dflags[@]+"${dflags[@]}"}" \
                 >>"$m/server.log" 2>&1 </dev/null &
             ;;
         zookeeper)
             # shellcheck disable=SC2086
             nohup java -Xmx"${ZK_HEAP:-256m}" -Dzookeeper.admin.enableServer=false \
-                -Dzookeeper.log.dir="$m" ${ZK_JVMFLAGS:-} -cp "$what" \
+                -Dzookeeper.log.dir="$m" ${ZK_JVMFLAGS:-} "${jflags[@]+"${jflags[@]}"}" -cp "$what" \
                 org.apache.zookeeper.server.quorum.QuorumPeerMain "$m/zoo.cfg" \
                 >>"$m/server.log" 2>&1 </dev/null &
             ;;
@@ -211,13 +261,14 @@ start_member() { # K BIN_OR_CLASSPATH
 }
 
 cmd_start() {
-    local n="" base="" kind=paddock tls=0 k pid what started=() deadline modes leaders ok p
+    local n="" base="" kind=paddock tls=0 ctls=0 k pid what started=() deadline modes leaders ok p
     while [[ $# -gt 0 ]]; do
         case "$1" in
             --dir) DIR="${2:?--dir needs a directory}"; shift ;;
             --base-port) base="${2:?--base-port needs a number}"; shift ;;
             --zookeeper) kind=zookeeper ;;
             --tls) tls=1 ;;
+            --client-tls) ctls=1 ;;
             -h | --help) usage 0 ;;
             -*) die "unknown option $1" ;;
             *) [[ -z "$n" ]] || die "one member count, got '$n' and '$1'"; n="$1" ;;
@@ -236,14 +287,15 @@ cmd_start() {
             die "$DIR was set up with client ports $CLIENT_PORTS, not from --base-port $base; stop it with --wipe first"
         fi
         ((tls == 0 || TLS == 1)) || die "$DIR holds a plaintext ensemble; stop it with --wipe to start it with --tls"
+        ((ctls == 0 || CLIENT_TLS == 1)) || die "$DIR holds an ensemble without secure client ports; stop it with --wipe to start it with --client-tls"
     else
         [[ -z "$(ls -A "$DIR" 2>/dev/null)" ]] || die "$DIR is not empty and holds no ensemble.env; use an empty --dir"
-        write_configs "$n" "$base" "$kind" "$tls"
+        write_configs "$n" "$base" "$kind" "$tls" "$ctls"
         load_state
     fi
     # The stores are made once, before any member starts. (A DIR whose tls/ was removed gets a new CA:
     # members still running keep the old one, so stop the whole ensemble first.)
-    if ((TLS == 1)); then make_tls "$N"; fi
+    if ((TLS == 1 || CLIENT_TLS == 1)); then make_tls "$N"; fi
     if [[ "$KIND" == paddock ]]; then
         what="$(paddock_bin)"
     else
@@ -285,7 +337,7 @@ cmd_start() {
         fi
         sleep 0.2
     done
-    log "ensemble of $N ($KIND$( ((TLS == 1)) && echo ", quorum TLS")) serving in $DIR; modes: ${modes[*]}"
+    log "ensemble of $N ($KIND$( ((TLS == 1)) && echo ", quorum TLS")$( ((CLIENT_TLS == 1)) && echo ", secure client ports $SECURE_PORTS")) serving in $DIR; modes: ${modes[*]}"
     connect_string
 }
 
@@ -370,9 +422,17 @@ case "$cmd" in
     stop) cmd_stop "$@" ;;
     status) cmd_status "$@" ;;
     connect)
-        [[ "${1:-}" == --dir ]] && DIR="${2:?--dir needs a directory}"
+        secure=""
+        while [[ $# -gt 0 ]]; do
+            case "$1" in
+                --dir) DIR="${2:?--dir needs a directory}"; shift ;;
+                --secure) secure=--secure ;;
+                *) die "unknown argument $1" ;;
+            esac
+            shift
+        done
         load_state || die "no ensemble in $DIR (no ensemble.env)"
-        connect_string
+        connect_string $secure
         ;;
     -h | --help | help | "") usage 0 ;;
     *) echo "ensemble.sh: error: unknown command '$cmd'" >&2; usage ;;

@@ -10,7 +10,8 @@
 #
 # Environment: ZK_VERSION (default 3.9.5, falling back to 3.9.4 then 3.9.3 when a version's jars do not
 # resolve), ZK_CACHE (default $HOME/.cache/paddock/zookeeper-<version>), ZK_HEAP (default 256m),
-# ZK_START_TIMEOUT seconds (default 60), ZK_JVMFLAGS (extra JVM flags for the server).
+# ZK_START_TIMEOUT seconds (default 60), ZK_JVMFLAGS (extra JVM flags for the server), ZK_EXTRA_CFG (lines
+# appended to the server's zoo.cfg, e.g. secureClientPort and the ssl.* stores of bench/compare.sh --tls).
 # The jars come from Maven Central through mvn, because Debian ships only 3.8.
 set -euo pipefail
 
@@ -97,6 +98,7 @@ dataDir=$datadir/zk-data
 4lw.commands.whitelist=*
 admin.enableServer=false
 maxClientCnxns=0
+${ZK_EXTRA_CFG:-}
 EOF
     mkdir -p "$datadir/zk-data"
     # extendedTypesEnabled turns on TTL nodes; forceSync stays at its default (fsync on) so benchmark

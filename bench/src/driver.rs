@@ -8,10 +8,11 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use recipes::secure::Security;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error as ZkError};
 
 use crate::report::Tally;
@@ -21,13 +22,24 @@ pub const PERSISTENT: CreateOptions<'static> = CreateMode::Persistent.with_acls(
 /// How many requests setup and cleanup keep outstanding on their one session.
 const SETUP_WINDOW: usize = 512;
 
+/// The TLS files of --tls-ca/--tls-cert/--tls-key, loaded once by `main` before any session;
+/// without them every session is plaintext.
+static SECURITY: OnceLock<Security> = OnceLock::new();
+
+pub fn set_security(security: Security) {
+    // main sets it once, before the first connect.
+    let _ = SECURITY.set(security);
+}
+
 pub async fn connect(hosts: &str, session_timeout: Duration) -> anyhow::Result<Client> {
-    Client::connector()
+    let connector = Client::connector()
         .with_session_timeout(session_timeout)
-        .with_fail_eagerly()
-        .connect(hosts)
-        .await
-        .with_context(|| format!("connecting to {hosts}"))
+        .with_fail_eagerly();
+    match SECURITY.get() {
+        Some(security) => security.connect(connector, hosts).await,
+        None => connector.connect(hosts).await,
+    }
+    .with_context(|| format!("connecting to {hosts}"))
 }
 
 /// `n` sessions. With `spread`, session i connects to the i-th host of the list alone (round

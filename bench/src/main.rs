@@ -4,7 +4,8 @@
 //! Workloads: create, set, get, mixed (90% get / 10% set), lock (ephemeral-sequential hand-off
 //! between K contenders), fill (N znodes), and probe (time until a znode is readable, for
 //! restart measurements), and failover (time from killing the leader to the next acknowledged
-//! write through the survivors). Every run is bounded in operation count and in time and stops by
+//! write through the survivors), and connect (sessions opened and closed per second: with --tls-ca
+//! each is a TLS handshake too). Every run is bounded in operation count and in time and stops by
 //! itself. Results go to stderr as text and, with `--json`, one JSON object per line per run.
 //! The exit code is 1 when any operation failed or the lock's mutual exclusion was violated.
 
@@ -38,6 +39,7 @@ enum Workload {
     Fill,
     Probe,
     Failover,
+    Connect,
 }
 
 #[derive(Parser, Debug)]
@@ -114,6 +116,9 @@ pub struct Args {
     /// of known time, such as a snapshot. 0: off. create, set, get, mixed and fill.
     #[arg(long, default_value_t = 0)]
     pub slow_us: u64,
+    /// TLS to the servers' secureClientPort (the options of `paddock lock`).
+    #[command(flatten)]
+    pub tls: recipes::secure::TlsArgs,
 }
 
 impl Args {
@@ -162,6 +167,7 @@ async fn run(args: &Args, reports: &mut Vec<RunReport>) -> anyhow::Result<()> {
                     Workload::Mixed => {
                         workload::run_keys(args, &root, &setup, &clients, KeyMix::Mixed).await?
                     }
+                    Workload::Connect => workload::run_connect(args, &clients).await?,
                     _ => workload::run_fill(args, &root, &setup, &clients).await?,
                 }
             }
@@ -196,6 +202,20 @@ fn main() -> ExitCode {
     let mut args = Args::parse();
     if args.label.is_empty() {
         args.label = args.hosts.clone();
+    }
+    if args.tls.tls_ca.is_some() {
+        let security = recipes::secure::SecurityArgs {
+            tls: args.tls.clone(),
+            auth: None,
+            sasl: None,
+        };
+        match security.load() {
+            Ok(s) => driver::set_security(s),
+            Err(e) => {
+                eprintln!("paddock-bench: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
     }
     let mut reports = Vec::new();
     let outcome = executor::block_on(run(&args, &mut reports));

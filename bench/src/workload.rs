@@ -192,6 +192,39 @@ pub async fn run_keys(
     Ok(RunReport::new(&shape(args, name), &tally, elapsed).with_client_cpu(cpu))
 }
 
+/// A session opened (TCP connect, the TLS handshake with --tls-ca, ConnectRequest and its reply)
+/// and dropped, which closes it; the session of the worker is not used.
+struct ConnectOp {
+    hosts: String,
+    session_timeout: Duration,
+}
+
+impl Operation for ConnectOp {
+    async fn run(&self, _client: &Client, _i: u64) -> Result<(), String> {
+        let session = driver::connect(&self.hosts, self.session_timeout)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        drop(session);
+        Ok(())
+    }
+}
+
+/// Connects per second: `--clients` x `--inflight` workers each open a session, drop it (the
+/// client library then sends closeSession) and open the next, for `--duration-secs`.
+pub async fn run_connect(args: &Args, clients: &[Client]) -> anyhow::Result<RunReport> {
+    let op = Arc::new(ConnectOp {
+        hosts: args.hosts.clone(),
+        session_timeout: args.session_timeout(),
+    });
+    let budget = Arc::new(Budget::new(
+        op_limit(args),
+        Duration::from_secs(args.duration_secs),
+    ));
+    let (tally, elapsed, cpu) =
+        driver::closed_loop(clients, args.inflight, args.slow_us, budget, op).await?;
+    Ok(RunReport::new(&shape(args, "connect"), &tally, elapsed).with_client_cpu(cpu))
+}
+
 /// Creates exactly `--znodes` znodes. Bounded by `--fill-timeout-secs` rather than the run
 /// duration, since the point is the end state, not the rate; a fill that does not finish is
 /// reported through its missing count and fails the run.

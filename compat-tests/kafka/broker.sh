@@ -12,7 +12,10 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 name=$1
 : "${KAFKA_WORK:?KAFKA_WORK must name the suite work directory}"
 echo "=== broker.sh start $(date '+%F %T.%3N')" >>"$KAFKA_WORK/$name.log"
-java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+# BROKER_JVM_FLAGS: the secured runs' JAAS and Kerberos settings (run.sh exports them, so a broker the
+# checker restarts gets them too).
+# shellcheck disable=SC2086
+java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${BROKER_JVM_FLAGS:-} \
     -Dlog4j.configuration="file:$HERE/log4j.properties" \
     -cp "$(cat "$KAFKA_WORK/classpath.txt")" kafka.Kafka "$KAFKA_WORK/$name/server.properties" \
     >>"$KAFKA_WORK/$name.log" 2>&1 </dev/null &

@@ -8,6 +8,12 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyStore;
+import java.security.cert.CertificateFactory;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocketFactory;
+import javax.net.ssl.TrustManagerFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -30,13 +36,52 @@ final class Ensemble {
     private final Path dir;
     private final String script;
     private final boolean zookeeper;
+    private final List<Integer> securePorts;
+    private final SSLSocketFactory tls;
 
-    /** ports: the members' client ports, member K's at index K-1. */
-    Ensemble(List<Integer> ports, Path dir, String script, boolean zookeeper) {
+    /**
+     * ports: the members' client ports, member K's at index K-1; securePorts: their secure client ports
+     * (empty when the clients use plaintext), whose TLS connections only the secure port's {@code cons}
+     * lists (ZooKeeper answers a four-letter word about the port's own connection factory), reached with
+     * the key store and trust store of the JVM's zookeeper.ssl.* properties.
+     */
+    Ensemble(List<Integer> ports, List<Integer> securePorts, Path dir, String script, boolean zookeeper)
+            throws Exception {
         this.ports = List.copyOf(ports);
+        this.securePorts = List.copyOf(securePorts);
         this.dir = dir;
         this.script = script;
         this.zookeeper = zookeeper;
+        this.tls = securePorts.isEmpty() ? null : tlsFactory();
+    }
+
+    /** A TLS client with zookeeper.ssl.keyStore (PKCS12) and zookeeper.ssl.trustStore (PEM, the CA). */
+    private static SSLSocketFactory tlsFactory() throws Exception {
+        char[] password = System.getProperty("zookeeper.ssl.keyStore.password", "").toCharArray();
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        try (InputStream in = Files.newInputStream(Path.of(System.getProperty("zookeeper.ssl.keyStore.location")))) {
+            keys.load(in, password);
+        }
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(keys, password);
+        KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+        trust.load(null, null);
+        try (InputStream in = Files.newInputStream(Path.of(System.getProperty("zookeeper.ssl.trustStore.location")))) {
+            int i = 0;
+            for (var cert : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+                trust.setCertificateEntry("ca" + i++, cert);
+            }
+        }
+        TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(trust);
+        SSLContext context = SSLContext.getInstance("TLS");
+        context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+        return context.getSocketFactory();
+    }
+
+    /** The port the brokers' sessions use on member K: the secure one when the clients use TLS. */
+    int clientPort(int member) {
+        return securePorts.isEmpty() ? port(member) : securePorts.get(member - 1);
     }
 
     int size() {
@@ -49,8 +94,14 @@ final class Ensemble {
 
     /** The four-letter word's reply from member K, or "" when it does not answer. */
     String fourLetter(int member, String word) {
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", port(member)), 1000);
+        return fourLetter(member, word, false);
+    }
+
+    /** secure: through member K's secure client port, over TLS. */
+    String fourLetter(int member, String word, boolean secure) {
+        int port = secure ? securePorts.get(member - 1) : port(member);
+        try (Socket s = secure ? tls.createSocket() : new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
             s.setSoTimeout(3000);
             OutputStream out = s.getOutputStream();
             out.write(word.getBytes(StandardCharsets.US_ASCII));
@@ -88,7 +139,7 @@ final class Ensemble {
     /** Whether member K's cons lists a connection of this session ({@code sid=0x...}). */
     boolean hasSession(int member, long session) {
         String sid = "sid=0x" + Long.toHexString(session).toLowerCase(Locale.ROOT) + ",";
-        return fourLetter(member, "cons").toLowerCase(Locale.ROOT).contains(sid);
+        return fourLetter(member, "cons", !securePorts.isEmpty()).toLowerCase(Locale.ROOT).contains(sid);
     }
 
     /** The members whose cons lists the session (one, unless the client is between two). */

@@ -64,6 +64,7 @@ public final class KafkaFailover {
     static final String ELECTED = "controller elected (/controller, /controller_epoch in one multi)";
     static final String DUPLICATE = "duplicate broker.id refused (registration multi fails with NODEEXISTS)";
     static final String CONFIG_CHANGE = "cluster config change reaches both brokers (/config/changes sequential)";
+    static final String ACLS = "Kafka's znodes carry its identity's ACLs; an unauthenticated client gets NoAuth";
     static final String TOPIC_DELETED = "topic deletion removes its znodes (controller's fenced multi deletes)";
     static final String TOPIC_RF2 = "topic created with replication factor 2 (topic and partition state znodes)";
     static final String PRODUCE = "produce 20 messages acks=all";
@@ -92,6 +93,10 @@ public final class KafkaFailover {
     private final Map<Integer, String> listeners = new TreeMap<>();
     private final long sessionTimeoutMs;
     private final Ensemble ensemble;
+    /** The secured runs: the brokers' ZooKeeper identity ("x509:CN=...", "sasl:kafka/..."), else null. */
+    private final String identity;
+    /** The secured runs: the members' plaintext client ports, for the unauthenticated client. */
+    private final String plainHosts;
     private final Checks checks;
     private Znodes zn;
 
@@ -112,7 +117,7 @@ public final class KafkaFailover {
     private int killedMember;
     private final Map<Integer, List<String>> load = new TreeMap<>();
 
-    private KafkaFailover(Checks checks) {
+    private KafkaFailover(Checks checks) throws Exception {
         this.checks = checks;
         zkHosts = prop("zk");
         chroot = prop("chroot");
@@ -125,8 +130,16 @@ public final class KafkaFailover {
         for (String port : prop("members").split(",")) {
             ports.add(Integer.parseInt(port.trim()));
         }
-        ensemble = new Ensemble(ports, Path.of(prop("ensemble.dir")), prop("ensemble.script"),
+        List<Integer> securePorts = new ArrayList<>();
+        for (String port : System.getProperty("secure.members", "").split(",")) {
+            if (!port.isBlank()) {
+                securePorts.add(Integer.parseInt(port.trim()));
+            }
+        }
+        ensemble = new Ensemble(ports, securePorts, Path.of(prop("ensemble.dir")), prop("ensemble.script"),
                 prop("ensemble.kind").equals("zookeeper"));
+        identity = System.getProperty("identity");
+        plainHosts = System.getProperty("zk.plain");
     }
 
     private static String prop(String name) {
@@ -134,11 +147,14 @@ public final class KafkaFailover {
     }
 
     public static void main(String[] args) throws Exception {
-        Checks checks = new Checks(List.of(REGISTERED, LAYOUT, ELECTED, DUPLICATE, TOPIC_RF2, PRODUCE, CONSUME,
-                MEMBER_KILLED, SESSIONS_MOVED, LOAD_CONSUMED, MEMBER_REJOINS, CONFIG_CHANGE, TOPIC_DELETED,
-                KILL_EXPIRES,
-                NEW_CONTROLLER, EPOCH, LEADERS_MOVED, PRODUCE_AFTER, CONSUME_AFTER, REREGISTERED, TERM_GONE,
-                TERM_CONTROLLER, CONSUME_LAST));
+        List<String> names = new ArrayList<>(List.of(REGISTERED, LAYOUT, ELECTED, DUPLICATE, TOPIC_RF2, PRODUCE,
+                CONSUME, MEMBER_KILLED, SESSIONS_MOVED, LOAD_CONSUMED, MEMBER_REJOINS, CONFIG_CHANGE));
+        if (System.getProperty("identity") != null) {
+            names.add(ACLS);
+        }
+        names.addAll(List.of(TOPIC_DELETED, KILL_EXPIRES, NEW_CONTROLLER, EPOCH, LEADERS_MOVED, PRODUCE_AFTER,
+                CONSUME_AFTER, REREGISTERED, TERM_GONE, TERM_CONTROLLER, CONSUME_LAST));
+        Checks checks = new Checks(names);
         KafkaFailover scenario = new KafkaFailover(checks);
         try {
             scenario.run();
@@ -174,6 +190,9 @@ public final class KafkaFailover {
         checks.run(LOAD_CONSUMED, this::loadConsumed);
         checks.run(MEMBER_REJOINS, this::memberRejoins);
         checks.run(CONFIG_CHANGE, this::configChange);
+        if (identity != null) {
+            checks.run(ACLS, this::acls);
+        }
         checks.run(TOPIC_DELETED, this::topicDeleted);
         int victim = controller;
         int survivor = 1 - victim;
@@ -225,19 +244,24 @@ public final class KafkaFailover {
     private String layout() throws Exception {
         List<String> root = zn.children("/");
         expect(List.of(chroot.substring(1), "zookeeper").equals(root), "root children " + root);
-        List<String> missing = new ArrayList<>();
-        for (String p : List.of("/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/changes",
-                "/config/topics", "/config/clients", "/config/users", "/config/brokers", "/config/ips",
-                "/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
-                "/log_dir_event_notification", "/feature", "/cluster/id")) {
-            Znodes.Node node = zn.get(z(p));
-            if (node == null) {
-                missing.add(p);
-            } else {
-                expect(node.stat().getEphemeralOwner() == 0, p + " is ephemeral");
+        // /feature is the elected controller's to create, shortly after the registrations (seen 2.3 s after
+        // them on a loaded machine): wait for the whole set a while.
+        List<String> paths = List.of("/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid",
+                "/config/changes", "/config/topics", "/config/clients", "/config/users", "/config/brokers",
+                "/config/ips", "/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
+                "/log_dir_event_notification", "/feature", "/cluster/id");
+        poll("Kafka's persistent paths under " + chroot, Duration.ofSeconds(30), () -> {
+            List<String> missing = new ArrayList<>();
+            for (String p : paths) {
+                if (zn.get(z(p)) == null) {
+                    missing.add(p);
+                }
             }
+            return "missing " + missing;
+        }, "missing []"::equals, false);
+        for (String p : paths) {
+            expect(zn.get(z(p)).stat().getEphemeralOwner() == 0, p + " is ephemeral");
         }
-        expect(missing.isEmpty(), "missing under " + chroot + ": " + missing);
         String id = zn.get(z("/cluster/id")).json().path("id").asText("");
         expect(!id.isEmpty(), "/cluster/id has no id");
         String seen = admin().describeCluster().clusterId().get(30, TimeUnit.SECONDS);
@@ -450,7 +474,7 @@ public final class KafkaFailover {
             return new long[] {ensemble.zxid(leaders.get(0)), ensemble.zxid(killedMember)};
         }, z -> z[0] >= 0 && z[0] == z[1], false);
         double seconds = Checks.seconds(started);
-        Znodes direct = Znodes.connect("127.0.0.1:" + ensemble.port(killedMember));
+        Znodes direct = Znodes.connect("127.0.0.1:" + ensemble.clientPort(killedMember));
         try {
             Znodes.Node here = direct.get(z("/controller"));
             Znodes.Node there = zn.get(z("/controller"));
@@ -464,6 +488,46 @@ public final class KafkaFailover {
         }
         return String.format("member %d follower at zxid 0x%x, %.1fs after the restart began", killedMember,
                 pair[1], seconds);
+    }
+
+    /**
+     * The secured runs (zookeeper.set.acl=true): Kafka creates its znodes with CREATOR_ALL_ACL, which the
+     * server turns into an ACL for the session's authenticated id (the broker certificate's subject, or its
+     * Kerberos principal; both brokers share one identity so that each can change what the other made), plus
+     * world:anyone read except on sensitive paths (/config/brokers holds broker configs). A client on the
+     * plaintext port, authenticated as nobody, may read the rest but change nothing.
+     */
+    private String acls() throws Exception {
+        List<String> open = new ArrayList<>(List.of(identity + ":31", "world:anyone:1"));
+        java.util.Collections.sort(open);
+        String topic = "/brokers/topics/" + TOPIC;
+        for (String path : List.of("/brokers/ids/0", "/brokers/ids/1", "/controller", "/controller_epoch",
+                "/cluster/id", topic, topic + "/partitions/0/state", "/config/changes/config_change_0000000000")) {
+            List<String> acl = zn.acl(z(path));
+            expect(open.equals(acl), path + " ACL " + acl + ", want " + open);
+        }
+        List<String> closed = List.of(identity + ":31");
+        List<String> acl = zn.acl(z("/config/brokers/<default>"));
+        expect(closed.equals(acl), "/config/brokers/<default> ACL " + acl + ", want " + closed);
+        Znodes stranger = Znodes.connectPlaintext(plainHosts);
+        List<String> got = new ArrayList<>();
+        try {
+            var zk = stranger.zk();
+            got.add(Znodes.outcome(() -> zk.setData(z("/controller"), new byte[0], -1)));
+            got.add(Znodes.outcome(() -> zk.setData(z(topic), new byte[0], -1)));
+            got.add(Znodes.outcome(() -> zk.create(z("/brokers/ids/7"), new byte[0],
+                    org.apache.zookeeper.ZooDefs.Ids.OPEN_ACL_UNSAFE, org.apache.zookeeper.CreateMode.EPHEMERAL)));
+            got.add(Znodes.outcome(() -> zk.delete(z("/brokers/ids/0"), -1)));
+            got.add(Znodes.outcome(() -> zk.getData(z("/config/brokers/<default>"), false, null)));
+            got.add(Znodes.outcome(() -> zk.getData(z("/controller"), false, null)));
+        } finally {
+            stranger.close();
+        }
+        List<String> want = List.of("NOAUTH", "NOAUTH", "NOAUTH", "NOAUTH", "NOAUTH", "ok");
+        expect(want.equals(got), "unauthenticated setData /controller, setData " + topic
+                + ", create /brokers/ids/7, delete /brokers/ids/0, get /config/brokers/<default>, get /controller: "
+                + got + ", want " + want);
+        return "ACL " + open + " (/config/brokers/<default>: " + closed + "); unauthenticated: " + got;
     }
 
     /**

@@ -14,6 +14,8 @@ import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.ZKClientConfig;
+import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Stat;
 
 /**
@@ -48,6 +50,22 @@ final class Znodes implements AutoCloseable {
      * Connects, retrying for a while: Apache ZooKeeper answers ruok slightly before it accepts sessions.
      */
     static Znodes connect(String hosts) throws Exception {
+        return connect(hosts, new ZKClientConfig());
+    }
+
+    /**
+     * A session in plaintext and without SASL whatever the JVM's zookeeper.client.secure and JAAS
+     * file say: the unauthenticated client of the secured runs (on the members' plaintext ports).
+     */
+    static Znodes connectPlaintext(String hosts) throws Exception {
+        ZKClientConfig config = new ZKClientConfig();
+        config.setProperty(ZKClientConfig.SECURE_CLIENT, "false");
+        config.setProperty(ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET, "org.apache.zookeeper.ClientCnxnSocketNIO");
+        config.setProperty(ZKClientConfig.ENABLE_CLIENT_SASL_KEY, "false");
+        return connect(hosts, config);
+    }
+
+    static Znodes connect(String hosts, ZKClientConfig config) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (true) {
             CountDownLatch connected = new CountDownLatch(1);
@@ -55,7 +73,7 @@ final class Znodes implements AutoCloseable {
                 if (event.getState() == Watcher.Event.KeeperState.SyncConnected) {
                     connected.countDown();
                 }
-            });
+            }, config);
             if (connected.await(5, TimeUnit.SECONDS)) {
                 return new Znodes(zk);
             }
@@ -75,6 +93,34 @@ final class Znodes implements AutoCloseable {
         } catch (KeeperException.NoNodeException e) {
             return null;
         }
+    }
+
+    /** The znode's ACL as "scheme:id:perms" strings, sorted. */
+    List<String> acl(String path) throws KeeperException, InterruptedException {
+        List<String> out = new ArrayList<>();
+        for (ACL acl : zk.getACL(path, new Stat())) {
+            out.add(acl.getId().getScheme() + ":" + acl.getId().getId() + ":" + acl.getPerms());
+        }
+        Collections.sort(out);
+        return out;
+    }
+
+    /** What an attempt answers: "ok", or the KeeperException's code (NOAUTH, ...). */
+    interface Attempt {
+        void run() throws KeeperException, InterruptedException;
+    }
+
+    static String outcome(Attempt attempt) throws InterruptedException {
+        try {
+            attempt.run();
+            return "ok";
+        } catch (KeeperException e) {
+            return e.code().name();
+        }
+    }
+
+    ZooKeeper zk() {
+        return zk;
     }
 
     /** Sorted children, or null when the parent does not exist. */
