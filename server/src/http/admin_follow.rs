@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::admin_snapshot::authenticate;
+use super::admin_snapshot::{caller, NOT_SERVING};
 use super::{Request, Response};
 use crate::config::Config;
 use crate::core::follow::{FollowLog, Item, Next, Start};
@@ -61,11 +61,9 @@ fn parse_zxid(v: &str) -> Option<i64> {
 
 /// `GET .../follow`.
 pub async fn handle(req: &Request, core: &mpsc::Sender<CoreMsg>, cfg: &Arc<Config>) -> Response {
-    let Some(auth_info) = req.header("Authorization") else {
-        return answer(401, "Auth info is missing for the command");
-    };
-    let Some(ids) = authenticate(auth_info, req, cfg) else {
-        return answer(401, "Not authenticated");
+    let ids = match caller(req, cfg) {
+        Ok(ids) => ids,
+        Err((status, why)) => return answer(status, why),
     };
     let after = match req
         .query
@@ -83,10 +81,7 @@ pub async fn handle(req: &Request, core: &mpsc::Sender<CoreMsg>, cfg: &Arc<Confi
         return answer(503, "follow sends snapshots: admin.snapshot.enabled=false");
     }
     let Some(start) = ask(core, ids.clone(), after).await else {
-        return answer(
-            200,
-            "This ZooKeeper instance is not currently serving requests",
-        );
+        return answer(200, NOT_SERVING);
     };
     let (log, first) = match start {
         Start::Denied => return answer(403, "Not authorized"),

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-use super::admin_snapshot::{authenticate, Limiter};
+use super::admin_snapshot::{admin_caller, Limiter, NOT_SERVING};
 use super::{Request, Response};
 use crate::config::Config;
 use crate::msg::CoreMsg;
@@ -39,8 +39,6 @@ fn answer(status: u16, error: Option<&str>, last_zxid: Option<i64>) -> Response 
     Response::new(status, "application/json", text)
 }
 
-const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
-
 /// `POST .../restore`.
 pub async fn handle(
     req: &Request,
@@ -55,22 +53,10 @@ pub async fn handle(
             None,
         );
     }
-    let Some(auth_info) = req.header("Authorization") else {
-        return answer(401, Some("Auth info is missing for the command"), None);
+    let ids = match admin_caller(req, core, cfg).await {
+        Ok(ids) => ids,
+        Err((status, why)) => return answer(status, Some(why), None),
     };
-    let Some(ids) = authenticate(auth_info, req, cfg) else {
-        return answer(401, Some("Not authenticated"), None);
-    };
-    let (tx, rx) = oneshot::channel();
-    let asked = core.send(CoreMsg::AdminAllowed {
-        auth: ids.clone(),
-        reply: tx,
-    });
-    match (asked.await, rx.await) {
-        (Ok(()), Ok(true)) => {}
-        (Ok(()), Ok(false)) => return answer(403, Some("Not authorized"), None),
-        _ => return answer(200, Some(NOT_SERVING), None),
-    }
     if !cfg.admin.restore_enabled {
         tracing::warn!("restore command is disabled (admin.restore.enabled=false)");
         return answer(503, None, None);

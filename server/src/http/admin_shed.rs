@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::admin_snapshot::authenticate;
+use super::admin_snapshot::{admin_caller, NOT_SERVING};
 use super::{Request, Response};
 use crate::config::Config;
 use crate::msg::CoreMsg;
@@ -60,22 +60,8 @@ pub async fn handle(req: &Request, core: &mpsc::Sender<CoreMsg>, cfg: &Config) -
             None,
         );
     }
-    let Some(auth_info) = req.header("Authorization") else {
-        return answer(401, Some("Auth info is missing for the command"), None);
-    };
-    let Some(ids) = authenticate(auth_info, req, cfg) else {
-        return answer(401, Some("Not authenticated"), None);
-    };
-    let (tx, rx) = oneshot::channel();
-    let asked = core.send(CoreMsg::AdminAllowed {
-        auth: ids,
-        reply: tx,
-    });
-    let stopping = "This ZooKeeper instance is not currently serving requests";
-    match (asked.await, rx.await) {
-        (Ok(()), Ok(true)) => {}
-        (Ok(()), Ok(false)) => return answer(403, Some("Not authorized"), None),
-        _ => return answer(200, Some(stopping), None),
+    if let Err((status, why)) = admin_caller(req, core, cfg).await {
+        return answer(status, Some(why), None);
     }
     let p = match percentage(&req.body) {
         Ok(p) => p,
@@ -96,7 +82,7 @@ pub async fn handle(req: &Request, core: &mpsc::Sender<CoreMsg>, cfg: &Config) -
         .await;
     match (sent, rx.await) {
         (Ok(()), Ok(n)) => answer(200, None, Some((n, p))),
-        _ => answer(200, Some(stopping), None),
+        _ => answer(200, Some(NOT_SERVING), None),
     }
 }
 

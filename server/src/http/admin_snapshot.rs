@@ -59,6 +59,42 @@ fn json_answer(status: u16, error: Option<&str>) -> Response {
     Response::new(status, "application/json", text)
 }
 
+/// ZooKeeper's answer while the member is not serving (stopping, or its core gone).
+pub const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
+
+/// Why an admin command was refused before it ran: the HTTP status and ZooKeeper's error text.
+pub type Refusal = (u16, &'static str);
+
+/// The caller's ids from the request's `Authorization` header, as `Commands.handleAuthentication`
+/// takes them: 401 when the header is missing or does not authenticate.
+pub fn caller(req: &Request, cfg: &Config) -> Result<Vec<Id>, Refusal> {
+    let Some(value) = req.header("Authorization") else {
+        return Err((401, "Auth info is missing for the command"));
+    };
+    authenticate(value, req, cfg).ok_or((401, "Not authenticated"))
+}
+
+/// The caller's ids once the core has found them holding every permission on `/` (`restore` and
+/// `shed_connections`; `snapshot` and `follow` have the core check the same rule as it takes its
+/// view): 403 when they do not, 200 with [`NOT_SERVING`] when the core cannot answer.
+pub async fn admin_caller(
+    req: &Request,
+    core: &mpsc::Sender<CoreMsg>,
+    cfg: &Config,
+) -> Result<Vec<Id>, Refusal> {
+    let ids = caller(req, cfg)?;
+    let (tx, rx) = oneshot::channel();
+    let asked = core.send(CoreMsg::AdminAllowed {
+        auth: ids.clone(),
+        reply: tx,
+    });
+    match (asked.await, rx.await) {
+        (Ok(()), Ok(true)) => Ok(ids),
+        (Ok(()), Ok(false)) => Err((403, "Not authorized")),
+        _ => Err((200, NOT_SERVING)),
+    }
+}
+
 /// The ids an `Authorization` value authenticates (`Commands.handleAuthentication`): the
 /// scheme, a space, and the scheme's credentials; `ip` takes the client's address.
 pub fn authenticate(value: &str, req: &Request, cfg: &Config) -> Option<Vec<Id>> {
@@ -115,11 +151,9 @@ pub async fn handle(
     cfg: &Arc<Config>,
     limiter: &Limiter,
 ) -> Response {
-    let Some(auth_info) = req.header("Authorization") else {
-        return json_answer(401, Some("Auth info is missing for the command"));
-    };
-    let Some(ids) = authenticate(auth_info, req, cfg) else {
-        return json_answer(401, Some("Not authenticated"));
+    let ids = match caller(req, cfg) {
+        Ok(ids) => ids,
+        Err((status, why)) => return json_answer(status, Some(why)),
     };
     let (tx, rx) = oneshot::channel();
     if core
@@ -130,20 +164,12 @@ pub async fn handle(
         .await
         .is_err()
     {
-        return json_answer(
-            200,
-            Some("This ZooKeeper instance is not currently serving requests"),
-        );
+        return json_answer(200, Some(NOT_SERVING));
     }
     let view = match rx.await {
         Ok(Some(v)) => v,
         Ok(None) => return json_answer(403, Some("Not authorized")),
-        Err(_) => {
-            return json_answer(
-                200,
-                Some("This ZooKeeper instance is not currently serving requests"),
-            )
-        }
+        Err(_) => return json_answer(200, Some(NOT_SERVING)),
     };
     if !cfg.admin.snapshot_enabled {
         tracing::warn!("snapshot command is disabled (admin.snapshot.enabled=false)");
