@@ -24,6 +24,7 @@
 //! what is derived from it, and the errors.
 
 mod builder;
+pub mod dynamic;
 mod security;
 mod server_spec;
 mod whitelist;
@@ -133,6 +134,11 @@ pub struct Config {
     pub jute_max_buffer: usize,
     pub my_id: Option<u64>,
     pub servers: Vec<ServerSpec>,
+    /// The membership's version: the hex suffix of the `dynamicConfigFile`'s name, or zoo.cfg's
+    /// `version=` line, else 0 (what `/zookeeper/config` shows before a leader writes it).
+    pub config_version: i64,
+    /// `dynamicConfigFile`: where `servers` came from, if not from zoo.cfg (`dynamic.rs`).
+    pub dynamic_config_file: Option<PathBuf>,
     pub reconfig_enabled: bool,
     pub standalone_enabled: bool,
     pub container_check_interval_ms: u64,
@@ -281,6 +287,8 @@ impl Config {
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             my_id: None,
             servers: Vec::new(),
+            config_version: 0,
+            dynamic_config_file: None,
             reconfig_enabled: false,
             standalone_enabled: true,
             container_check_interval_ms: 60_000,
@@ -339,6 +347,7 @@ impl Config {
         for e in &entries {
             b.apply(e)?;
         }
+        b.load_dynamic_file()?;
         let myid_path = b.cfg.data_dir.join("myid");
         match std::fs::read_to_string(&myid_path) {
             Ok(text) => b.cfg.my_id = Some(parse_myid(&text, &myid_path)?),
