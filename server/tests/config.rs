@@ -1182,3 +1182,42 @@ fn dynamic_config_file_mistakes_are_refused() {
          quorums are majorities of the participants"
     );
 }
+
+/// ContainerManager's settings: ZooKeeper 3.9's defaults, the values given (with or without the
+/// `zookeeper.` prefix), and maxPerMinute=0 refused (ZooKeeper divides a minute by it).
+#[test]
+fn container_manager_settings() {
+    let c = parse("dataDir=/d\nclientPort=2181\n").unwrap();
+    assert_eq!(
+        (
+            c.container_check_interval_ms,
+            c.container_max_per_minute,
+            c.container_max_never_used_interval_ms
+        ),
+        (60_000, 10_000, 0)
+    );
+    let c = parse(
+        "dataDir=/d\nclientPort=2181\nznode.container.maxPerMinute=120\n\
+         zookeeper.znode.container.maxNeverUsedIntervalMs=300000\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            c.container_max_per_minute,
+            c.container_max_never_used_interval_ms
+        ),
+        (120, 300_000)
+    );
+    let err = parse("dataDir=/d\nclientPort=2181\nznode.container.maxPerMinute=0\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "znode.container.maxPerMinute must be greater than 0"
+    );
+    let err = parse("dataDir=/d\nclientPort=2181\nznode.container.maxNeverUsedIntervalMs=-1\n")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("zoo.cfg:3: znode.container.maxNeverUsedIntervalMs:"),
+        "{err}"
+    );
+}

@@ -193,6 +193,10 @@ impl Builder {
             "znode.container.checkIntervalMs" => {
                 self.cfg.container_check_interval_ms = parse_num(v)?
             }
+            "znode.container.maxPerMinute" => self.cfg.container_max_per_minute = parse_num(v)?,
+            "znode.container.maxNeverUsedIntervalMs" => {
+                self.cfg.container_max_never_used_interval_ms = parse_num(v)?
+            }
             "snapCount" => self.cfg.snapshot_every_entries = parse_num(v)?,
             _ => return Ok(false),
         }

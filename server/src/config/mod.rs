@@ -142,6 +142,12 @@ pub struct Config {
     pub reconfig_enabled: bool,
     pub standalone_enabled: bool,
     pub container_check_interval_ms: u64,
+    /// `znode.container.maxPerMinute` (default 10000): container and TTL deletions are proposed
+    /// at least 60000 / this many ms apart, as ZooKeeper's ContainerManager spaces them.
+    pub container_max_per_minute: u32,
+    /// `znode.container.maxNeverUsedIntervalMs` (default 0 = never, ZooKeeper 3.9's): a container
+    /// that never had a child is deleted once it is older than this (by its mtime).
+    pub container_max_never_used_interval_ms: u64,
     /// Take a snapshot after this many applied log entries (ZooKeeper's `snapCount` analogue).
     pub snapshot_every_entries: u64,
     /// `--ignore-peers`: run alone although server.N lines list others (each server keeps its own
@@ -292,6 +298,8 @@ impl Config {
             reconfig_enabled: false,
             standalone_enabled: true,
             container_check_interval_ms: 60_000,
+            container_max_per_minute: 10_000,
+            container_max_never_used_interval_ms: 0,
             snapshot_every_entries: 100_000,
             ignore_peers: false,
             peer_type: None,
@@ -515,6 +523,10 @@ impl Config {
         }
         if self.container_check_interval_ms == 0 {
             return bad("znode.container.checkIntervalMs must be greater than 0".into());
+        }
+        if self.container_max_per_minute == 0 {
+            // ZooKeeper divides a minute by it: 0 makes every check fail, so nothing is deleted.
+            return bad("znode.container.maxPerMinute must be greater than 0".into());
         }
         if let Some(d) = &self.super_digest {
             validate_super_digest(d).map_err(ConfigError::Invalid)?;
