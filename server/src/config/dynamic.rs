@@ -195,9 +195,10 @@ mod tests {
     fn dynamic_text_sorts_as_text_and_drops_the_version() {
         let cfg = "server.2=b:1:2:participant;0.0.0.0:3\nserver.10=c:1:2:participant;0.0.0.0:3\n\
                    server.1=a:1:2:participant;0.0.0.0:3\nversion=100000008";
+        // As Java sorts the strings: '0' comes before '=', so server.10 before server.1.
         assert_eq!(
             dynamic_file_text(cfg),
-            "server.1=a:1:2:participant;0.0.0.0:3\nserver.10=c:1:2:participant;0.0.0.0:3\n\
+            "server.10=c:1:2:participant;0.0.0.0:3\nserver.1=a:1:2:participant;0.0.0.0:3\n\
              server.2=b:1:2:participant;0.0.0.0:3"
         );
     }
