@@ -22,7 +22,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/paddock-target}"
 RESULTS="$HERE/results.txt"
 
 # Order: quick, broad checks first, so a broken server shows up in seconds; the long suites last.
-SUITES=(kazoo reconfig-answers session-moved java c-client node rust-client locks b2b gozk docker metrics security kerberos migration kazoo-suite curator-recipes kafka kafka-mtls faults)
+SUITES=(kazoo reconfig-answers session-moved containers rolling-restart java c-client node rust-client locks b2b gozk docker metrics security kerberos migration kazoo-suite curator-recipes kafka kafka-mtls faults)
 # A suite run with options of its own: name -> "directory options" (its row carries the name).
 declare -A VARIANTS=([kafka-mtls]="kafka --secure mtls")
 ONLY=""

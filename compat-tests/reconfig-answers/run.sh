@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# reconfig's answers (issue 42, item 2), the same scenario against paddock and Apache ZooKeeper 3.9.5:
-# on a 3-member ensemble with reconfigEnabled, a non-incremental reconfig to member 1 and two servers that
-# were never started, sent to each member in turn, is refused with NewConfigNoQuorum, leaves
-# /zookeeper/config as it was and the ensemble writing (compat-tests/reconfig-answers/check.py, kazoo 2.11).
+# reconfig's answers and dynamic config files (issue 42, item 2), the same scenario against paddock and
+# Apache ZooKeeper 3.9.5, each started from the same zoo.cfg files: on a 3-member ensemble with
+# reconfigEnabled, /zookeeper/config lists zoo.cfg's servers and a version from the start; a non-incremental
+# reconfig to member 1 and two servers that were never started, sent to each member in turn, is refused
+# with NewConfigNoQuorum, leaves /zookeeper/config as it was and the ensemble writing; a reconfig removing
+# member 3 is written by every member to zoo.cfg.dynamic.<version> with zoo.cfg pointing at it; member 1,
+# restarted from that zoo.cfg, serves the two-member membership (compat-tests/reconfig-answers/check.py,
+# kazoo 2.11).
 #
 #   compat-tests/reconfig-answers/run.sh                       against a paddock ensemble
 #   compat-tests/reconfig-answers/run.sh --against-zookeeper   against a ZooKeeper 3.9.5 ensemble
@@ -21,42 +25,69 @@ SUPER='super:D/InIHSb7yEEbrWz8b9l71RjZJU=' # super:test
 never="server.4=127.0.0.1:$(free_port):$(free_port):participant;127.0.0.1:$(free_port)"
 never+=",server.5=127.0.0.1:$(free_port):$(free_port):participant;127.0.0.1:$(free_port)"
 
+# The same zoo.cfg for both servers (ZooKeeper reads the super digest from it as the system property
+# zookeeper.DigestAuthenticationProvider.superDigest; paddock reads the key itself).
+ports=() servers="" dirs=""
+for i in 1 2 3; do
+    ports+=("$(free_port)")
+    servers+="server.$i=127.0.0.1:$(free_port):$(free_port):participant;127.0.0.1:${ports[i - 1]}"$'\n'
+    dirs+="${dirs:+,}$COMPAT_WORK/m$i"
+done
+for i in 1 2 3; do
+    dir="$COMPAT_WORK/m$i"
+    mkdir -p "$dir/data"
+    echo "$i" >"$dir/data/myid"
+    printf 'tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nreconfigEnabled=true\nstandaloneEnabled=false\n4lw.commands.whitelist=*\nadmin.enableServer=false\nDigestAuthenticationProvider.superDigest=%s\n%s' \
+        "$dir/data" "$SUPER" "$servers" >"$dir/zoo.cfg"
+done
 if [[ "$TARGET" == zookeeper ]]; then
     cp="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
-    ports=() servers=""
-    for i in 1 2 3; do
-        ports+=("$(free_port)")
-        servers+="server.$i=127.0.0.1:$(free_port):$(free_port):participant;127.0.0.1:${ports[i - 1]}"$'\n'
-    done
-    for i in 1 2 3; do
-        dir="$COMPAT_WORK/zk$i"
-        mkdir -p "$dir/data"
-        echo "$i" >"$dir/data/myid"
-        printf 'tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nreconfigEnabled=true\nstandaloneEnabled=false\n4lw.commands.whitelist=*\nadmin.enableServer=false\n%s' \
-            "$dir/data" "$servers" >"$dir/zoo.cfg"
-        java -Xmx192m -Dzookeeper.DigestAuthenticationProvider.superDigest="$SUPER" \
-            -Dzookeeper.log.dir="$dir" -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-            >"$dir/zk.log" 2>&1 </dev/null &
-        echo $! >"$dir/pid"
-    done
-    trap 'for i in 1 2 3; do kill "$(cat "$COMPAT_WORK/zk$i/pid")" 2>/dev/null || true; done; compat_cleanup' EXIT
-    deadline=$((SECONDS + 90))
-    for p in "${ports[@]}"; do
-        until [[ "$(paddock_mode "$p")" == leader || "$(paddock_mode "$p")" == follower ]]; do
-            ((SECONDS < deadline)) || compat_fail "ZooKeeper member on port $p did not serve"
+else
+    bin="$(compat_paddock_bin)" || compat_fail "no paddock binary"
+fi
+
+start_member() { # i
+    local dir="$COMPAT_WORK/m$1"
+    if [[ "$TARGET" == zookeeper ]]; then
+        java -Xmx192m -Dzookeeper.log.dir="$dir" -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+            >>"$dir/server.log" 2>&1 </dev/null &
+    else
+        "$bin" serve --config "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
+    fi
+    echo $! >"$dir/pid"
+}
+
+stop_member() { # i
+    local pid
+    pid="$(cat "$COMPAT_WORK/m$1/pid")"
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
+wait_serving() { # i...
+    local i deadline=$((SECONDS + 90))
+    for i in "$@"; do
+        until [[ "$(paddock_mode "${ports[i - 1]}")" == leader || "$(paddock_mode "${ports[i - 1]}")" == follower ]]; do
+            ((SECONDS < deadline)) || { tail -n 30 "$COMPAT_WORK/m$i/server.log" >&2; compat_fail "member $i on port ${ports[i - 1]} did not serve"; }
             sleep 0.5
         done
     done
-    hosts="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
-else
-    ENSEMBLE_EXTRA_CFG=$'reconfigEnabled=true\nstandaloneEnabled=false\n' \
-        start_paddock_ensemble 3 m --super-digest "$SUPER" ||
-        compat_fail "the paddock ensemble did not start"
-    hosts="$ENSEMBLE_CONNECT"
-fi
+}
+
+trap 'set +e; for i in 1 2 3; do stop_member "$i"; done; compat_cleanup' EXIT
+for i in 1 2 3; do start_member "$i"; done
+wait_serving 1 2 3
+hosts="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+export ZK_HOSTS="$hosts" NEVER_STARTED="$never" MEMBER_DIRS="$dirs" ZOO_SERVERS="$servers"
 
 set +e
-ZK_HOSTS="$hosts" NEVER_STARTED="$never" "$PY" "$HERE/check.py" | tee "$COMPAT_WORK/out.txt"
+"$PY" "$HERE/check.py" | tee "$COMPAT_WORK/out.txt"
+# Member 1 restarts from the zoo.cfg it rewrote after the reconfig (member 3 left: 1 and 2 remain).
+stop_member 1
+start_member 1
+wait_serving 1 2
+"$PY" "$HERE/check.py" restarted | tee -a "$COMPAT_WORK/out.txt"
 set -e
 passed=$(grep -c '^ok ' "$COMPAT_WORK/out.txt" || true)
 failed=$(grep -c '^FAIL ' "$COMPAT_WORK/out.txt" || true)

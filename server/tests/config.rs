@@ -1072,3 +1072,152 @@ fn quorum_tls_keys_are_read_from_zoo_cfg_and_system_properties() {
     assert!(!debug.contains("hunter2"), "{debug}");
     assert!(debug.contains("keyStore.password=******"), "{debug}");
 }
+
+/// ZooKeeper's `dynamicConfigFile`: the membership from the named file, its version from the
+/// file name's hex suffix; zoo.cfg's own `version=` line in the backward-compatible form.
+#[test]
+fn dynamic_config_file_gives_the_membership_and_its_version() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "2\n").unwrap();
+    let dynamic = dir.path().join("zoo.cfg.dynamic.100000008");
+    std::fs::write(
+        &dynamic,
+        "server.2=127.0.0.1:10004:10005:participant;127.0.0.1:10006\n\
+         server.1=127.0.0.1:10001:10002:participant;127.0.0.1:10003",
+    )
+    .unwrap();
+    let text = format!(
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nreconfigEnabled=true\n\
+         standaloneEnabled=false\ndynamicConfigFile={}\n",
+        dir.path().display(),
+        dynamic.display()
+    );
+    let c = Config::from_zoo_cfg(&write_cfg(dir.path(), &text)).unwrap();
+    assert_eq!(c.servers.iter().map(|s| s.id).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(c.config_version, 0x1_0000_0008);
+    assert_eq!(c.dynamic_config_file.as_deref(), Some(dynamic.as_path()));
+    // The client port comes from this member's line, as the rewritten zoo.cfg has none.
+    assert_eq!(c.client_port, 10006);
+    assert_eq!(c.client_port_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+
+    // Without a hex suffix the version is 0.
+    let plain = dir.path().join("members");
+    std::fs::copy(&dynamic, &plain).unwrap();
+    let c = Config::from_zoo_cfg(&write_cfg(
+        dir.path(),
+        &text.replace(&dynamic.display().to_string(), &plain.display().to_string()),
+    ))
+    .unwrap();
+    assert_eq!(c.config_version, 0);
+
+    // The backward-compatible form: server.N and version= in zoo.cfg itself.
+    let c = parse(
+        "dataDir=/d\nclientPort=2181\ninitLimit=5\nsyncLimit=2\nversion=1a\n\
+         server.1=127.0.0.1:10001:10002;2181\nserver.2=127.0.0.1:10004:10005;2182\n",
+    )
+    .unwrap();
+    assert_eq!(c.config_version, 0x1a);
+    assert_eq!(c.dynamic_config_file, None);
+}
+
+/// What ZooKeeper refuses in a dynamic config setup is refused here, with the file and line;
+/// hierarchical quorums are refused anywhere, since paddock's quorums are majorities.
+#[test]
+fn dynamic_config_file_mistakes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("myid"), "1\n").unwrap();
+    let dynamic = dir.path().join("zoo.cfg.dynamic.5");
+    let base = format!(
+        "dataDir={}\ninitLimit=5\nsyncLimit=2\nstandaloneEnabled=false\ndynamicConfigFile={}\n",
+        dir.path().display(),
+        dynamic.display()
+    );
+    let line1 = "server.1=127.0.0.1:10001:10002;10003";
+    for (zoo_cfg_extra, dynamic_text, expected) in [
+        (
+            line1,
+            line1,
+            "server.N lines must be in the dynamic config file",
+        ),
+        (
+            "",
+            "server.1=127.0.0.1:10001:10002;10003\nversion=5",
+            "zoo.cfg.dynamic.5:2: version: a dynamic config file holds no version line",
+        ),
+        (
+            "",
+            "server.1=127.0.0.1:10001:10002;10003\nweight.1=2",
+            "zoo.cfg.dynamic.5:2: weight.1: hierarchical quorums",
+        ),
+        (
+            "",
+            "server.1=127.0.0.1:10001:10002;10003\ntickTime=2000",
+            "zoo.cfg.dynamic.5:2: tickTime: unrecognised parameter",
+        ),
+        (
+            "",
+            "server.1=127.0.0.1:10001",
+            "zoo.cfg.dynamic.5:1: server.1:",
+        ),
+    ] {
+        std::fs::write(&dynamic, dynamic_text).unwrap();
+        let path = write_cfg(dir.path(), &format!("{base}{zoo_cfg_extra}\n"));
+        let err = Config::from_zoo_cfg(&path).unwrap_err().to_string();
+        assert!(err.contains(expected), "{dynamic_text:?}: {err}");
+    }
+    std::fs::remove_file(&dynamic).unwrap();
+    let path = write_cfg(dir.path(), &base);
+    let err = Config::from_zoo_cfg(&path).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("cannot read {}", dynamic.display())),
+        "{err}"
+    );
+
+    let err = parse("dataDir=/d\ngroup.1=1:2:3\nserver.1=127.0.0.1:1:2;3\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "zoo.cfg:2: group.1: hierarchical quorums (group/weight) are not supported: paddock's \
+         quorums are majorities of the participants"
+    );
+}
+
+/// ContainerManager's settings: ZooKeeper 3.9's defaults, the values given (with or without the
+/// `zookeeper.` prefix), and maxPerMinute=0 refused (ZooKeeper divides a minute by it).
+#[test]
+fn container_manager_settings() {
+    let c = parse("dataDir=/d\nclientPort=2181\n").unwrap();
+    assert_eq!(
+        (
+            c.container_check_interval_ms,
+            c.container_max_per_minute,
+            c.container_max_never_used_interval_ms
+        ),
+        (60_000, 10_000, 0)
+    );
+    let c = parse(
+        "dataDir=/d\nclientPort=2181\nznode.container.maxPerMinute=120\n\
+         zookeeper.znode.container.maxNeverUsedIntervalMs=300000\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            c.container_max_per_minute,
+            c.container_max_never_used_interval_ms
+        ),
+        (120, 300_000)
+    );
+    let err = parse("dataDir=/d\nclientPort=2181\nznode.container.maxPerMinute=0\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "znode.container.maxPerMinute must be greater than 0"
+    );
+    let err = parse("dataDir=/d\nclientPort=2181\nznode.container.maxNeverUsedIntervalMs=-1\n")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("zoo.cfg:3: znode.container.maxNeverUsedIntervalMs:"),
+        "{err}"
+    );
+}

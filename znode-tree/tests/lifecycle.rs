@@ -15,6 +15,25 @@ fn ttl_cfg() -> TreeConfig {
     }
 }
 
+/// `znode.container.maxNeverUsedIntervalMs`: a container that never had a child becomes a
+/// candidate once `now - mtime` exceeds the interval (strictly), and never with 0.
+#[test]
+fn a_never_used_container_expires_after_the_never_used_interval() {
+    let mut h = H::new();
+    h.create_container("/box").unwrap();
+    let mtime = h.get("/box").unwrap().1.mtime;
+    assert!(h.tree.expired_nodes_with(i64::MAX, 0).is_empty());
+    assert!(h.tree.expired_nodes_with(mtime + 500, 500).is_empty());
+    assert_eq!(h.tree.expired_nodes_with(mtime + 501, 500), vec!["/box"]);
+    // A child keeps it, as for any container.
+    h.create("/box/c", b"", 0).unwrap();
+    assert!(h.tree.expired_nodes_with(i64::MAX, 500).is_empty());
+    let a = h.apply(Txn::DeleteExpired {
+        path: "/box".into(),
+    });
+    assert_eq!(a.reply, Err(ErrorCode::NotEmpty));
+}
+
 #[test]
 fn container_expires_only_after_it_had_children_and_lost_them() {
     let mut h = H::new();

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use wire::FourLetterWord;
 
+use super::dynamic::{is_hierarchical_key, read_dynamic_file, HIERARCHICAL_REFUSED};
 use super::security::EnforceAuth;
 use super::server_spec::parse_port;
 use super::zoo_cfg::{
@@ -61,8 +62,6 @@ const IGNORED_PREFIXES: &[&str] = &[
     "quorum.cnxn.",
     "jvm.pause.",
     "multiAddress.",
-    "group.",
-    "weight.",
 ];
 
 /// Accumulates entries over a starting config, then derives what depends on other keys.
@@ -82,6 +81,10 @@ pub(super) struct Builder {
     prometheus: bool,
     metrics_host: Option<IpAddr>,
     metrics_port: Option<u16>,
+    /// `dynamicConfigFile`: read by `load_dynamic_file` once every entry is applied.
+    dynamic_file: Option<PathBuf>,
+    /// zoo.cfg itself holds `server.N` lines (not allowed beside `dynamicConfigFile`).
+    static_servers: bool,
 }
 
 impl Builder {
@@ -101,6 +104,8 @@ impl Builder {
             prometheus: false,
             metrics_host: None,
             metrics_port: None,
+            dynamic_file: None,
+            static_servers: false,
         }
     }
 
@@ -189,6 +194,10 @@ impl Builder {
             "znode.container.checkIntervalMs" => {
                 self.cfg.container_check_interval_ms = parse_num(v)?
             }
+            "znode.container.maxPerMinute" => self.cfg.container_max_per_minute = parse_num(v)?,
+            "znode.container.maxNeverUsedIntervalMs" => {
+                self.cfg.container_max_never_used_interval_ms = parse_num(v)?
+            }
             "snapCount" => self.cfg.snapshot_every_entries = parse_num(v)?,
             _ => return Ok(false),
         }
@@ -221,15 +230,19 @@ impl Builder {
                     _ => return Err(format!("{v:?} is not participant or observer")),
                 });
             }
-            "dynamicConfigFile" => {
-                return Err(
-                    "a separate dynamic config file is not supported; put the server.N lines in this file".into(),
-                );
+            "dynamicConfigFile" => self.dynamic_file = Some(non_empty_path(v)?),
+            // The membership's version in ZooKeeper's backward-compatible form (server.N lines in
+            // zoo.cfg); a dynamic file's name carries it otherwise (`dynamic.rs`).
+            "version" => {
+                self.cfg.config_version = i64::from_str_radix(v, 16)
+                    .map_err(|_| format!("{v:?} is not a hexadecimal version"))?
             }
+            _ if is_hierarchical_key(key) => return Err(HIERARCHICAL_REFUSED.into()),
             _ => {
                 let Some(id) = key.strip_prefix("server.") else {
                     return Ok(false);
                 };
+                self.static_servers = true;
                 let id: u64 = id
                     .parse()
                     .map_err(|_| format!("{id:?} is not a server id"))?;
@@ -286,6 +299,26 @@ impl Builder {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// Reads the `dynamicConfigFile`, if zoo.cfg names one: its servers and its version replace
+    /// any given in zoo.cfg (which may not list servers beside it, as in ZooKeeper).
+    pub(super) fn load_dynamic_file(&mut self) -> Result<(), ConfigError> {
+        let Some(path) = self.dynamic_file.clone() else {
+            return Ok(());
+        };
+        if self.static_servers {
+            return Err(ConfigError::Invalid(format!(
+                "{}: server.N lines must be in the dynamic config file ({}) when dynamicConfigFile is set",
+                self.file.display(),
+                path.display()
+            )));
+        }
+        let (servers, version) = read_dynamic_file(&path)?;
+        self.cfg.servers = servers;
+        self.cfg.config_version = version;
+        self.cfg.dynamic_config_file = Some(path);
+        Ok(())
     }
 
     pub(super) fn finish(mut self) -> Result<Config, ConfigError> {

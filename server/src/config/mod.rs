@@ -24,6 +24,7 @@
 //! what is derived from it, and the errors.
 
 mod builder;
+pub mod dynamic;
 mod security;
 mod server_spec;
 mod whitelist;
@@ -133,9 +134,20 @@ pub struct Config {
     pub jute_max_buffer: usize,
     pub my_id: Option<u64>,
     pub servers: Vec<ServerSpec>,
+    /// The membership's version: the hex suffix of the `dynamicConfigFile`'s name, or zoo.cfg's
+    /// `version=` line, else 0 (what `/zookeeper/config` shows before a leader writes it).
+    pub config_version: i64,
+    /// `dynamicConfigFile`: where `servers` came from, if not from zoo.cfg (`dynamic.rs`).
+    pub dynamic_config_file: Option<PathBuf>,
     pub reconfig_enabled: bool,
     pub standalone_enabled: bool,
     pub container_check_interval_ms: u64,
+    /// `znode.container.maxPerMinute` (default 10000): container and TTL deletions are proposed
+    /// at least 60000 / this many ms apart, as ZooKeeper's ContainerManager spaces them.
+    pub container_max_per_minute: u32,
+    /// `znode.container.maxNeverUsedIntervalMs` (default 0 = never, ZooKeeper 3.9's): a container
+    /// that never had a child is deleted once it is older than this (by its mtime).
+    pub container_max_never_used_interval_ms: u64,
     /// Take a snapshot after this many applied log entries (ZooKeeper's `snapCount` analogue).
     pub snapshot_every_entries: u64,
     /// `--ignore-peers`: run alone although server.N lines list others (each server keeps its own
@@ -287,9 +299,13 @@ impl Config {
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             my_id: None,
             servers: Vec::new(),
+            config_version: 0,
+            dynamic_config_file: None,
             reconfig_enabled: false,
             standalone_enabled: true,
             container_check_interval_ms: 60_000,
+            container_max_per_minute: 10_000,
+            container_max_never_used_interval_ms: 0,
             snapshot_every_entries: 100_000,
             ignore_peers: false,
             peer_type: None,
@@ -346,6 +362,7 @@ impl Config {
         for e in &entries {
             b.apply(e)?;
         }
+        b.load_dynamic_file()?;
         let myid_path = b.cfg.data_dir.join("myid");
         match std::fs::read_to_string(&myid_path) {
             Ok(text) => b.cfg.my_id = Some(parse_myid(&text, &myid_path)?),
@@ -513,6 +530,10 @@ impl Config {
         }
         if self.container_check_interval_ms == 0 {
             return bad("znode.container.checkIntervalMs must be greater than 0".into());
+        }
+        if self.container_max_per_minute == 0 {
+            // ZooKeeper divides a minute by it: 0 makes every check fail, so nothing is deleted.
+            return bad("znode.container.maxPerMinute must be greater than 0".into());
         }
         if let Some(d) = &self.super_digest {
             validate_super_digest(d).map_err(ConfigError::Invalid)?;

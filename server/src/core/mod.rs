@@ -190,6 +190,9 @@ impl Core {
                 },
                 _ = ticker.tick() => self.on_tick(Instant::now(), &mut schedule),
                 _ = sweeper.tick() => self.propose_expired_nodes(Instant::now(), &mut schedule),
+                // Candidates a sweep held back for `znode.container.maxPerMinute`'s spacing.
+                _ = tokio::time::sleep_until(schedule.next_deletion.unwrap_or_else(Instant::now)),
+                    if schedule.held => self.propose_expired_nodes(Instant::now(), &mut schedule),
             }
         }
         for conn in self.conns.drain() {

@@ -150,7 +150,9 @@ impl Core {
                         session_id: session_id.0,
                         auth: &auth,
                     };
-                    znode_tree::read_with_watch(&self.tree, &mut self.watches, &ctx, id, &req)
+                    let read =
+                        znode_tree::read_with_watch(&self.tree, &mut self.watches, &ctx, id, &req);
+                    self.fill_unwritten_config(&req, read)
                 }
             }
         };
@@ -174,6 +176,28 @@ impl Core {
                 body,
             },
         );
+    }
+
+    /// A getData of `/zookeeper/config` before the node was first written: zoo.cfg's membership
+    /// (`Core::config_before_written`), the stat's length to match.
+    fn fill_unwritten_config(
+        &self,
+        req: &Request,
+        read: Result<Response, ErrorCode>,
+    ) -> Result<Response, ErrorCode> {
+        match (req, read) {
+            (Request::GetData(g), Ok(Response::GetData(mut r)))
+                if g.path == "/zookeeper/config"
+                    && r.data.as_deref().unwrap_or_default().is_empty() =>
+            {
+                if let Some(data) = self.config_before_written() {
+                    r.stat.data_length = data.len() as i32;
+                    r.data = Some(data);
+                }
+                Ok(Response::GetData(r))
+            }
+            (_, read) => read,
+        }
     }
 
     fn set_watches(&mut self, id: ConnId, sw2: &wire::ops::watches::SetWatches2) {

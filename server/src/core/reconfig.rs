@@ -75,6 +75,9 @@ pub(crate) struct Membership {
     /// On the leader: forwarded reconfigs waiting for this member to apply what it knew to be
     /// committed when they arrived (their forward link waits with them).
     deferred: Vec<Deferred>,
+    /// The newest membership version written to `zoo.cfg.dynamic.<version>` by this process
+    /// (`None`: none yet; zoo.cfg then points at `Config::config_version`'s).
+    written_version: Option<i64>,
 }
 
 /// A forwarded reconfig the leader judges once its applied index reaches `commit`.
@@ -182,7 +185,9 @@ impl Core {
             if self.role.is_leader {
                 self.judge_forwarded_reconfig(d.entry, d.done);
             } else {
-                let _ = d.done.send(Err("this member is no longer the leader".into()));
+                let _ = d
+                    .done
+                    .send(Err("this member is no longer the leader".into()));
             }
         }
     }
@@ -300,7 +305,7 @@ impl Core {
         if self.membership.members.servers.is_empty() {
             Members {
                 servers: self.cfg.servers.clone(),
-                version: self.membership.members.version,
+                version: Some(self.cfg.config_version),
             }
         } else {
             self.membership.members.clone()
@@ -521,6 +526,7 @@ impl Core {
         }
         self.membership.members = members;
         self.membership.applied_at = Some(Instant::now());
+        self.write_dynamic_config();
         self.update_address_book();
         let me = self.cfg.my_id.unwrap_or(0);
         let listed = &self.membership.members.servers;
@@ -529,6 +535,54 @@ impl Core {
             && !listed.is_empty()
             && !listed.iter().any(|s| s.id == me);
         std::mem::replace(&mut self.membership.removed, removed)
+    }
+
+    /// With reconfigEnabled on an ensemble started from a zoo.cfg, a membership newer than the
+    /// one zoo.cfg points at goes to `zoo.cfg.dynamic.<version>` and zoo.cfg is pointed at it, as
+    /// ZooKeeper does, so a member restarted later starts from it (`config/dynamic.rs`). A failed
+    /// write is logged: the replicated membership stands either way.
+    fn write_dynamic_config(&mut self) {
+        let (Some(zoo_cfg), Some(version)) = (&self.cfg.source, self.membership.members.version)
+        else {
+            return;
+        };
+        if self.ensemble.is_none()
+            || !self.cfg.reconfig_enabled
+            || self.membership.members.servers.is_empty()
+            || version
+                <= self
+                    .membership
+                    .written_version
+                    .unwrap_or(self.cfg.config_version)
+        {
+            return;
+        }
+        self.membership.written_version = Some(version);
+        let text = self.config_text();
+        let me = self.cfg.my_id.unwrap_or(0);
+        match crate::config::dynamic::write_dynamic_config(zoo_cfg, &text, version, me) {
+            Ok(path) => {
+                info!(file = %path.display(), "membership written to the dynamic config file; zoo.cfg points at it")
+            }
+            Err(e) => {
+                warn!(zoo_cfg = %zoo_cfg.display(), error = %e, "could not write the dynamic config file")
+            }
+        }
+    }
+
+    /// What a getData of `/zookeeper/config` answers on an ensemble before a leader wrote the
+    /// node: zoo.cfg's membership and its version, as ZooKeeper's servers hold it from the start.
+    /// `None` when the node has data (or on a standalone server, whose node stays empty).
+    pub(super) fn config_before_written(&self) -> Option<Vec<u8>> {
+        if self.ensemble.is_none()
+            || self.cfg.servers.is_empty()
+            || !self.membership.members.servers.is_empty()
+        {
+            return None;
+        }
+        let text =
+            rc::render(&self.cfg.servers) + &format!("version={:x}", self.cfg.config_version);
+        Some(text.into_bytes())
     }
 
     /// A member that just left the configuration closes its clients (they reconnect elsewhere).

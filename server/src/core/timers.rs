@@ -28,6 +28,10 @@ pub(super) struct Schedule {
     /// Paths whose deletion a sweep proposed, and when: skipped by the sweeps that follow until
     /// `SWEEP_REPROPOSE_AFTER` has passed (the proposal may have been lost with a leader change).
     swept: HashMap<String, Instant>,
+    /// The earliest moment the next deletion may be proposed (`znode.container.maxPerMinute`).
+    pub(super) next_deletion: Option<Instant>,
+    /// A sweep left candidates for later because of that spacing: sweep again at `next_deletion`.
+    pub(super) held: bool,
 }
 
 impl Schedule {
@@ -35,6 +39,8 @@ impl Schedule {
         Schedule {
             next_checkpoint: now + CHECKPOINT_EVERY,
             swept: HashMap::new(),
+            next_deletion: None,
+            held: false,
         }
     }
 }
@@ -71,20 +77,40 @@ impl Core {
         Duration::from_millis(self.cfg.container_check_interval_ms).max(SWEEP_FLOOR)
     }
 
-    /// The leader proposes the deletion of empty containers and TTL nodes that are due;
-    /// the tree checks again at apply time, so a child created meanwhile keeps the node.
+    /// The gap ZooKeeper's ContainerManager keeps between two deletions: a minute divided by
+    /// `znode.container.maxPerMinute` (whole milliseconds, as its long division).
+    fn deletion_spacing(&self) -> Duration {
+        Duration::from_millis(60_000 / u64::from(self.cfg.container_max_per_minute.max(1)))
+    }
+
+    /// The leader proposes the deletion of empty containers and TTL nodes that are due (and,
+    /// with `znode.container.maxNeverUsedIntervalMs`, of containers that never had a child),
+    /// one per `deletion_spacing`: candidates left when the next one is not allowed yet wait for
+    /// a sweep at that moment (`held`). The tree checks again at apply time, so a child created
+    /// meanwhile keeps the node.
     pub(super) fn propose_expired_nodes(&mut self, now: Instant, schedule: &mut Schedule) {
+        schedule.held = false;
         if !self.role.is_leader {
             schedule.swept.clear();
             return;
         }
+        let never_used =
+            i64::try_from(self.cfg.container_max_never_used_interval_ms).unwrap_or(i64::MAX);
+        let spacing = self.deletion_spacing();
         schedule
             .swept
             .retain(|_, at| now.saturating_duration_since(*at) < SWEEP_REPROPOSE_AFTER);
         let wall = self.wall.now_ms();
-        for path in self.tree.expired_nodes(wall) {
+        for path in self.tree.expired_nodes_with(wall, never_used) {
             if schedule.swept.contains_key(&path) {
                 continue;
+            }
+            if schedule.next_deletion.is_some_and(|at| now < at) {
+                schedule.held = true;
+                break;
+            }
+            if !spacing.is_zero() {
+                schedule.next_deletion = Some(now + spacing);
             }
             schedule.swept.insert(path.clone(), now);
             let entry = stamp(

@@ -108,6 +108,13 @@ impl Tree {
     /// Containers that have had children and have none now, and TTL nodes without children
     /// whose `now - mtime` exceeds their ttl (ZooKeeper's `ContainerManager`), sorted.
     pub fn expired_nodes(&self, now_ms: i64) -> Vec<String> {
+        self.expired_nodes_with(now_ms, 0)
+    }
+
+    /// As `expired_nodes`, with ZooKeeper's `znode.container.maxNeverUsedIntervalMs`: a container
+    /// that never had a child is a candidate too once `now - mtime` exceeds `never_used_ms`
+    /// (0: never, ZooKeeper 3.9's default).
+    pub fn expired_nodes_with(&self, now_ms: i64, never_used_ms: i64) -> Vec<String> {
         self.expirable
             .iter()
             .filter(|p| {
@@ -116,7 +123,11 @@ impl Tree {
                 };
                 n.num_children() == 0
                     && match n.kind() {
-                        Kind::Container => n.stat.cversion > 0,
+                        Kind::Container => {
+                            n.stat.cversion > 0
+                                || (never_used_ms != 0
+                                    && now_ms.saturating_sub(n.stat.mtime) > never_used_ms)
+                        }
                         Kind::Ttl(ttl) => ttl != 0 && now_ms.saturating_sub(n.stat.mtime) > ttl,
                         _ => false,
                     }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Growing 3 members to 5 by a rolling restart (issue 42, item 1), the same steps against paddock and Apache
+# ZooKeeper 3.9.5, each started from the same zoo.cfg files (no reconfigEnabled): members 1-3 start with the
+# 3-server list; a writer creates znodes through kazoo 2.11 all along; members 4 and 5 start, empty, with the
+# 5-server list; then 1, 2 and 3 restart one at a time with it, each serving again before the next. After each
+# step a write must be acknowledged within 30 s; at the end all five serve and, after a sync, the same
+# children holding every acknowledged write (check.py).
+#
+#   compat-tests/rolling-restart/run.sh                       against paddock
+#   compat-tests/rolling-restart/run.sh --against-zookeeper   against ZooKeeper 3.9.5
+#
+# Ends with the row `rolling-restart | passed | failed | skipped` (compat-tests/lib.sh).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE="$COMPAT_LIB_DIR/rolling-restart"
+
+compat_init rolling-restart
+compat_args "$@"
+bash "$ROOT/scripts/install-deps.sh" >&2 || compat_fail "scripts/install-deps.sh failed"
+PY="$ROOT/.venv/bin/python"
+
+ports=() lines=()
+for i in 1 2 3 4 5; do
+    ports+=("$(free_port)")
+    lines+=("server.$i=127.0.0.1:$(free_port):$(free_port):participant;127.0.0.1:${ports[i - 1]}")
+done
+three="$(printf '%s\n' "${lines[@]:0:3}")"
+five="$(printf '%s\n' "${lines[@]}")"
+
+write_cfg() { # i server-lines
+    local dir="$COMPAT_WORK/m$1"
+    mkdir -p "$dir/data"
+    echo "$1" >"$dir/data/myid"
+    printf 'tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\n4lw.commands.whitelist=*\nadmin.enableServer=false\n%s\n' \
+        "$dir/data" "$2" >"$dir/zoo.cfg"
+}
+
+if [[ "$TARGET" == zookeeper ]]; then
+    cp="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
+else
+    bin="$(compat_paddock_bin)" || compat_fail "no paddock binary"
+fi
+
+start_member() { # i
+    local dir="$COMPAT_WORK/m$1"
+    if [[ "$TARGET" == zookeeper ]]; then
+        java -Xmx192m -Dzookeeper.log.dir="$dir" -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+            >>"$dir/server.log" 2>&1 </dev/null &
+    else
+        "$bin" serve --config "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
+    fi
+    echo $! >"$dir/pid"
+}
+
+stop_member() { # i
+    local pid
+    [[ -f "$COMPAT_WORK/m$1/pid" ]] || return 0
+    pid="$(cat "$COMPAT_WORK/m$1/pid")"
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
+wait_serving() { # i...
+    local i deadline=$((SECONDS + 120))
+    for i in "$@"; do
+        until [[ "$(paddock_mode "${ports[i - 1]}")" == leader || "$(paddock_mode "${ports[i - 1]}")" == follower ]]; do
+            ((SECONDS < deadline)) || { tail -n 30 "$COMPAT_WORK/m$i/server.log" >&2; compat_fail "member $i on port ${ports[i - 1]} did not serve"; }
+            sleep 0.5
+        done
+    done
+}
+
+trap 'set +e; touch "$COMPAT_WORK/stop"; for i in 1 2 3 4 5; do stop_member "$i"; done; compat_cleanup' EXIT
+export ZK_HOSTS
+ZK_HOSTS="$(printf '127.0.0.1:%s,' "${ports[@]}")"
+ZK_HOSTS="${ZK_HOSTS%,}"
+out="$COMPAT_WORK/out.txt"
+: >"$out"
+
+for i in 1 2 3; do write_cfg "$i" "$three"; start_member "$i"; done
+wait_serving 1 2 3
+"$PY" "$HERE/check.py" write "$COMPAT_WORK" >"$COMPAT_WORK/writer.log" 2>&1 &
+writer=$!
+set +e
+"$PY" "$HERE/check.py" progress "$COMPAT_WORK" "the start on 3 members" | tee -a "$out"
+# The new members serve once a member they can follow knows them (paddock: once the leader runs with the
+# 5-server list); they are waited for at the end.
+for i in 4 5; do write_cfg "$i" "$five"; start_member "$i"; done
+sleep 5
+"$PY" "$HERE/check.py" progress "$COMPAT_WORK" "members 4 and 5 started" | tee -a "$out"
+for i in 1 2 3; do
+    stop_member "$i"
+    write_cfg "$i" "$five"
+    start_member "$i"
+    wait_serving "$i"
+    "$PY" "$HERE/check.py" progress "$COMPAT_WORK" "member $i restarted with 5 servers" | tee -a "$out"
+done
+touch "$COMPAT_WORK/stop"
+wait "$writer"
+wait_serving 1 2 3 4 5
+"$PY" "$HERE/check.py" verify "$COMPAT_WORK" | tee -a "$out"
+set -e
+passed=$(grep -c '^ok ' "$out" || true)
+failed=$(grep -c '^FAIL ' "$out" || true)
+((passed > 0)) || failed=$((failed + 1))
+report "$passed" "$failed" 0
+((failed == 0))
