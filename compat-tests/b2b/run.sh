@@ -3,7 +3,8 @@
 #
 #   compat-tests/b2b/run.sh [--standalone] [--ops N] [--seed S] [--seq-len L] [--exclude op,op] [--shrink-budget SECS]
 #
-# Starts ZooKeeper (standalone) and a 3-member paddock ensemble on free loopback ports with temp data dirs;
+# Starts ZooKeeper (standalone) and a 3-member paddock ensemble on free loopback ports with temp data dirs
+# (plus one ZooKeeper and one paddock with the x509 provider instead of SASL's, for acl_schemes.py);
 # besides the fixed corpus (--seed, --ops) it compares a block from a fresh seed (b2b.py --fresh-ops), printed
 # with the command that replays it;
 # b2b.py talks to a follower of that ensemble (--standalone: one paddock server instead), runs compat-tests/b2b/b2b.py, stops them,
@@ -38,6 +39,7 @@ Server {
 };
 EOF
 SASL_PROVIDER=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+X509_PROVIDER=org.apache.zookeeper.server.auth.X509AuthenticationProvider
 ZK_PORT="$(free_port)"
 ZK_JVMFLAGS="-Dznode.container.checkIntervalMs=$NO_REAP_MS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST \
 -Dzookeeper.enforceQuota=true -Djava.security.auth.login.config=$JAAS -Dzookeeper.authProvider.1=$SASL_PROVIDER" \
@@ -63,6 +65,15 @@ else
     ARGS=(--no-config-node "${ARGS[@]}")
 fi
 
+# A second pair, configured alike with the x509 provider and without the SASL one (ZooKeeper refuses an
+# ACL id whose scheme has no provider): acl_schemes.py runs against both pairs after the sequences.
+ZK2_PORT="$(free_port)"
+ZK_JVMFLAGS="-Dzookeeper.authProvider.1=$X509_PROVIDER" start_zookeeper zk-x509 "$ZK2_PORT" \
+    || compat_fail "the second ZooKeeper did not start"
+PD2_PORT="$(free_port)"
+start_paddock paddock-x509 "$PD2_PORT" "$COMPAT_WORK/paddock-x509" -D "zookeeper.authProvider.1=$X509_PROVIDER" \
+    || compat_fail "the second paddock did not start"
+
 set +e
 (cd "$HERE" && "$PY" -u b2b.py --zk "127.0.0.1:$ZK_PORT" --paddock "127.0.0.1:$PD_PORT" \
     --counts-file "$COMPAT_WORK/counts" "${ARGS[@]}")
@@ -76,6 +87,20 @@ else
     passed=0 failed=1 ops_compared=0 ops_mismatched=0 ops_not_run=0
 fi
 if [[ $rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
+# ACL ids of schemes with and without a provider (sasl yes/x509 no on the first pair, the reverse on the
+# second), each case one test: equal replies on both servers, and the expected one.
+for pair in "$ZK_PORT $PD_PORT yes no" "$ZK2_PORT $PD2_PORT no yes"; do
+    read -r zp pp sasl x509 <<<"$pair"
+    (cd "$HERE" && "$PY" -u acl_schemes.py --zk "127.0.0.1:$zp" --paddock "127.0.0.1:$pp" --sasl "$sasl" \
+        --x509 "$x509") | tee "$COMPAT_WORK/acl_schemes.out" || true
+    if read -r ok bad < <(sed -n 's/^acl_schemes: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+        "$COMPAT_WORK/acl_schemes.out"); then
+        passed=$((passed + ok)) failed=$((failed + bad))
+    else
+        failed=$((failed + 1))
+    fi
+done
+((failed == 0)) || rc=1
 for name in "${!PADDOCK_PIDS[@]}"; do
     if ! kill -0 "${PADDOCK_PIDS[$name]}" 2>/dev/null; then
         echo "run.sh: paddock '$name' exited during the run; last log lines:" >&2

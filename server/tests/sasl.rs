@@ -42,6 +42,12 @@ struct Paddock {
 async fn start(jaas: Option<&str>, props: &[&str]) -> Paddock {
     let dir = tempfile::tempdir().unwrap();
     let mut all: Vec<String> = props.iter().map(|p| p.to_string()).collect();
+    // The SASL provider, as kazoo's harness registers it: without it a `sasl:` ACL id is
+    // InvalidACL (tests/acl_schemes.rs); logins work either way.
+    all.push(
+        "zookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+            .into(),
+    );
     if let Some(text) = jaas {
         let path = dir.path().join("jaas.conf");
         std::fs::write(&path, text).unwrap();

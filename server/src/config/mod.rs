@@ -79,6 +79,25 @@ pub struct Entry {
     pub origin: Origin,
 }
 
+/// Which of the schemes with an optional provider are registered (`Config::acl_schemes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AclSchemes {
+    pub sasl: bool,
+    pub x509: bool,
+}
+
+impl AclSchemes {
+    /// Whether an ACL id of `scheme` has a provider to validate it. `world` and `auth` are
+    /// handled by fixupACL itself; any other unknown scheme is refused by apply anyway.
+    pub fn has(&self, scheme: &str) -> bool {
+        match scheme {
+            "sasl" => self.sasl,
+            "x509" => self.x509,
+            _ => true,
+        }
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read {}: {source}", path.display())]
@@ -131,6 +150,10 @@ pub struct Config {
     /// Authentication schemes a connection must have used before any request but auth and
     /// SASL is served (`enforce.auth.*`, `sessionRequireClientSASLAuth`); `None` = not enforced.
     pub enforce_auth_schemes: Option<Vec<String>>,
+    /// `authProvider.N=...SASLAuthenticationProvider`: ZooKeeper's registry then has the `sasl`
+    /// scheme, without which a create or setACL naming a `sasl:` id is refused (`acl_schemes`).
+    /// SASL logins work either way, as in ZooKeeper (they need the JAAS `Server` section only).
+    pub sasl_provider: bool,
     pub jute_max_buffer: usize,
     pub my_id: Option<u64>,
     pub servers: Vec<ServerSpec>,
@@ -296,6 +319,7 @@ impl Config {
             skip_acl: false,
             let_any_sasl_user_do_x: None,
             enforce_auth_schemes: None,
+            sasl_provider: false,
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             my_id: None,
             servers: Vec::new(),
@@ -672,6 +696,18 @@ impl Config {
             }
         }
         lines
+    }
+
+    /// The ACL schemes this server has a provider for, as ZooKeeper's `ProviderRegistry` would:
+    /// ip and digest always (paddock refuses `DigestAuthenticationProvider.enabled=false`),
+    /// sasl with its `authProvider` line, x509 with its line or a secure client port. A create or
+    /// setACL naming another scheme (but `world:anyone` and `auth`) gets InvalidACL
+    /// (`core/acl_schemes.rs`).
+    pub fn acl_schemes(&self) -> AclSchemes {
+        AclSchemes {
+            sasl: self.sasl_provider,
+            x509: self.client_tls.x509_available(),
+        }
     }
 
     /// The tree settings this config implies.

@@ -252,11 +252,11 @@ impl Builder {
             "enforce.auth.enabled" => self.enforce_auth.enabled = parse_bool(v)?,
             "enforce.auth.schemes" => self.enforce_auth.schemes = Some(v.to_string()),
             "letAnySaslUserDoX" => self.cfg.let_any_sasl_user_do_x = Some(v.to_string()),
-            k if is_auth_provider_key(k) => {
-                if check_auth_provider(v)? {
-                    self.cfg.client_tls.x509_provider = true;
-                }
-            }
+            k if is_auth_provider_key(k) => match check_auth_provider(v)? {
+                Some("x509") => self.cfg.client_tls.x509_provider = true,
+                Some("sasl") => self.cfg.sasl_provider = true,
+                _ => {}
+            },
             "DigestAuthenticationProvider.digestAlg" => {
                 let alg = v.to_ascii_uppercase().replace('-', "");
                 if alg != "SHA1" {
@@ -366,18 +366,15 @@ fn is_auth_provider_key(k: &str) -> bool {
 }
 
 /// The authentication providers paddock has built in; any other class refuses the start, as
-/// ZooKeeper's does when it cannot load one. `Ok(true)`: the x509 provider.
-fn check_auth_provider(class: &str) -> Result<bool, String> {
-    const KNOWN: &[&str] = &[
-        "org.apache.zookeeper.server.auth.DigestAuthenticationProvider",
-        "org.apache.zookeeper.server.auth.IPAuthenticationProvider",
-        "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-    ];
-    if KNOWN.contains(&class) {
-        return Ok(false);
-    }
-    if class == X509_PROVIDER {
-        return Ok(true);
+/// ZooKeeper's does when it cannot load one. `Ok(Some(scheme))`: a provider ZooKeeper registers
+/// only when asked (sasl, x509); `Ok(None)`: one it always has (digest, ip).
+fn check_auth_provider(class: &str) -> Result<Option<&'static str>, String> {
+    match class {
+        "org.apache.zookeeper.server.auth.DigestAuthenticationProvider"
+        | "org.apache.zookeeper.server.auth.IPAuthenticationProvider" => return Ok(None),
+        "org.apache.zookeeper.server.auth.SASLAuthenticationProvider" => return Ok(Some("sasl")),
+        X509_PROVIDER => return Ok(Some("x509")),
+        _ => {}
     }
     Err(format!(
         "{class:?} is not an authentication provider paddock has (it has digest, ip, sasl and \

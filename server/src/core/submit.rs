@@ -6,11 +6,12 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use consensus::ConsensusError;
-use wire::{Id, RequestHeader};
+use wire::{Acl, Id, Request, RequestHeader};
 use znode_tree::{Entry, Txn};
 
 use super::requests::{Pending, Queued};
 use super::Core;
+use crate::config::AclSchemes;
 use crate::forward_codec::ToLeader;
 use crate::msg::ConnId;
 use crate::session::SessionId;
@@ -30,16 +31,51 @@ pub(super) fn stamp(session: SessionId, xid: i32, time_ms: i64, auth: Vec<Id>, t
     }
 }
 
+/// ZooKeeper's fixupACL refuses an ACL id whose scheme has no registered provider (sasl and x509
+/// are registered only when configured). Every ACL list of `req` (create's four opcodes, setACL,
+/// and the creates inside a multi) naming such a scheme is emptied here, before the entry is
+/// stamped: apply refuses an empty list with InvalidACL at the very step fixupACL would, so the
+/// errors before it (flags, ttl, path) and after it, and a multi's per-op results, stay apply's.
+///
+/// Why here and not in apply (`TreeConfig`): ZooKeeper decides this on its leader, before the
+/// transaction, from that server's registry; apply must compute alike on every member, so the
+/// schemes would have to join the settings fingerprint (`identity.rs`), and members of older
+/// releases (which accept every scheme) would refuse upgraded ones: no rolling upgrade. Emptying
+/// the list at the proposer keeps apply and the log format as they were. The member that takes the
+/// request decides (a follower's write is not re-checked by the leader); members are meant to
+/// share their `authProvider` lines, as ZooKeeper's are (see DESIGN.md).
+pub(super) fn empty_acls_without_provider(req: &mut Request, schemes: AclSchemes) {
+    let lacks = |acl: &[Acl]| acl.iter().any(|a| !schemes.has(&a.id.scheme));
+    let acl = match req {
+        Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => &mut r.acl,
+        Request::CreateTtl(r) => &mut r.acl,
+        Request::SetAcl(r) => &mut r.acl,
+        Request::Multi(ops) => {
+            for op in ops {
+                empty_acls_without_provider(op, schemes);
+            }
+            return;
+        }
+        _ => return,
+    };
+    if lacks(acl) {
+        acl.clear();
+    }
+}
+
 impl Core {
     pub(super) fn propose_write(
         &mut self,
         id: ConnId,
         header: RequestHeader,
-        txn: Txn,
+        mut txn: Txn,
         received: Instant,
         slot: Slot,
     ) {
         let queued = std::time::Instant::now();
+        if let Txn::Write(req) = &mut txn {
+            empty_acls_without_provider(req, self.cfg.acl_schemes());
+        }
         let conn = self.conns.get_mut(&id).unwrap();
         let mut entry = stamp(
             conn.session_id,
