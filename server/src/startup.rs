@@ -390,6 +390,7 @@ fn raft_config(cfg: &Config, is_ensemble: bool, settled: &Settled) -> consensus:
         let (tick, election, heartbeat) = cfg.raft_timing();
         raft_cfg.tick = tick;
         raft_cfg.election_tick = election as usize;
+        raft_cfg.max_election_tick = cfg.raft_max_election_ticks() as usize;
         raft_cfg.heartbeat_tick = heartbeat as usize;
         // Only a member of a new ensemble bootstraps; one that joins (or resumes) lists no
         // one, so it waits for the leader instead of starting a group of its own.
