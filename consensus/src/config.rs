@@ -44,7 +44,13 @@ pub struct Config {
     /// node caught up.
     pub import_join: bool,
     pub tick: Duration,
+    /// A leader steps down once it has not heard from a quorum for this many ticks (checked every
+    /// tick, `Driver::tick`), and a follower that hears no leader campaigns after a random number
+    /// of ticks in `election_tick..max_election_tick`.
     pub election_tick: usize,
+    /// The end (exclusive) of a follower's randomised election timeout; 0 = `2 * election_tick`
+    /// (raft-rs's default).
+    pub max_election_tick: usize,
     pub heartbeat_tick: usize,
     /// Entries kept in the log behind the newest snapshot, so lagging followers can catch up from
     /// the log instead of needing a snapshot.
@@ -74,6 +80,7 @@ impl Config {
             import_join: false,
             tick: Duration::from_millis(100),
             election_tick: 10,
+            max_election_tick: 0,
             heartbeat_tick: 3,
             snapshot_keep_entries: 1000,
             max_uncommitted_bytes: MAX_UNCOMMITTED_BYTES,
@@ -121,6 +128,12 @@ impl Config {
                 self.election_tick, self.heartbeat_tick
             )));
         }
+        if self.max_election_tick != 0 && self.max_election_tick <= self.election_tick {
+            return Err(ConsensusError::Invalid(format!(
+                "max_election_tick ({}) must exceed election_tick ({})",
+                self.max_election_tick, self.election_tick
+            )));
+        }
         Ok(())
     }
 
@@ -138,6 +151,7 @@ impl Config {
         raft::Config {
             id: self.id,
             election_tick: self.election_tick,
+            max_election_tick: self.max_election_tick,
             heartbeat_tick: self.heartbeat_tick,
             applied,
             max_size_per_msg: MAX_SIZE_PER_MSG,

@@ -159,8 +159,12 @@ pub struct Driver {
     import_join: bool,
     /// Ticks in a row spent rejoining without knowing a leader (see `REJOIN_PATIENCE_ELECTIONS`).
     leaderless_ticks: usize,
-    /// Ticks since open: the clock of `skip_repeated_acks`.
+    /// Ticks since open: the clock of `skip_repeated_acks` and of `check_quorum_heard`.
     ticks: u64,
+    /// When (`ticks`) each peer was last heard from: any message it sent that reached `command`.
+    heard: HashMap<u64, u64>,
+    /// The term this node last led in, so that a new leadership starts every peer's clock afresh.
+    led_term: u64,
     /// The last append acknowledgement sent to each peer: (term, index, `ticks` when sent).
     acks_sent: HashMap<u64, (u64, u64, u64)>,
     /// Acknowledgements not sent because they repeated the last one (`skip_repeated_acks`).
@@ -267,6 +271,8 @@ impl Driver {
             import_join: cfg.import_join,
             leaderless_ticks: 0,
             ticks: 0,
+            heard: HashMap::new(),
+            led_term: 0,
             acks_sent: HashMap::new(),
             acks_skipped: 0,
             proposed: 0,
@@ -300,6 +306,7 @@ impl Driver {
         }
         self.raw.tick();
         self.ticks += 1;
+        self.check_quorum_heard();
         self.expire_lost_snapshots();
         if let Some(left) = self.campaign_in.take() {
             if left > 1 {
@@ -363,6 +370,8 @@ impl Driver {
             }
             Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
             Command::Step(mut msg) => {
+                self.heard.insert(msg.from, self.ticks);
+                self.answer_a_behind_candidate(&msg);
                 // A leader's heartbeat carries min(what it believes we hold, its commit). After
                 // our data was wiped and we rejoined empty, that belief is stale, and raft-rs
                 // panics committing past the end of our log ("to_commit out of range"). Every
@@ -464,6 +473,81 @@ impl Driver {
             .map(|(&id, pr)| (pr.matched, std::cmp::Reverse(id)))
             .max()
             .map(|(_, std::cmp::Reverse(id))| id)
+    }
+
+    /// A leader that has not heard from a quorum of voters (itself included) within the last
+    /// `election_tick` ticks steps down. Checked every tick, so a leader keeps its quorum as long
+    /// as every voter it needs spoke within one election timeout: ZooKeeper's leader likewise
+    /// gives up once a quorum of its followers missed `syncLimit` ticks. raft-rs's own
+    /// check-quorum (kept, as a backstop) only looks once per election timeout at who spoke since
+    /// the last look, so it tolerates between one and two timeouts of silence.
+    fn check_quorum_heard(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            return;
+        }
+        let now = self.ticks;
+        if self.led_term != self.raw.raft.term {
+            // A new leadership: every peer gets a whole election timeout to answer it.
+            self.led_term = self.raw.raft.term;
+            let peers: Vec<u64> = self.raw.raft.prs().iter().map(|(&id, _)| id).collect();
+            for id in peers {
+                self.heard.insert(id, now);
+            }
+            return;
+        }
+        let window = self.election_tick as u64;
+        let me = self.id;
+        let conf = self.current_conf().clone();
+        for id in conf.voters.iter().chain(&conf.voters_outgoing) {
+            // A voter this leadership has not heard of yet gets a whole window from now.
+            self.heard.entry(*id).or_insert(now);
+        }
+        let heard = |id: &u64| {
+            *id == me
+                || self
+                    .heard
+                    .get(id)
+                    .is_some_and(|&at| now.saturating_sub(at) <= window)
+        };
+        // A majority of the voters, and in a joint configuration of the outgoing voters too.
+        let majority = |ids: &[u64]| {
+            ids.is_empty() || ids.iter().filter(|id| heard(id)).count() > ids.len() / 2
+        };
+        if !(majority(&conf.voters) && majority(&conf.voters_outgoing)) {
+            let term = self.raw.raft.term;
+            tracing::warn!(
+                term,
+                ticks = window,
+                "stepping down: a quorum of voters was not heard from within the election timeout"
+            );
+            self.raw.raft.become_follower(term, INVALID_ID);
+        }
+    }
+
+    /// A pre-vote reached this voter while it knows no leader, from a candidate whose log is
+    /// behind its own: this voter refuses it, and would win an election that candidate cannot.
+    /// It campaigns at the next tick instead of waiting out its own election timeout, as
+    /// ZooKeeper's leader election settles as soon as the peers that are up have exchanged their
+    /// votes (a member restarted behind a lone survivor gets a leader in a tick, not a timeout).
+    fn answer_a_behind_candidate(&mut self, msg: &Message) {
+        let raft = &self.raw.raft;
+        if msg.get_msg_type() != MessageType::MsgRequestPreVote
+            || raft.leader_id != INVALID_ID
+            || raft.state != StateRole::Follower
+            || !raft.promotable()
+            || self.rejoining
+            || self.campaign_in.is_some()
+        {
+            return;
+        }
+        let ours = (raft.raft_log.last_term(), raft.raft_log.last_index());
+        if (msg.log_term, msg.index) < ours {
+            tracing::info!(
+                from = msg.from,
+                "a candidate behind this member's log asked for a pre-vote; campaigning"
+            );
+            self.campaign_in = Some(1);
+        }
     }
 
     /// The transport lost its link to `peer`. On a follower whose leader that is, forget the

@@ -246,6 +246,33 @@ impl Drop for StopOnExit {
     }
 }
 
+/// The most ticks one wake-up of the raft thread catches up on.
+pub(crate) const MAX_CATCH_UP_TICKS: u32 = 10;
+
+/// How many ticks are due at `now` (the next was due at `next_tick`), and when the one after them
+/// is. Ticks keep a fixed rate: a thread that wakes late (a loaded machine's scheduling delay)
+/// catches up on the ticks it missed, so timeouts counted in ticks (elections, a leader's check
+/// of its quorum) last as long in wall time as they say, instead of stretching by the delay of
+/// every wake-up. At most `MAX_CATCH_UP_TICKS` at once: when the thread itself stalled (a long
+/// synced write), the messages it then reads waited for it, not for their senders, and a burst
+/// of ticks counting the stall against the peers would depose a healthy leader. The rest of a
+/// longer delay is dropped.
+pub(crate) fn ticks_due(now: Instant, next_tick: Instant, tick: Duration) -> (u32, Instant) {
+    if now < next_tick {
+        return (0, next_tick);
+    }
+    let late = now - next_tick;
+    let missed = 1 + (late.as_nanos() / tick.as_nanos().max(1)).min(u128::from(u32::MAX)) as u32;
+    let fired = missed.min(MAX_CATCH_UP_TICKS);
+    let next = if missed > MAX_CATCH_UP_TICKS {
+        // Dropped ticks are not owed: the next is one tick from now.
+        now + tick
+    } else {
+        next_tick + tick * missed
+    };
+    (fired, next)
+}
+
 struct RaftLoop {
     driver: Driver,
     out: ThreadOutput,
@@ -280,10 +307,11 @@ impl RaftLoop {
                     Err(_) => break,
                 }
             }
-            if Instant::now() >= next_tick {
+            let (due, next) = ticks_due(Instant::now(), next_tick, self.tick);
+            for _ in 0..due {
                 self.driver.tick();
-                next_tick = Instant::now() + self.tick;
             }
+            next_tick = next;
         }
         Ok(())
     }
@@ -411,11 +439,15 @@ impl RaftLoop {
                     }
                 }
             }
-            let now = tokio::time::Instant::now();
-            if now >= next_tick {
+            let (due, next) = ticks_due(
+                tokio::time::Instant::now().into_std(),
+                next_tick.into_std(),
+                self.tick,
+            );
+            for _ in 0..due {
                 self.driver.tick();
-                next_tick = now + self.tick;
             }
+            next_tick = next.into();
         }
         Ok(())
     }
@@ -475,5 +507,45 @@ fn write_snapshots(dir: PathBuf, jobs: Receiver<WriterJob>, saved: RequestTx) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_keep_a_fixed_rate_and_catch_up_a_few_at_most() {
+        let t0 = Instant::now();
+        let tick = Duration::from_millis(50);
+        let ms = |n: u64| Duration::from_millis(n);
+        // Not due yet.
+        assert_eq!(ticks_due(t0, t0 + ms(10), tick), (0, t0 + ms(10)));
+        // Due on time: one, the next a tick after the one due (not after now).
+        assert_eq!(ticks_due(t0 + ms(5), t0, tick), (1, t0 + ms(50)));
+        // Woken 70 ms late: the missed tick too, and the rate holds.
+        assert_eq!(ticks_due(t0 + ms(70), t0, tick), (2, t0 + ms(100)));
+        // Exactly the cap.
+        assert_eq!(
+            ticks_due(t0 + ms(499), t0, tick),
+            (MAX_CATCH_UP_TICKS, t0 + ms(500))
+        );
+        // A 2 s stall: ten ticks, the rest dropped, the next a tick from now.
+        assert_eq!(
+            ticks_due(t0 + ms(2000), t0, tick),
+            (MAX_CATCH_UP_TICKS, t0 + ms(2050))
+        );
+        // Forty wake-ups each 70 ms late of 50 ms ticks: 2 s of wall time is 40 ticks, not 17.
+        let mut next = t0 + tick;
+        let mut now = t0;
+        let mut fired = 0;
+        while now < t0 + ms(2000) {
+            now = next + ms(70);
+            let (n, nx) = ticks_due(now, next, tick);
+            fired += n;
+            next = nx;
+        }
+        let wall = (now - t0).as_millis() as u32;
+        assert!(fired.abs_diff(wall / 50) <= 1, "{fired} ticks in {wall} ms");
     }
 }

@@ -24,8 +24,9 @@ super user. -D zookeeper.enforce.auth.enabled=true with -D zookeeper.enforce.aut
 one of them by SessionClosedRequireSaslAuth (-124) and closes its connection.
 
 Ensembles: server.N=host:peerPort:electionPort[:participant|:observer][;[host:]clientPort] lines and
-dataDir/myid make this server a member; peers talk on peerPort (electionPort is not used). Raft timing
-derives from tickTime; paddock.raft.tickMs, paddock.raft.electionTicks and paddock.raft.heartbeatTicks
+dataDir/myid make this server a member; peers talk on peerPort (electionPort is bound for health checks
+and closes every connection). Raft timing derives from tickTime and syncLimit (election timeout
+syncLimit x tickTime, as ZooKeeper's); paddock.raft.tickMs, paddock.raft.electionTicks and paddock.raft.heartbeatTicks
 override it. readonlymode.enabled=true lets a member cut off from its quorum serve read-only clients.
 paddock.linearizableReads=true makes every read wait for a ReadIndex, so no read is stale on any member
 (ZooKeeper has no such mode; it costs a round to the leader per read). paddock.sessionOwners=false

@@ -48,6 +48,7 @@ pub mod config;
 pub mod connection;
 pub mod core;
 pub mod data_dir;
+pub mod election_port;
 pub mod forward;
 pub mod forward_codec;
 pub mod fourlw;

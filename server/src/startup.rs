@@ -43,6 +43,8 @@ pub struct Server {
     core: JoinHandle<()>,
     /// The peer transport of an ensemble member.
     net: Option<consensus::PeerNet>,
+    /// Its electionPort (bound, never spoken on).
+    election: Option<crate::election_port::ElectionPort>,
     election_timeout: std::time::Duration,
     http: crate::http::Endpoints,
 }
@@ -58,6 +60,8 @@ struct Settled {
     /// Joining a group born just now, whose log holds nothing this member missed.
     fresh_join: bool,
     net: Option<consensus::PeerNet>,
+    /// The electionPort, bound but never spoken on (`election_port.rs`).
+    election: Option<crate::election_port::ElectionPort>,
 }
 
 /// Where the raft loop runs and which wall clock the core reads.
@@ -158,6 +162,7 @@ impl Server {
                 .with_context(|| format!("writing {}", Identity::path(&dir).display()))?;
         }
         let net = settled.net;
+        let election = settled.election;
         if let Some(net) = &net {
             net.attach(Arc::new(raft.clone()));
             tokio::spawn(publish_local_info(net.clone(), raft.clone()));
@@ -204,7 +209,7 @@ impl Server {
                 return Err(e);
             }
         };
-        let (tick, election, _) = cfg.raft_timing();
+        let (tick, election_ticks, _) = cfg.raft_timing();
         Ok(Server {
             addr,
             secure_addr,
@@ -213,7 +218,8 @@ impl Server {
             accept,
             core: running.core,
             net,
-            election_timeout: tick * election,
+            election,
+            election_timeout: tick * election_ticks,
             http,
         })
     }
@@ -225,6 +231,11 @@ impl Server {
     /// Where `secureClientPort` listens (TLS only), if it is configured.
     pub fn secure_addr(&self) -> Option<SocketAddr> {
         self.secure_addr
+    }
+
+    /// Where the electionPort is bound, on an ensemble member whose electionPort is its own.
+    pub fn election_addr(&self) -> Option<SocketAddr> {
+        self.election.as_ref().map(|e| e.local_addr())
     }
 
     /// Where the AdminServer listens, if it runs.
@@ -242,6 +253,9 @@ impl Server {
     /// flushes and stops the raft thread, and closes the peer links.
     pub async fn shutdown(self) {
         self.accept.iter().for_each(JoinHandle::abort);
+        if let Some(e) = &self.election {
+            e.stop();
+        }
         self.http.stop();
         if self.net.is_some() && self.raft.status().is_leader {
             let raft = self.raft.clone();
@@ -340,6 +354,13 @@ async fn settle_identity(
     } else {
         None
     };
+    let election = if is_ensemble {
+        let refuse_all = security.closed() || cfg.quorum_security.ssl_quorum;
+        let mode = crate::election_port::mode_for(cfg, refuse_all);
+        crate::election_port::bind(cfg, mode).await?
+    } else {
+        None
+    };
     let mut fresh_join = false;
     let (bootstrap, identity, write_identity) = match decision {
         Decision::Resume(id) => (false, id, finish_creating),
@@ -378,6 +399,7 @@ async fn settle_identity(
         write_identity,
         fresh_join,
         net,
+        election,
     })
 }
 
@@ -390,6 +412,7 @@ fn raft_config(cfg: &Config, is_ensemble: bool, settled: &Settled) -> consensus:
         let (tick, election, heartbeat) = cfg.raft_timing();
         raft_cfg.tick = tick;
         raft_cfg.election_tick = election as usize;
+        raft_cfg.max_election_tick = cfg.raft_max_election_ticks() as usize;
         raft_cfg.heartbeat_tick = heartbeat as usize;
         // Only a member of a new ensemble bootstraps; one that joins (or resumes) lists no
         // one, so it waits for the leader instead of starting a group of its own.

@@ -821,19 +821,28 @@ fn server_lines_become_voters_and_observers_with_peer_addresses() {
 
 #[test]
 fn raft_timing_derives_from_tick_time_unless_overridden() {
+    // syncLimit x tickTime = 2 x 2000 ms: 40 ticks of 100 ms, spread by a quarter.
     let c = parse(&ensemble_text("")).unwrap();
-    assert_eq!(c.raft_timing(), (Duration::from_millis(100), 10, 3));
+    assert_eq!(c.raft_timing(), (Duration::from_millis(100), 40, 3));
+    assert_eq!(c.raft_max_election_ticks(), 50);
+    // go-zookeeper's test servers: 5 x 500 ms = 2.5 s, 50 ticks of 50 ms.
+    let gozk = parse(&ensemble_text("tickTime=500\nsyncLimit=5\n")).unwrap();
+    assert_eq!(gozk.raft_timing(), (Duration::from_millis(50), 50, 3));
+    assert_eq!(gozk.raft_max_election_ticks(), 62);
+    // 2 x 100 ms is 4 ticks of the 50 ms floor: raised to 10.
     let fast = parse(&ensemble_text("tickTime=100\n")).unwrap();
     assert_eq!(fast.raft_timing(), (Duration::from_millis(50), 10, 3));
+    assert_eq!(fast.raft_max_election_ticks(), 13);
     let set = parse(&ensemble_text(
         "paddock.raft.tickMs=25\npaddock.raft.electionTicks=8\npaddock.raft.heartbeatTicks=2\n",
     ))
     .unwrap();
     assert_eq!(set.raft_timing(), (Duration::from_millis(25), 8, 2));
-    let err = parse(&ensemble_text("paddock.raft.heartbeatTicks=10\n")).unwrap_err();
+    assert_eq!(set.raft_max_election_ticks(), 16);
+    let err = parse(&ensemble_text("paddock.raft.heartbeatTicks=40\n")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "paddock.raft.heartbeatTicks (10) must be smaller than paddock.raft.electionTicks (10)"
+        "paddock.raft.heartbeatTicks (40) must be smaller than paddock.raft.electionTicks (40)"
     );
     assert!(parse(&ensemble_text("paddock.raft.tickMs=0\n")).is_err());
 }

@@ -303,3 +303,57 @@ async fn quorum_sasl_admits_members_with_the_password_and_keeps_out_one_without(
         }
     }
 }
+
+/// With quorum TLS the electionPort is bound (a health check's `nc -z` succeeds) but closes every
+/// connection as it is accepted, reading nothing: ZooKeeper's quorum TLS covers that port too,
+/// and paddock has nothing to say on it. Without TLS a silent connection would be held for the
+/// read timeout (syncLimit 30 x tickTime 100 ms = 3 s, election_port.rs's test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_quorum_closes_its_election_port_connections_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let stores = root.path().join("stores");
+    std::fs::create_dir(&stores).unwrap();
+    let ca = Ca::new("members");
+    std::fs::write(stores.join("ca.pem"), &ca.pem).unwrap();
+    for id in 1..=3 {
+        ca.key_store(&format!("127.0.0.{id}"), &stores.join(format!("m{id}.pem")));
+    }
+    let l = layout();
+    let cfgs: Vec<Config> = (1..=3)
+        .map(|id| {
+            let lines = format!("{}syncLimit=30\n", tls_lines(&stores, id));
+            member_cfg(root.path(), id, &l, &lines, &[])
+        })
+        .collect();
+    let mut members = start(cfgs).await;
+    wait_for_leader(&members).await;
+    for m in &members {
+        let addr = m.server.as_ref().unwrap().election_addr().expect("bound");
+        assert_eq!(addr.port(), l.peer + 1);
+        // Silent, then a ZooKeeper election header: closed long before the 3 s read timeout, and
+        // nothing comes back.
+        for send in [&b""[..], &(-65536i64).to_be_bytes()[..]] {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let _ = s.write_all(send).await;
+            let mut buf = [0u8; 64];
+            let r = tokio::time::timeout(Duration::from_millis(1500), s.read(&mut buf)).await;
+            match r {
+                Ok(Ok(0)) => {}
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+                other => panic!("member {}: expected a close, got {other:?}", m.id),
+            }
+        }
+    }
+    // The quorum serves.
+    let c = connect(members[0].addr(), Duration::from_secs(10)).await;
+    c.create("/tls-election-port", b"", &persistent())
+        .await
+        .unwrap();
+    for m in members.iter_mut() {
+        if let Some(s) = m.server.take() {
+            s.shutdown().await;
+        }
+    }
+}

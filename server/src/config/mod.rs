@@ -482,26 +482,44 @@ impl Config {
             .unwrap_or(PeerRole::Participant)
     }
 
-    /// Raft's timing: (tick, election ticks, heartbeat ticks). Derived from tickTime unless the
-    /// `paddock.raft.*` keys say otherwise: a tick of tickTime/20 (50 to 100 ms), an election
-    /// after 10 ticks (raft-rs randomises it to between 10 and 20) and a heartbeat every 3. With
-    /// tickTime 2000 a follower that stops hearing its leader gives up on it after 1 to 2 s, well
-    /// inside the smallest session timeout (2 x tickTime = 4 s), so a member cut off from the
-    /// quorum drops its clients before the quorum expires their sessions. A leader whose process
-    /// died is replaced faster: its peers see the link close and elect at once. The 50 ms floor
-    /// keeps a loaded machine (a starved raft thread) from deposing a healthy leader when tickTime
-    /// is short: go-zookeeper's test servers use tickTime 500.
+    /// Raft's timing: (tick, election ticks, heartbeat ticks). Derived from tickTime and
+    /// syncLimit unless the `paddock.raft.*` keys say otherwise: a tick of tickTime/20 (50 to
+    /// 100 ms), a heartbeat every 3 ticks, and an election timeout of syncLimit x tickTime (at
+    /// least 10 ticks), ZooKeeper's own bound on a follower's silence: its leader gives up on a
+    /// follower that has not answered within syncLimit ticks, and its follower on a leader it
+    /// has not heard for tickTime x syncLimit (its socket's read timeout). So a leader keeps its
+    /// quorum while every voter it needs was heard within that time (checked every raft tick),
+    /// and a follower campaigns only after it (`Config::raft_max_election_ticks` adds the random
+    /// spread raft needs). A loaded machine deposes no healthy leader sooner than ZooKeeper's
+    /// would. A leader whose process died is replaced faster: its peers see the link close and
+    /// elect at once (DESIGN.md, "Fast failover").
     pub fn raft_timing(&self) -> (std::time::Duration, u32, u32) {
         let tick_ms = self
             .raft_tick_ms
             .unwrap_or_else(|| (self.tick_time_ms / 20).clamp(50, 100));
-        let election = self.raft_election_ticks.unwrap_or(10);
+        let election = self.raft_election_ticks.unwrap_or_else(|| {
+            let sync_ms = u64::from(self.tick_time_ms) * u64::from(self.sync_limit.max(1));
+            let ticks = sync_ms.div_ceil(u64::from(tick_ms));
+            ticks.clamp(10, u64::from(u32::MAX)) as u32
+        });
         let heartbeat = self.raft_heartbeat_ticks.unwrap_or(3);
         (
             std::time::Duration::from_millis(u64::from(tick_ms)),
             election,
             heartbeat,
         )
+    }
+
+    /// The end (exclusive) of a follower's randomised election timeout, in ticks: the election
+    /// timeout plus a quarter of it (at least 3 ticks), so that followers that lost a silent leader
+    /// do not all campaign at once, without doubling the wait as raft's default would.
+    /// With `paddock.raft.electionTicks` given, raft's own default: twice the timeout.
+    pub fn raft_max_election_ticks(&self) -> u32 {
+        let (_, election, _) = self.raft_timing();
+        if self.raft_election_ticks.is_some() {
+            return election.saturating_mul(2);
+        }
+        election.saturating_add((election / 4).max(3))
     }
 
     /// The peer address to listen on: this server's `host:peerPort`, or every interface with
@@ -596,8 +614,12 @@ impl Config {
                     "paddock.raft.heartbeatTicks ({heartbeat}) must be smaller than paddock.raft.electionTicks ({election})"
                 ));
             }
-            if tick.as_millis() as u64 * u64::from(election) * 2
-                >= u64::from(self.min_session_timeout_ms)
+            // Derived, the timeout is ZooKeeper's own (syncLimit x tickTime), which shares the
+            // window; only settings that ask for something else are worth a warning.
+            let overridden = self.raft_tick_ms.is_some() || self.raft_election_ticks.is_some();
+            if overridden
+                && tick.as_millis() as u64 * u64::from(election) * 2
+                    >= u64::from(self.min_session_timeout_ms)
             {
                 tracing::warn!(
                     election_timeout_ms = tick.as_millis() as u64 * u64::from(election),

@@ -43,8 +43,8 @@ pub fn ensemble_configs(root: &Path, n: u64, observers: u64) -> Vec<Config> {
 
 /// `ensemble_configs` with `extra` zoo.cfg lines (each ending in a newline) in every member's file.
 pub fn ensemble_configs_with(root: &Path, n: u64, observers: u64, extra: &str) -> Vec<Config> {
-    // The peer port and the one after it (the election port, which zoo.cfg lists and paddock
-    // does not bind), then the client port.
+    // The peer port and the one after it (the election port, which each member binds and
+    // never speaks on), then the client port.
     let ids: Vec<(u64, u16, u16)> = (1..=n + observers)
         .map(|id| (id, super::reserve_ports(2), free_port()))
         .collect();
