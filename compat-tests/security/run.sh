@@ -254,6 +254,18 @@ trust_rotated() { # ensemble: every member refuses a CA1 client certificate and 
 # fresh marker was written. After 20 s: the other two still serve (writes through both, read back), the
 # impostor does not say leader or follower, and no file under its data dir holds the marker.
 # ZK_EXPECT=accepted: ZooKeeper lets this impostor in; asserted (it follows, and holds the marker).
+# How long an impostor gets to join: four times what the positive control (a real member with an empty
+# data dir) took to join and hold the marker, at least 8 s and at most 20 s (20 s before the control ran).
+CONTROL_JOIN_S=""
+impostor_wait() {
+    local w=20
+    if [[ -n "$CONTROL_JOIN_S" ]]; then
+        w=$((CONTROL_JOIN_S * 4))
+        ((w >= 8)) || w=8
+        ((w <= 20)) || w=20
+    fi
+    echo "$w"
+}
 impostor() {
     local name=$1 e=$2 i=$3 zk_expect=$4 extra=$5 mark dir mode others=() j why="" srv found=0 alive
     shift 5
@@ -269,7 +281,7 @@ impostor() {
     rm -rf "$dir"
     write_member "$e" "$i" "$dir" "$extra"
     start_member "$e/impostor-$name" "$dir" "$@"
-    sleep 20
+    sleep "$(impostor_wait)"
     mode="$(mode_of "$(client_of "$e" "$i")")"
     alive=yes
     running "$e/impostor-$name" || alive="no (it exited)"
@@ -406,7 +418,8 @@ group_pem() {
             done
         fi
         if ((ok)); then
-            note "member-rejoins-empty: joined and held the marker $((SECONDS - t0)) s after its start"
+            CONTROL_JOIN_S=$((SECONDS - t0))
+            note "member-rejoins-empty: joined and held the marker $CONTROL_JOIN_S s after its start; impostors get $(impostor_wait) s"
             pass member-rejoins-empty
         else
             fail member-rejoins-empty "the real member 3 with an empty data dir did not join and receive the tree within 80 s"
