@@ -514,6 +514,9 @@ async fn one_reconfig_adds_a_member_and_removes_another_through_joint_consensus(
         server: Some(new),
     });
 
+    // A client on the member removed: it keeps its connection through the joint change (the
+    // member is an outgoing voter and a learner-to-be until raft leaves it).
+    let mut on_gone = RawClient::connect(members[at(gone)].addr(), 30_000).await;
     let mut c = raw(members[at(leader)].addr(), true).await;
     let v0 = version_of(&text(&get_config(&mut c, 1).await));
     let (err, zxid, body) = reconfig(&mut c, 2, &joiner(&fourth), &gone.to_string(), "", v0).await;
@@ -543,6 +546,13 @@ async fn one_reconfig_adds_a_member_and_removes_another_through_joint_consensus(
         }
     }
     wait_non_voting(&members, gone).await;
+    on_gone.send(1, &create("/via-removed", b"r")).await;
+    let (h, _) = on_gone
+        .recv()
+        .await
+        .expect("the removed member keeps its client");
+    assert_eq!((h.xid, h.err), (1, 0));
+    drop(on_gone);
     // Stop the removed member and the other follower: the leader and member 4 are a majority of
     // the new voters, not of the old ones.
     let other = *kept.iter().find(|id| **id != leader).unwrap();

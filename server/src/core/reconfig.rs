@@ -9,7 +9,9 @@
 //!               "am I still a member" follow at once
 //! leader, on its ticker: raft's (voters, learners) differ from the tree's? propose one ConfChangeV2
 //!        with every difference (raft-rs uses joint consensus for more than one, and leaves it by
-//!        itself); a leader the new config drops hands leadership to a remaining voter first
+//!        itself); a member the config drops stays a learner while reachable (it serves on as a
+//!        non-voting follower, as in ZooKeeper); a leader the new config drops hands leadership
+//!        to a remaining voter first
 //! the session's member: replies (GetData of /zookeeper/config) once its raft membership matches
 //! ```
 //!
@@ -503,13 +505,13 @@ impl Core {
             .collect()
     }
 
-    /// Whether raft, as this member sees it, still counts this member (voter or learner). A joint
-    /// configuration counts as yes: a voter being demoted is an outgoing voter and a learner-to-be
-    /// until raft leaves it, and neither shows in `membership()`.
+    /// Whether raft, as this member sees it, still counts this member (voter or learner, also
+    /// only in a joint configuration: a voter being demoted is an outgoing voter and a
+    /// learner-to-be until raft leaves it).
     fn raft_counts_me(&self) -> bool {
         let me = self.cfg.my_id.unwrap_or(0);
         let (v, l) = self.raft.membership();
-        self.raft.is_joint() || v.contains(&me) || l.contains(&me)
+        v.contains(&me) || l.contains(&me) || self.raft.joint_only().contains(&me)
     }
 
     /// Answers the reconfigs whose membership raft has reached; closes the connections of those
@@ -714,6 +716,9 @@ impl Core {
         }
         let me = self.cfg.my_id.unwrap_or(0);
         let (voters, learners) = self.raft.membership();
+        // With a joint configuration's outgoing voters and learners-to-be: the old majority must
+        // stay reachable, and a demoted member keeps its link to the leader (losing it would
+        // make it forget its leader and drop its clients).
         let wanted: BTreeSet<u64> = self
             .membership
             .members
@@ -722,6 +727,7 @@ impl Core {
             .map(|s| s.id)
             .chain(voters)
             .chain(learners)
+            .chain(self.raft.joint_only())
             .filter(|id| *id != me)
             .collect();
         let book: Vec<(u64, String)> = wanted
