@@ -131,6 +131,14 @@ zk.sync("/")
 now, _ = zk.get("/zookeeper/config")
 check(f"removed member{f}: /zookeeper/config does not list it", now.decode() == removed, now.decode())
 check(f"removed member{f}: srvr says follower", mode(hosts[follower]) == "follower", mode(hosts[follower]))
+leader = next(h for h in hosts if mode(h) == "leader")
+deadline = time.monotonic() + 15
+while "zk_synced_non_voting_followers\t1\n" not in (mntr := four_letter(leader, "mntr")) \
+        and time.monotonic() < deadline:
+    time.sleep(0.2)
+check(f"removed member{f}: the leader counts one synced non-voting follower",
+      "zk_synced_non_voting_followers\t1\n" in mntr,
+      [l for l in mntr.splitlines() if "follower" in l or "learner" in l])
 other = KazooClient(hosts=hosts[(follower + 1) % len(hosts)], timeout=15)
 other.start(timeout=30)
 other.sync("/via-removed")

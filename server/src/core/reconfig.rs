@@ -301,23 +301,12 @@ impl Core {
     /// (one a reconfig would add) does not count, so a new configuration needs a majority among
     /// the members already in.
     fn synced_members(&self) -> BTreeSet<u64> {
-        let linked: BTreeSet<u64> = self
-            .ensemble
-            .as_ref()
-            .map(|ens| {
-                ens.net
-                    .stats()
-                    .into_iter()
-                    .filter(|p| p.connected || p.inbound_links > 0)
-                    .map(|p| p.id)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let reachable = self.reachable_members();
         let mut synced: BTreeSet<u64> = self
             .raft
             .progress()
             .into_iter()
-            .filter(|p| p.matched > 0 && (p.recent_active || linked.contains(&p.id)))
+            .filter(|p| p.matched > 0 && reachable.contains(&p.id))
             .map(|p| p.id)
             .collect();
         synced.insert(self.cfg.my_id.unwrap_or(0));
