@@ -34,6 +34,14 @@
 #                                empty while it does not serve)
 #   start_zookeeper NAME PORT    starts Apache ZooKeeper 3.9 (scripts/zookeeper.sh) with data in
 #                                $COMPAT_WORK/NAME; ZK_JVMFLAGS passes through. Stopped by compat_cleanup.
+#   member_start I               starts member I of an ensemble the suite writes itself: zoo.cfg in
+#                                $COMPAT_WORK/mI, log server.log there, pid in its pid file; ZooKeeper 3.9.5's
+#                                QuorumPeerMain when TARGET=zookeeper (classpath in MEMBER_CP), else paddock
+#                                (MEMBER_BIN)
+#   member_stop I                SIGTERM to member I, SIGKILL after 10 s (nothing if it never started)
+#   member_wait_serving SECS I...
+#                                waits until each member I serves (srvr Mode leader or follower, its client port
+#                                in ${ports[I-1]}), failing the suite with its log's tail after SECS in all
 #   report PASSED FAILED SKIPPED prints the header and the suite's row
 #   report_skip COUNT REASON     prints `<suite>: skipped COUNT: REASON`
 #   report_ops COMPARED MISMATCHES
@@ -161,6 +169,40 @@ stop_paddock() { # name [signal]
         kill -9 "$pid" || true
         wait "$pid" || true
     } 2>/dev/null
+}
+
+member_start() { # i
+    local dir="$COMPAT_WORK/m$1"
+    if [[ "$TARGET" == zookeeper ]]; then
+        java -Xmx192m -Dzookeeper.log.dir="$dir" -cp "$MEMBER_CP" org.apache.zookeeper.server.quorum.QuorumPeerMain \
+            "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
+    else
+        "$MEMBER_BIN" serve --config "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
+    fi
+    echo $! >"$dir/pid"
+}
+
+member_stop() { # i
+    local pid
+    [[ -f "$COMPAT_WORK/m$1/pid" ]] || return 0
+    pid="$(cat "$COMPAT_WORK/m$1/pid")"
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
+member_wait_serving() { # seconds i...
+    local i mode deadline=$((SECONDS + $1))
+    shift
+    for i in "$@"; do
+        until mode="$(paddock_mode "${ports[i - 1]}")"; [[ "$mode" == leader || "$mode" == follower ]]; do
+            ((SECONDS < deadline)) || {
+                tail -n 30 "$COMPAT_WORK/m$i/server.log" >&2
+                compat_fail "member $i on port ${ports[i - 1]} did not serve"
+            }
+            sleep 0.5
+        done
+    done
 }
 
 paddock_mode() { # port

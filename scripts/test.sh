@@ -161,10 +161,10 @@ else
         done < <(awk -F'|' 'NR > 1 && NF == 4 && $2 ~ /^ *[0-9]+ *$/' compat-tests/results.txt)
         while IFS= read -r line; do
             record_ops "$line"
-        done < <(grep -E '^  [a-z@-]+: operations: [0-9]+ compared, [0-9]+ mismatches$' compat-tests/results.txt)
+        done < <(grep -E '^  [a-z0-9@-]+: operations: [0-9]+ compared, [0-9]+ mismatches$' compat-tests/results.txt)
         while IFS= read -r line; do
             retried_lines+=("${line#  }")
-        done < <(grep -E '^  [a-z@-]+: retried ' compat-tests/results.txt)
+        done < <(grep -E '^  [a-z0-9@-]+: retried ' compat-tests/results.txt)
         skipped_lines="$(sed -n '/^\(failed\|skipped\), and why:/,$p' compat-tests/results.txt)"
     fi
     if [[ "$compat_rc" -ne 0 ]]; then

@@ -482,6 +482,8 @@ t_curator_latch() {
     grep -q '^leads' c.out && fail "Curator leads while paddock elect does"
     release_held r.out
     wait_for c.out '^leads' 15 || fail "Curator did not take over: $(cat c.out)"
+    # The listener learns of the new leader through its own watch, after Curator's latch does.
+    wait_for l.out '^curator$' 10 || fail "--listen never printed curator: $(cat l.out)"
     [[ "$(tr '\n' ' ' <l.out)" == "rust-leader curator "* ]] || fail "--listen printed: $(cat l.out)"
 }
 

@@ -43,56 +43,33 @@ for i in 1 2 3; do
         "$dir/data" "$SUPER" "$servers" >"$dir/zoo.cfg"
 done
 if [[ "$TARGET" == zookeeper ]]; then
-    cp="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
+    MEMBER_CP="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
 else
-    bin="$(compat_paddock_bin)" || compat_fail "no paddock binary"
+    MEMBER_BIN="$(compat_paddock_bin)" || compat_fail "no paddock binary"
 fi
 
-start_member() { # i
-    local dir="$COMPAT_WORK/m$1"
-    if [[ "$TARGET" == zookeeper ]]; then
-        java -Xmx192m -Dzookeeper.log.dir="$dir" -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-            >>"$dir/server.log" 2>&1 </dev/null &
-    else
-        "$bin" serve --config "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
-    fi
-    echo $! >"$dir/pid"
-}
-
-stop_member() { # i
-    local pid
-    pid="$(cat "$COMPAT_WORK/m$1/pid")"
-    kill "$pid" 2>/dev/null || return 0
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-}
-
-wait_serving() { # i...
-    local i deadline=$((SECONDS + 90))
-    for i in "$@"; do
-        until [[ "$(paddock_mode "${ports[i - 1]}")" == leader || "$(paddock_mode "${ports[i - 1]}")" == follower ]]; do
-            ((SECONDS < deadline)) || { tail -n 30 "$COMPAT_WORK/m$i/server.log" >&2; compat_fail "member $i on port ${ports[i - 1]} did not serve"; }
-            sleep 0.5
-        done
-    done
-}
-
-trap 'set +e; for i in 1 2 3; do stop_member "$i"; done; compat_cleanup' EXIT
-for i in 1 2 3; do start_member "$i"; done
-wait_serving 1 2 3
+trap 'set +e; for i in 1 2 3; do member_stop "$i"; done; compat_cleanup' EXIT
+for i in 1 2 3; do member_start "$i"; done
+member_wait_serving 90 1 2 3
 hosts="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
 export ZK_HOSTS="$hosts" NEVER_STARTED="$never" MEMBER_DIRS="$dirs" ZOO_SERVERS="$servers"
 
 set +e
+# A check.py that stops early (an exception, a lost connection) fails the suite even if no FAIL line came.
+crashed=0
 "$PY" "$HERE/check.py" | tee "$COMPAT_WORK/out.txt"
+((PIPESTATUS[0] == 0)) || crashed=$((crashed + 1))
 # Member 1 restarts from the zoo.cfg it rewrote after the reconfig (member 3 left: 1 and 2 remain).
-stop_member 1
-start_member 1
-wait_serving 1 2
+member_stop 1
+member_start 1
+member_wait_serving 90 1 2
 "$PY" "$HERE/check.py" restarted | tee -a "$COMPAT_WORK/out.txt"
+((PIPESTATUS[0] == 0)) || crashed=$((crashed + 1))
 set -e
 passed=$(grep -c '^ok ' "$COMPAT_WORK/out.txt" || true)
 failed=$(grep -c '^FAIL ' "$COMPAT_WORK/out.txt" || true)
+# check.py exits 1 after its FAIL lines too; only an exit without one counts on its own.
+((crashed == 0 || failed > 0)) || { echo "reconfig-answers: check.py ended early (exit status non-zero, no FAIL line)"; failed=$crashed; }
 ((passed > 0)) || failed=$((failed + 1))
 report "$passed" "$failed" 0
 ((failed == 0))

@@ -36,69 +36,39 @@ write_cfg() { # i server-lines
 }
 
 if [[ "$TARGET" == zookeeper ]]; then
-    cp="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
+    MEMBER_CP="$(bash "$ROOT/scripts/zookeeper.sh" classpath)"
 else
-    bin="$(compat_paddock_bin)" || compat_fail "no paddock binary"
+    MEMBER_BIN="$(compat_paddock_bin)" || compat_fail "no paddock binary"
 fi
 
-start_member() { # i
-    local dir="$COMPAT_WORK/m$1"
-    if [[ "$TARGET" == zookeeper ]]; then
-        java -Xmx192m -Dzookeeper.log.dir="$dir" -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-            >>"$dir/server.log" 2>&1 </dev/null &
-    else
-        "$bin" serve --config "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 </dev/null &
-    fi
-    echo $! >"$dir/pid"
-}
-
-stop_member() { # i
-    local pid
-    [[ -f "$COMPAT_WORK/m$1/pid" ]] || return 0
-    pid="$(cat "$COMPAT_WORK/m$1/pid")"
-    kill "$pid" 2>/dev/null || return 0
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-}
-
-wait_serving() { # i...
-    local i deadline=$((SECONDS + 120))
-    for i in "$@"; do
-        until [[ "$(paddock_mode "${ports[i - 1]}")" == leader || "$(paddock_mode "${ports[i - 1]}")" == follower ]]; do
-            ((SECONDS < deadline)) || { tail -n 30 "$COMPAT_WORK/m$i/server.log" >&2; compat_fail "member $i on port ${ports[i - 1]} did not serve"; }
-            sleep 0.5
-        done
-    done
-}
-
-trap 'set +e; touch "$COMPAT_WORK/stop"; for i in 1 2 3 4 5; do stop_member "$i"; done; compat_cleanup' EXIT
+trap 'set +e; touch "$COMPAT_WORK/stop"; for i in 1 2 3 4 5; do member_stop "$i"; done; compat_cleanup' EXIT
 export ZK_HOSTS
 ZK_HOSTS="$(printf '127.0.0.1:%s,' "${ports[@]}")"
 ZK_HOSTS="${ZK_HOSTS%,}"
 out="$COMPAT_WORK/out.txt"
 : >"$out"
 
-for i in 1 2 3; do write_cfg "$i" "$three"; start_member "$i"; done
-wait_serving 1 2 3
+for i in 1 2 3; do write_cfg "$i" "$three"; member_start "$i"; done
+member_wait_serving 120 1 2 3
 "$PY" "$HERE/check.py" write "$COMPAT_WORK" >"$COMPAT_WORK/writer.log" 2>&1 &
 writer=$!
 set +e
 "$PY" "$HERE/check.py" progress "$COMPAT_WORK" "the start on 3 members" | tee -a "$out"
 # The new members serve once a member they can follow knows them (paddock: once the leader runs with the
 # 5-server list); they are waited for at the end.
-for i in 4 5; do write_cfg "$i" "$five"; start_member "$i"; done
+for i in 4 5; do write_cfg "$i" "$five"; member_start "$i"; done
 sleep 5
 "$PY" "$HERE/check.py" progress "$COMPAT_WORK" "members 4 and 5 started" | tee -a "$out"
 for i in 1 2 3; do
-    stop_member "$i"
+    member_stop "$i"
     write_cfg "$i" "$five"
-    start_member "$i"
-    wait_serving "$i"
+    member_start "$i"
+    member_wait_serving 120 "$i"
     "$PY" "$HERE/check.py" progress "$COMPAT_WORK" "member $i restarted with 5 servers" | tee -a "$out"
 done
 touch "$COMPAT_WORK/stop"
 wait "$writer"
-wait_serving 1 2 3 4 5
+member_wait_serving 120 1 2 3 4 5
 "$PY" "$HERE/check.py" verify "$COMPAT_WORK" | tee -a "$out"
 set -e
 passed=$(grep -c '^ok ' "$out" || true)

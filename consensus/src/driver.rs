@@ -15,7 +15,7 @@
 //! checks it anyway and stops the node if it is ever broken, because a replica that applied a
 //! non-durable entry can diverge after a crash.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use protobuf::Message as _;
@@ -55,8 +55,13 @@ pub enum Command {
         term: u64,
         data: Vec<u8>,
     },
-    /// Hand leadership to this voter, or (`None`) to the most up-to-date one. Leader only.
-    TransferLeader(Option<u64>),
+    /// Hand leadership to this voter, or (`None`) to the most up-to-date one that is reachable.
+    /// Leader only. `chosen`, if given, hears which voter was asked, or `None` when the transfer
+    /// was not started (not leader, or no voter to hand it to): a stopping leader need not wait.
+    TransferLeader {
+        to: Option<u64>,
+        chosen: Option<crossbeam_channel::Sender<Option<u64>>>,
+    },
     /// The transport's link to this peer closed (EOF, reset: its process probably died). If it
     /// is our leader, forget it and campaign after a short delay instead of waiting for a whole
     /// election timeout (see `Driver::peer_lost`).
@@ -163,6 +168,9 @@ pub struct Driver {
     ticks: u64,
     /// When (`ticks`) each peer was last heard from: any message it sent that reached `command`.
     heard: HashMap<u64, u64>,
+    /// Peers whose link the transport reported closed (`PeerLost`) and that have not been heard
+    /// from since: never picked to take over leadership (`best_successor`).
+    lost: HashSet<u64>,
     /// The term this node last led in, so that a new leadership starts every peer's clock afresh.
     led_term: u64,
     /// The last append acknowledgement sent to each peer: (term, index, `ticks` when sent).
@@ -272,6 +280,7 @@ impl Driver {
             leaderless_ticks: 0,
             ticks: 0,
             heard: HashMap::new(),
+            lost: HashSet::new(),
             led_term: 0,
             acks_sent: HashMap::new(),
             acks_skipped: 0,
@@ -371,6 +380,7 @@ impl Driver {
             Command::ReadIndex(ctx) => self.raw.read_index(ctx.to_be_bytes().to_vec()),
             Command::Step(mut msg) => {
                 self.heard.insert(msg.from, self.ticks);
+                self.lost.remove(&msg.from);
                 self.answer_a_behind_candidate(&msg);
                 // A leader's heartbeat carries min(what it believes we hold, its commit). After
                 // our data was wiped and we rejoined empty, that belief is stale, and raft-rs
@@ -435,41 +445,64 @@ impl Driver {
                     out.write_snapshot(job);
                 }
             }
-            Command::TransferLeader(to) => self.transfer_leader(to),
+            Command::TransferLeader { to, chosen } => {
+                let asked = self.transfer_leader(to);
+                if let Some(reply) = chosen {
+                    let _ = reply.try_send(asked);
+                }
+            }
             Command::PeerLost(peer) => self.peer_lost(peer),
         }
         Ok(())
     }
 
-    /// Starts handing leadership to `to`, or to the most up-to-date voter. raft-rs sends it
-    /// `MsgTimeoutNow` once its log matches (at once if it already does), and gives up after an
-    /// election timeout; proposals are dropped meanwhile.
-    fn transfer_leader(&mut self, to: Option<u64>) {
+    /// Starts handing leadership to `to`, or to the most up-to-date reachable voter
+    /// (`best_successor`). raft-rs sends it `MsgTimeoutNow` once its log matches (at once if it
+    /// already does), and gives up after an election timeout; proposals are dropped meanwhile.
+    /// Returns the voter asked, `None` if the transfer was not started.
+    fn transfer_leader(&mut self, to: Option<u64>) -> Option<u64> {
         if self.raw.raft.state != StateRole::Leader {
             tracing::debug!("leader transfer ignored: not leader");
-            return;
+            return None;
         }
         let Some(to) = to.or_else(|| self.best_successor()) else {
-            tracing::info!("leader transfer ignored: no other voter");
-            return;
+            tracing::info!(
+                "leader transfer ignored: no other voter is reachable and recently heard from"
+            );
+            return None;
         };
         if to == self.id || !self.current_conf().voters.contains(&to) {
             tracing::warn!(to, "leader transfer ignored: not another voter");
-            return;
+            return None;
         }
         tracing::info!(to, "transferring leadership");
         self.raw.transfer_leader(to);
+        Some(to)
     }
 
     /// The voter (other than this leader) with the highest matched index among those heard from
-    /// recently; the lowest id on a tie.
+    /// within the last half election timeout (two heartbeats at least) whose link is not known to be closed; the lowest id
+    /// on a tie. (raft-rs's `recent_active` alone lags: it is reset once per election timeout,
+    /// so a voter whose process just stopped would still be picked and the hand-over would wait
+    /// for nothing.)
     fn best_successor(&self) -> Option<u64> {
         let voters = &self.current_conf().voters;
+        let heartbeat = self.raw.raft.heartbeat_timeout() as u64;
+        let window = (self.election_tick as u64 / 2).max(2 * heartbeat + 1);
+        let fresh = |id: &u64| {
+            !self.lost.contains(id)
+                && self
+                    .heard
+                    .get(id)
+                    .is_some_and(|&t| self.ticks.saturating_sub(t) <= window)
+        };
         self.raw
             .raft
             .prs()
             .iter()
-            .filter(|(id, pr)| **id != self.id && voters.contains(id) && pr.recent_active)
+            .filter(|(id, pr)| {
+                **id != self.id && voters.contains(id) && pr.recent_active && fresh(id)
+            })
             .map(|(&id, pr)| (pr.matched, std::cmp::Reverse(id)))
             .max()
             .map(|(_, std::cmp::Reverse(id))| id)
@@ -556,6 +589,9 @@ impl Driver {
     /// ticks, where rank orders the other voters by id: survivors of a dead leader start one tick
     /// apart instead of splitting the vote. A leader only stops pipelining to the peer.
     fn peer_lost(&mut self, peer: u64) {
+        if peer != self.id {
+            self.lost.insert(peer);
+        }
         let raft = &self.raw.raft;
         if raft.state == StateRole::Leader {
             self.raw.report_unreachable(peer);

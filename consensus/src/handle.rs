@@ -221,13 +221,18 @@ impl Handle {
                 leader_id: status.leader_id,
             });
         }
-        self.send(Command::TransferLeader(Some(to)))
+        self.send(Command::TransferLeader {
+            to: Some(to),
+            chosen: None,
+        })
     }
 
     /// For a graceful stop (SIGTERM) of a leader: hands leadership to the most up-to-date voter
-    /// and waits until another node leads, for at most `timeout` (retrying once per election
-    /// timeout if raft gave up). Returns the new leader. `Err(NotLeader)` if this node is not the
-    /// leader, `Err(Invalid)` if there is no other voter, `Err(Timeout)` if no one took over.
+    /// that is reachable and recently heard from, and waits until another node leads, for at
+    /// most `timeout` (retrying once per election timeout if raft gave up). Returns the new
+    /// leader. `Err(NotLeader)` if this node is not the leader, `Err(Invalid)` if there is no
+    /// other voter or none is reachable (the others stopped: nobody could take over, so the
+    /// caller need not wait), `Err(Timeout)` if no one took over.
     /// Blocks the calling thread (it polls the status); call `shutdown` afterwards.
     pub fn transfer_leadership_and_wait(&self, timeout: Duration) -> Result<u64, ConsensusError> {
         let me = self.status();
@@ -256,7 +261,22 @@ impl Handle {
                 )));
             }
             if s.is_leader && now >= next_try {
-                self.send(Command::TransferLeader(None))?;
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                self.send(Command::TransferLeader {
+                    to: None,
+                    chosen: Some(tx),
+                })?;
+                match rx.recv_timeout(deadline.saturating_duration_since(now)) {
+                    Ok(Some(_)) => {}
+                    Ok(None) if self.status().is_leader => {
+                        return Err(ConsensusError::Invalid(
+                            "no other voter is reachable and recently heard from".into(),
+                        ));
+                    }
+                    // No longer leader (someone took over, or it stepped down): the loop sees it.
+                    Ok(None) => {}
+                    Err(_) => continue,
+                }
                 next_try = now + self.inner.election_timeout;
             }
             std::thread::sleep(Duration::from_millis(2));

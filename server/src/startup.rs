@@ -263,6 +263,11 @@ impl Server {
             match tokio::task::spawn_blocking(move || raft.transfer_leadership_and_wait(wait)).await
             {
                 Ok(Ok(to)) => info!(to, "leadership handed over"),
+                // Every other voter is down (the last member of a stopping ensemble): nobody to
+                // hand it to, and nothing to wait for.
+                Ok(Err(consensus::ConsensusError::Invalid(why))) => {
+                    info!(why, "leadership not handed over")
+                }
                 Ok(Err(e)) => warn!(error = %e, "leadership not handed over; stopping anyway"),
                 Err(e) => warn!(error = %e, "leadership hand-over did not finish"),
             }

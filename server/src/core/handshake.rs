@@ -132,17 +132,7 @@ impl Core {
         };
         if !valid {
             debug!(peer = %remote, session = %session_id, "session expired or password wrong");
-            self.send(
-                id,
-                Outbound::Connect(ConnectResponse {
-                    protocol_version: 0,
-                    timeout: 0,
-                    session_id: 0,
-                    passwd: Some(vec![0; 16]),
-                    read_only: sent_read_only.then_some(false),
-                }),
-            );
-            self.refuse_connection(id);
+            self.refuse_expired(id, sent_read_only);
             return;
         }
         // Only one connection holds a session: the older one goes.
@@ -202,17 +192,7 @@ impl Core {
             _ => {
                 debug!(session = %session_id, "session closed before its attach applied");
                 let sent_read_only = conn.sent_read_only;
-                self.send(
-                    id,
-                    Outbound::Connect(ConnectResponse {
-                        protocol_version: 0,
-                        timeout: 0,
-                        session_id: 0,
-                        passwd: Some(vec![0; 16]),
-                        read_only: sent_read_only.then_some(false),
-                    }),
-                );
-                self.refuse_connection(id);
+                self.refuse_expired(id, sent_read_only);
             }
         }
     }
@@ -262,6 +242,22 @@ impl Core {
         }
         info!(session = %session_id, "read-only session (no quorum)");
         self.finish_handshake(id, password);
+    }
+
+    /// ZooKeeper's answer to a reconnect whose session is gone (expired, closed, or a wrong
+    /// password): a ConnectResponse with session 0 and timeout 0, then the connection closes.
+    fn refuse_expired(&mut self, id: ConnId, sent_read_only: bool) {
+        self.send(
+            id,
+            Outbound::Connect(ConnectResponse {
+                protocol_version: 0,
+                timeout: 0,
+                session_id: 0,
+                passwd: Some(vec![0; 16]),
+                read_only: sent_read_only.then_some(false),
+            }),
+        );
+        self.refuse_connection(id);
     }
 
     pub(super) fn refuse_connection(&mut self, id: ConnId) {

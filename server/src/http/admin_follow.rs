@@ -47,9 +47,7 @@ pub fn frame_head(kind: u8, zxid: i64, len: u64) -> [u8; 17] {
 
 fn answer(status: u16, error: &str) -> Response {
     let body = serde_json::json!({ "command": "follow", "error": error });
-    let mut text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
-    text.push('\n');
-    Response::new(status, "application/json", text)
+    Response::json(status, &body)
 }
 
 fn parse_zxid(v: &str) -> Option<i64> {

@@ -34,9 +34,7 @@ fn answer(status: u16, error: Option<&str>, last_zxid: Option<i64>) -> Response 
     if let Some(z) = last_zxid {
         body["last_zxid"] = json!(z);
     }
-    let mut text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
-    text.push('\n');
-    Response::new(status, "application/json", text)
+    Response::json(status, &body)
 }
 
 /// `POST .../restore`.

@@ -22,9 +22,7 @@ fn answer(status: u16, error: Option<&str>, shed: Option<(usize, i64)>) -> Respo
         body["connections_shed"] = json!(n);
         body["percentage_requested"] = json!(p);
     }
-    let mut text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
-    text.push('\n');
-    Response::new(status, "application/json", text)
+    Response::json(status, &body)
 }
 
 /// The percentage in `body`, as Jackson's `asInt` reads the field: a number (a fraction

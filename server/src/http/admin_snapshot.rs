@@ -54,9 +54,7 @@ impl Limiter {
 
 fn json_answer(status: u16, error: Option<&str>) -> Response {
     let body = json!({ "command": "snapshot", "error": error });
-    let mut text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
-    text.push('\n');
-    Response::new(status, "application/json", text)
+    Response::json(status, &body)
 }
 
 /// ZooKeeper's answer while the member is not serving (stopping, or its core gone).

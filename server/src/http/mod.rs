@@ -118,6 +118,13 @@ impl Response {
         }
     }
 
+    /// A JSON answer as the AdminServer writes it: pretty-printed, ending in a newline.
+    pub fn json(status: u16, value: &serde_json::Value) -> Response {
+        let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());
+        text.push('\n');
+        Response::new(status, "application/json", text)
+    }
+
     fn text(status: u16, body: &str) -> Response {
         Response::new(status, "text/plain; charset=utf-8", body)
     }
@@ -650,7 +657,5 @@ async fn admin_route(
             admin::answer(command, v.as_ref(), cfg)
         }
     };
-    let mut body = serde_json::to_string_pretty(&json).unwrap_or_else(|_| "{}".into());
-    body.push('\n');
-    Response::new(200, "application/json", body)
+    Response::json(200, &json)
 }
