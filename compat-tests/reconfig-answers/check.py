@@ -4,7 +4,9 @@ the server.N lines of their zoo.cfg, newline separated).
 
 `check.py` (first phase): /zookeeper/config shows zoo.cfg's server lines and a version from the start; a
 non-incremental reconfig to member 1 and two servers that were never started must be refused with
-NewConfigNoQuorum, change nothing, and leave the ensemble writing; then a reconfig removes member 3 and
+NewConfigNoQuorum, change nothing, and leave the ensemble writing; a client on a follower removes that
+follower and adds it back on one connection, writing and reading in between (the removed member serves on,
+not voting); then a reconfig removes member 3 and
 every member writes `zoo.cfg.dynamic.<version hex>` (the new server lines sorted as text, no version line)
 and points its zoo.cfg at it (`dynamicConfigFile=<absolute path>`, no server lines left).
 `check.py restarted` (after run.sh restarted member 1 from its rewritten zoo.cfg): member 1 serves the
@@ -99,6 +101,58 @@ for i, host in enumerate(hosts):
     zk.create(f"/after-typo-{i}", b"x")
     check(f"member{i + 1}: still writes", zk.exists(f"/after-typo-{i}") is not None)
     zk.stop()
+
+# A follower a reconfig removes goes on serving its clients, not voting (ZooKeeper 3.9's QuorumPeer keeps it
+# following its leader as a "non-voting participant"): a client on it removes it and adds it back on one
+# connection, as go-zookeeper's TestIntegration_Reconfig does, writing and reading in between, never
+# losing its connection.
+def mode(host):
+    return next((l.split(": ", 1)[1] for l in four_letter(host, "srvr").splitlines() if l.startswith("Mode: ")),
+                None)
+
+
+follower = next(i for i in range(len(hosts)) if mode(hosts[i]) == "follower")
+f = follower + 1
+states = []
+zk = KazooClient(hosts=hosts[follower], timeout=15)
+zk.add_listener(lambda state: states.append(str(state)))
+zk.start(timeout=30)
+zk.add_auth("digest", "super:test")
+before, _ = zk.get("/zookeeper/config")
+before = before.decode()
+line_f = next(l for l in servers_of(before) if l.startswith(f"server.{f}="))
+removed, _ = zk.reconfig(joining=None, leaving=str(f), new_members=None)
+removed = removed.decode()
+check(f"member{f} (a follower) removed through its own client: two members listed",
+      servers_of(removed) == [l for l in servers_of(before) if l != line_f], removed)
+zk.create("/via-removed", b"r")
+check(f"removed member{f}: its client writes", zk.get("/via-removed")[0] == b"r")
+zk.sync("/")
+now, _ = zk.get("/zookeeper/config")
+check(f"removed member{f}: /zookeeper/config does not list it", now.decode() == removed, now.decode())
+check(f"removed member{f}: srvr says follower", mode(hosts[follower]) == "follower", mode(hosts[follower]))
+leader = next(h for h in hosts if mode(h) == "leader")
+deadline = time.monotonic() + 15
+while "zk_synced_non_voting_followers\t1\n" not in (mntr := four_letter(leader, "mntr")) \
+        and time.monotonic() < deadline:
+    time.sleep(0.2)
+check(f"removed member{f}: the leader counts one synced non-voting follower",
+      "zk_synced_non_voting_followers\t1\n" in mntr,
+      [l for l in mntr.splitlines() if "follower" in l or "learner" in l])
+other = KazooClient(hosts=hosts[(follower + 1) % len(hosts)], timeout=15)
+other.start(timeout=30)
+other.sync("/via-removed")
+check(f"removed member{f}: its write shows on another member", other.get("/via-removed")[0] == b"r")
+other.create("/via-member", b"m")
+other.stop()
+zk.sync("/via-member")
+check(f"removed member{f}: reads another member's write", zk.get("/via-member")[0] == b"m")
+back, _ = zk.reconfig(joining=line_f, leaving=None, new_members=None)
+back = back.decode()
+check(f"member{f} added back on the same connection: three members listed",
+      servers_of(back) == servers_of(before), back)
+check(f"member{f}'s client never lost its connection", [s for s in states if s != "CONNECTED"] == [], states)
+zk.stop()
 
 # A reconfig that succeeds: member 3 leaves. Every member writes the dynamic file and rewrites zoo.cfg.
 zk = KazooClient(hosts=hosts[0], timeout=15)

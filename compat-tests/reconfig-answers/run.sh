@@ -3,7 +3,9 @@
 # Apache ZooKeeper 3.9.5, each started from the same zoo.cfg files: on a 3-member ensemble with
 # reconfigEnabled, /zookeeper/config lists zoo.cfg's servers and a version from the start; a non-incremental
 # reconfig to member 1 and two servers that were never started, sent to each member in turn, is refused
-# with NewConfigNoQuorum, leaves /zookeeper/config as it was and the ensemble writing; a reconfig removing
+# with NewConfigNoQuorum, leaves /zookeeper/config as it was and the ensemble writing; a client on a follower
+# removes that follower and adds it back on one connection, writing and reading on it in between (the
+# removed member serves on as a non-voting follower); a reconfig removing
 # member 3 is written by every member to zoo.cfg.dynamic.<version> with zoo.cfg pointing at it; member 1,
 # restarted from that zoo.cfg, serves the two-member membership (compat-tests/reconfig-answers/check.py,
 # kazoo 2.11).

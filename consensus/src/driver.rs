@@ -1284,6 +1284,22 @@ impl Driver {
         (voters, learners)
     }
 
+    /// The members of a joint configuration that `membership` does not show: outgoing voters
+    /// and learners-to-be (a voter being demoted), ascending, without duplicates.
+    pub fn joint_only(&self) -> Vec<u64> {
+        let cs = self.current_conf();
+        let mut ids: Vec<u64> = cs
+            .voters_outgoing
+            .iter()
+            .chain(&cs.learners_next)
+            .filter(|id| !cs.voters.contains(id) && !cs.learners.contains(id))
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     /// True while the membership is a joint one (raft-rs leaves it by itself once it commits).
     pub fn is_joint(&self) -> bool {
         let cs = self.current_conf();

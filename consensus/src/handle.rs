@@ -315,6 +315,12 @@ impl Handle {
         self.inner.shared.detail().joint
     }
 
+    /// The members raft counts only in its joint configuration: outgoing voters and
+    /// learners-to-be, not in `membership()` (empty when not joint).
+    pub fn joint_only(&self) -> Vec<u64> {
+        self.inner.shared.detail().joint_only
+    }
+
     /// On the leader, its view of every other member (for ZooKeeper's `zk_followers` and
     /// `zk_synced_followers`), by id; empty on other nodes. Refreshed by the raft thread after
     /// every loop iteration.

@@ -134,6 +134,7 @@ impl Output for ThreadOutput {
             voters,
             learners,
             joint: driver.is_joint(),
+            joint_only: driver.joint_only(),
             progress: driver.progress(),
         });
         self.shared

@@ -59,6 +59,9 @@ pub(crate) struct Detail {
     pub learners: Vec<u64>,
     /// A joint configuration (a change of more than one member) is not yet left.
     pub joint: bool,
+    /// In a joint configuration: the outgoing voters and the learners-to-be (ascending), members
+    /// raft still counts that `voters` and `learners` do not show.
+    pub joint_only: Vec<u64>,
     pub progress: Vec<PeerProgress>,
 }
 

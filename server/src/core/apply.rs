@@ -115,6 +115,7 @@ impl Core {
                 info!(index, ?voters, ?learners, "raft membership changed");
                 self.membership_step_done();
                 self.update_address_book();
+                self.drop_clients_if_dropped();
                 self.finish_waiting_reconfigs();
                 self.reconcile_membership();
             }

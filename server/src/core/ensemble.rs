@@ -115,10 +115,18 @@ impl Core {
         self.leader_known() && self.caught_up()
     }
 
-    /// Whether this member knows a leader and is in the configuration: a member that does not
-    /// may serve read-only sessions (`readonlymode.enabled`).
+    /// Whether this member knows a leader and is in the configuration, or was removed by a
+    /// reconfig while serving and is still replicated to (`Membership::retained`): a member that
+    /// does not may serve read-only sessions (`readonlymode.enabled`).
     pub(crate) fn leader_known(&self) -> bool {
-        self.ensemble.is_none() || (self.role.leader_id != 0 && !self.membership.removed)
+        self.ensemble.is_none()
+            || (self.role.leader_id != 0 && (!self.membership.removed || self.membership.retained))
+    }
+
+    /// Whether this member is an observer: a raft learner the configuration lists (a removed
+    /// member raft still replicates to is a non-voting follower, as in ZooKeeper's `srvr`).
+    pub(crate) fn is_observer(&self, is_learner: bool) -> bool {
+        is_learner && !self.membership.removed
     }
 
     /// Whether this member has applied an entry of its leader's term: the leader's first entry of

@@ -272,6 +272,7 @@ impl Core {
                 let _ = reply.send(self.follow_start(&auth, after));
             }
             CoreMsg::WaitApplied { index, reply } => {
+                self.membership.replay_to = self.membership.replay_to.max(index);
                 self.applied.wait_for(index, reply);
             }
             CoreMsg::ForwardLost { epoch } => self.forward_lost(epoch),

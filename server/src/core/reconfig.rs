@@ -9,7 +9,9 @@
 //!               "am I still a member" follow at once
 //! leader, on its ticker: raft's (voters, learners) differ from the tree's? propose one ConfChangeV2
 //!        with every difference (raft-rs uses joint consensus for more than one, and leaves it by
-//!        itself); a leader the new config drops hands leadership to a remaining voter first
+//!        itself); a member the config drops stays a learner while reachable (it serves on as a
+//!        non-voting follower, as in ZooKeeper); a leader the new config drops hands leadership
+//!        to a remaining voter first
 //! the session's member: replies (GetData of /zookeeper/config) once its raft membership matches
 //! ```
 //!
@@ -59,12 +61,22 @@ pub(crate) struct Membership {
     /// leaves the tree's config stays reachable while raft still counts it (a joint change needs
     /// the old majority too).
     known_addrs: BTreeMap<u64, String>,
-    /// This member is not in the current config: it serves no clients.
+    /// This member is not in the current config.
     pub(super) removed: bool,
+    /// A member a reconfig removed while it served, that raft still replicates to: it keeps
+    /// serving its clients as a non-voting member, as ZooKeeper's removed follower does, until
+    /// the leader drops it from raft's learners. A member that starts removed does not serve.
+    pub(super) retained: bool,
+    /// The index start-up replays the log to (`CoreMsg::WaitApplied`): a removal at or below it
+    /// was applied again at a restart, not while this process served.
+    pub(super) replay_to: u64,
     /// Replies that wait for raft's membership to match the config they wrote.
     waiting: Vec<WaitingReply>,
     /// When the leader last proposed a membership change or a hand-over.
     last_step: Option<Instant>,
+    /// On the leader: since when each member raft still counts but the config no longer lists
+    /// has been unreachable (its link down and not heard from).
+    lost_since: BTreeMap<u64, Instant>,
     /// When this member last applied a config write: a leader hands over only a few heartbeats
     /// later, so the followers have applied it and answered their clients first.
     applied_at: Option<Instant>,
@@ -258,14 +270,9 @@ impl Core {
         m.proposed > 0 && m.proposed_at.is_some_and(|t| t.elapsed() < IN_FLIGHT_BOUND)
     }
 
-    /// The members connected and synced with this leader: itself, and every member raft
-    /// replicates to that acknowledged entries of this leadership (raft forgets a follower's
-    /// match when a leader is elected) and is connected: its raft link is up, or raft heard from
-    /// it within the last election timeout (raft-rs clears that flag at every quorum check, so
-    /// alone it would miss live members for a heartbeat). A member raft does not replicate to yet
-    /// (one a reconfig would add) does not count, so a new configuration needs a majority among
-    /// the members already in.
-    fn synced_members(&self) -> BTreeSet<u64> {
+    /// The members this leader can reach: its raft link to them is up, or raft heard from them
+    /// within the last election timeout.
+    fn reachable_members(&self) -> BTreeSet<u64> {
         let linked: BTreeSet<u64> = self
             .ensemble
             .as_ref()
@@ -278,11 +285,28 @@ impl Core {
                     .collect()
             })
             .unwrap_or_default();
+        self.raft
+            .progress()
+            .into_iter()
+            .filter(|p| p.recent_active || linked.contains(&p.id))
+            .map(|p| p.id)
+            .collect()
+    }
+
+    /// The members connected and synced with this leader: itself, and every member raft
+    /// replicates to that acknowledged entries of this leadership (raft forgets a follower's
+    /// match when a leader is elected) and is connected: its raft link is up, or raft heard from
+    /// it within the last election timeout (raft-rs clears that flag at every quorum check, so
+    /// alone it would miss live members for a heartbeat). A member raft does not replicate to yet
+    /// (one a reconfig would add) does not count, so a new configuration needs a majority among
+    /// the members already in.
+    fn synced_members(&self) -> BTreeSet<u64> {
+        let reachable = self.reachable_members();
         let mut synced: BTreeSet<u64> = self
             .raft
             .progress()
             .into_iter()
-            .filter(|p| p.matched > 0 && (p.recent_active || linked.contains(&p.id)))
+            .filter(|p| p.matched > 0 && reachable.contains(&p.id))
             .map(|p| p.id)
             .collect();
         synced.insert(self.cfg.my_id.unwrap_or(0));
@@ -332,6 +356,8 @@ impl Core {
                 }
             });
         let mut was_removed = None;
+        // Whether this process served when it applied its own removal (not a restart's replay).
+        let live = self.serving() && self.applied.index > self.membership.replay_to;
         let result = match decided {
             Ok(servers) => {
                 let members = rc::render(&servers);
@@ -358,7 +384,7 @@ impl Core {
             self.answer_reconfig(id, zxid, entry, result);
         }
         if let Some(was) = was_removed {
-            self.drop_clients_if_removed(was);
+            self.drop_clients_if_removed(was, live);
         }
         outcome
     }
@@ -438,10 +464,43 @@ impl Core {
     }
 
     /// Whether raft's membership on this member is `voters` and `learners`, joint configuration
-    /// left.
+    /// left. Learners the config does not list (removed members still replicated to, see
+    /// `leftover_learners`) do not count.
     fn membership_matches(&self, voters: &[u64], learners: &[u64]) -> bool {
         let (v, l) = self.raft.membership();
+        let listed: BTreeSet<u64> = self
+            .membership
+            .members
+            .servers
+            .iter()
+            .map(|s| s.id)
+            .collect();
+        let l: Vec<u64> = l.into_iter().filter(|id| listed.contains(id)).collect();
         v == voters && l == learners && !self.raft.is_joint()
+    }
+
+    /// The members raft replicates to as learners that the config does not list: members a
+    /// reconfig removed, kept as non-voting members while they follow (ZooKeeper's "non-voting
+    /// followers"). Empty without reconfig or before a leader wrote the config.
+    pub(crate) fn leftover_learners(&self) -> Vec<u64> {
+        let listed = &self.membership.members.servers;
+        if !self.cfg.reconfig_enabled || listed.is_empty() {
+            return Vec::new();
+        }
+        let (_, learners) = self.raft.membership();
+        learners
+            .into_iter()
+            .filter(|id| !listed.iter().any(|s| s.id == *id))
+            .collect()
+    }
+
+    /// Whether raft, as this member sees it, still counts this member (voter or learner, also
+    /// only in a joint configuration: a voter being demoted is an outgoing voter and a
+    /// learner-to-be until raft leaves it).
+    fn raft_counts_me(&self) -> bool {
+        let me = self.cfg.my_id.unwrap_or(0);
+        let (v, l) = self.raft.membership();
+        v.contains(&me) || l.contains(&me) || self.raft.joint_only().contains(&me)
     }
 
     /// Answers the reconfigs whose membership raft has reached; closes the connections of those
@@ -509,7 +568,7 @@ impl Core {
     /// installed snapshot): the peer address book, and whether this member still belongs.
     pub(super) fn membership_from_tree(&mut self) {
         let was_removed = self.read_membership();
-        self.drop_clients_if_removed(was_removed);
+        self.drop_clients_if_removed(was_removed, false);
     }
 
     /// The part of `membership_from_tree` before clients are dropped; returns whether this member
@@ -585,22 +644,52 @@ impl Core {
         Some(text.into_bytes())
     }
 
-    /// A member that just left the configuration closes its clients (they reconnect elsewhere).
-    fn drop_clients_if_removed(&mut self, was_removed: bool) {
+    /// A member that just left the configuration. Removed by a reconfig it applied while it was
+    /// listed (`live`), it keeps serving its clients while raft still replicates to it: the
+    /// leader keeps it as a learner for as long as it follows (`reconcile_membership`), as
+    /// ZooKeeper 3.9's removed follower goes on as a non-voting participant. Otherwise (it
+    /// learned of its removal from a snapshot or at start) it closes its clients and serves none.
+    fn drop_clients_if_removed(&mut self, was_removed: bool, live: bool) {
         let me = self.cfg.my_id.unwrap_or(0);
         let removed = self.membership.removed;
         if removed && !was_removed {
-            let all: Vec<ConnId> = self.conns.ids();
-            warn!(
-                member = me,
-                connections = all.len(),
-                "this member is not in the ensemble's configuration: it stops serving clients"
-            );
-            for id in all {
-                self.close_conn(id);
+            if live && self.raft_counts_me() {
+                self.membership.retained = true;
+                info!(
+                    member = me,
+                    "this member is not in the ensemble's configuration any more: it goes on \
+                     serving its clients as a non-voting member while the leader replicates to it"
+                );
+            } else {
+                self.stop_serving_removed();
             }
-        } else if !removed && was_removed {
-            info!(member = me, "this member is in the configuration again");
+        } else if !removed {
+            if was_removed {
+                info!(member = me, "this member is in the configuration again");
+            }
+            self.membership.retained = false;
+        }
+    }
+
+    fn stop_serving_removed(&mut self) {
+        self.membership.retained = false;
+        let all: Vec<ConnId> = self.conns.ids();
+        warn!(
+            member = self.cfg.my_id.unwrap_or(0),
+            connections = all.len(),
+            "this member is not in the ensemble's configuration: it stops serving clients"
+        );
+        for id in all {
+            self.close_conn(id);
+        }
+    }
+
+    /// Raft's membership changed: a removed member the leader dropped from raft's learners gets
+    /// no more of the log, so it stops serving (its clients reconnect to a member).
+    pub(super) fn drop_clients_if_dropped(&mut self) {
+        if self.membership.removed && self.membership.retained && !self.raft_counts_me() {
+            info!("the leader no longer replicates to this removed member");
+            self.stop_serving_removed();
         }
     }
 
@@ -616,6 +705,9 @@ impl Core {
         }
         let me = self.cfg.my_id.unwrap_or(0);
         let (voters, learners) = self.raft.membership();
+        // With a joint configuration's outgoing voters and learners-to-be: the old majority must
+        // stay reachable, and a demoted member keeps its link to the leader (losing it would
+        // make it forget its leader and drop its clients).
         let wanted: BTreeSet<u64> = self
             .membership
             .members
@@ -624,6 +716,7 @@ impl Core {
             .map(|s| s.id)
             .chain(voters)
             .chain(learners)
+            .chain(self.raft.joint_only())
             .filter(|id| *id != me)
             .collect();
         let book: Vec<(u64, String)> = wanted
@@ -659,16 +752,42 @@ impl Core {
             return;
         }
         let target_v: BTreeSet<u64> = members.voters().into_iter().collect();
-        let target_l: BTreeSet<u64> = members.observers().into_iter().collect();
+        let mut target_l: BTreeSet<u64> = members.observers().into_iter().collect();
         let (cur_v, cur_l) = self.raft.membership();
         let cur_v: BTreeSet<u64> = cur_v.into_iter().collect();
         let cur_l: BTreeSet<u64> = cur_l.into_iter().collect();
-        if cur_v == target_v && cur_l == target_l {
-            return;
-        }
         let (tick, election, heartbeat) = self.cfg.raft_timing();
         let pause = tick * election;
         let now = Instant::now();
+        // Members raft counts that the config no longer lists stay as learners while they
+        // follow: they go on serving their clients (see `drop_clients_if_removed`). One that has
+        // been unreachable for an election timeout (syncLimit x tickTime, the bound after which
+        // ZooKeeper's leader drops a silent learner) leaves raft's membership.
+        let me = self.cfg.my_id.unwrap_or(0);
+        let listed: BTreeSet<u64> = target_v.union(&target_l).copied().collect();
+        let reachable = self.reachable_members();
+        let leftovers: Vec<u64> = cur_v
+            .union(&cur_l)
+            .copied()
+            .filter(|x| *x != me && !listed.contains(x))
+            .collect();
+        self.membership
+            .lost_since
+            .retain(|id, _| leftovers.contains(id));
+        for x in leftovers {
+            if reachable.contains(&x) {
+                self.membership.lost_since.remove(&x);
+                target_l.insert(x);
+            } else {
+                let since = *self.membership.lost_since.entry(x).or_insert(now);
+                if now.duration_since(since) < pause {
+                    target_l.insert(x);
+                }
+            }
+        }
+        if cur_v == target_v && cur_l == target_l {
+            return;
+        }
         if self
             .membership
             .last_step
@@ -677,7 +796,6 @@ impl Core {
             return;
         }
         self.membership.last_step = Some(now);
-        let me = self.cfg.my_id.unwrap_or(0);
         let mut changes = Vec::new();
         let single = |change_type, node_id| ConfChangeSingle {
             change_type,
@@ -687,6 +805,8 @@ impl Core {
         for &v in target_v.difference(&cur_v) {
             changes.push(single(ConfChangeType::AddNode, v));
         }
+        // A learner the config adds, or a voter it removed and raft keeps replicating to (a
+        // demotion: raft-rs carries it out with any other change through joint consensus).
         for &l in target_l.difference(&cur_l) {
             if l != me {
                 changes.push(single(ConfChangeType::AddLearnerNode, l));
@@ -702,11 +822,15 @@ impl Core {
             // leader finishes the change. Not before the followers had two heartbeats to apply
             // the config write (and answer the reconfig's client): the hand-over fails every
             // write still in flight on them.
+            // Nor while a reconfig it proposed is in flight: it may list this leader again (a
+            // client removing and re-adding a member on one connection), and the hand-over
+            // would fail it.
             let settle = tick * heartbeat * 2;
-            if self
-                .membership
-                .applied_at
-                .is_some_and(|t| now.duration_since(t) < settle)
+            if self.reconfig_in_progress()
+                || self
+                    .membership
+                    .applied_at
+                    .is_some_and(|t| now.duration_since(t) < settle)
             {
                 self.membership.last_step = None;
                 return;

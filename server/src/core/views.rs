@@ -321,7 +321,7 @@ fn mode(core: &Core, read_only: bool, is_leader: bool, is_learner: bool) -> Mode
         Mode::ReadOnly
     } else if is_leader {
         Mode::Leader
-    } else if is_learner {
+    } else if core.is_observer(is_learner) {
         Mode::Observer
     } else {
         Mode::Follower
@@ -351,11 +351,16 @@ fn leader(core: &Core) -> fourlw::LeaderView {
         .filter(|p| p.id != me && p.recent_active)
         .collect();
     let leader_uptime = core.leader_uptime();
+    // A removed member raft still replicates to is a learner in raft but a follower to
+    // ZooKeeper's leader: a synced follower, and a non-voting one.
+    let non_voting = core.leftover_learners();
+    let observer = |p: &&&consensus::PeerProgress| p.is_learner && !non_voting.contains(&p.id);
     fourlw::LeaderView {
         learners: active.len() as u64,
-        synced_followers: active.iter().filter(|p| !p.is_learner).count() as u64,
-        synced_non_voting_followers: 0,
-        synced_observers: active.iter().filter(|p| p.is_learner).count() as u64,
+        synced_followers: active.iter().filter(|p| !observer(p)).count() as u64,
+        synced_non_voting_followers: active.iter().filter(|p| non_voting.contains(&p.id)).count()
+            as u64,
+        synced_observers: active.iter().filter(|p| observer(p)).count() as u64,
         pending_syncs: core.pending_syncs() as u64,
         leader_uptime_ms: leader_uptime.as_millis() as u64,
         last_proposal_size: -1,
@@ -363,7 +368,7 @@ fn leader(core: &Core) -> fourlw::LeaderView {
         max_proposal_size: -1,
         observers: active
             .iter()
-            .filter(|p| p.is_learner)
+            .filter(|p| observer(p))
             .map(|p| fourlw::ObserverView {
                 sid: p.id,
                 last_zxid: core.tree().zxid_at(p.matched),
