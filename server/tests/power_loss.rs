@@ -27,7 +27,7 @@ use common::process::free_port;
 /// The shim, built once per test binary into `dir`; `None` (with the reason printed) without a C
 /// compiler.
 fn build_shim(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shim/powerloss.c");
+    let src = manifest_dir().join("tests/shim/powerloss.c");
     let out = dir.join("powerloss.so");
     let built = Command::new("cc")
         .args([
@@ -386,4 +386,11 @@ async fn an_io_error_from_a_write_an_fsync_or_a_directory_fsync_stops_the_server
         seen.push(eio_case(&so, eio).await);
     }
     eprintln!("{seen:#?}");
+}
+
+/// The package directory of the `cargo test` run, read at run time: a test binary that cargo reuses
+/// from a build in another checkout (same target dir, same sources) still reads this checkout's files.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
 }

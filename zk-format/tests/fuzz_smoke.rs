@@ -8,7 +8,6 @@
 mod harness;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use harness::Outcome;
 
@@ -63,7 +62,7 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
 fn seeds(kind: &str) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for dir in ["raw", "gz", "snappy"] {
-        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        let d = manifest_dir()
             .join("tests/data")
             .join(dir)
             .join("version-2");
@@ -120,4 +119,11 @@ fn log_reader_survives_mutated_zookeeper_logs() {
     // Mutations past a log's last record leave it readable: both outcomes occur.
     assert!(t.get(&Outcome::Decoded).copied().unwrap_or(0) > 0, "{t:?}");
     assert!(t.get(&Outcome::Refused).copied().unwrap_or(0) > 0, "{t:?}");
+}
+
+/// The package directory of the `cargo test` run, read at run time: a test binary that cargo reuses
+/// from a build in another checkout (same target dir, same sources) still reads this checkout's files.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
 }
