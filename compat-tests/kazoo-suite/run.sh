@@ -83,24 +83,30 @@ WORK="${KAZOO_SUITE_WORK:-$COMPAT_WORK}"
 # Three real paddock members by default (the harness writes server.N lines and myid); 1 for standalone.
 CLUSTER_SIZE="${KAZOO_CLUSTER_SIZE:-3}"
 mkdir -p "$WORK"
-# Every server the harness starts records its PID here (shim/java). kazoo stops them itself, but not when
-# pytest is killed (its timeout, ^C): then this trap does, so a failed run leaves no server behind.
+# Every server the harness starts records "PID folder" here (shim/java). kazoo stops them and removes their
+# folders itself, but not when pytest is killed (its timeout, ^C): then this trap does, so a failed run
+# leaves no server and no folder behind (KEEP_WORK=1 keeps the folders).
 export KAZOO_SHIM_PIDS="$WORK/shim-pids"
 : >"$KAZOO_SHIM_PIDS"
 stop_left_servers() {
-    local pid left=() i
-    while read -r pid; do
-        [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "serve --config" &&
-            left+=("$pid")
+    local pid dir left=() dirs=() i
+    while read -r pid dir; do
+        [[ "$pid" =~ ^[0-9]+$ ]] || continue
+        [[ -d "$dir" && "$dir" == "${TMPDIR:-/tmp}"/* ]] && dirs+=("$dir")
+        tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "serve --config" && left+=("$pid")
     done <"$KAZOO_SHIM_PIDS"
-    ((${#left[@]})) || return 0
-    echo "kazoo-suite: stopping ${#left[@]} server(s) the harness left running" >&2
-    kill -TERM "${left[@]}" 2>/dev/null
-    for i in $(seq 1 100); do
-        kill -0 "${left[@]}" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "${left[@]}" 2>/dev/null || true
+    if ((${#left[@]})); then
+        echo "kazoo-suite: stopping ${#left[@]} server(s) the harness left running" >&2
+        kill -TERM "${left[@]}" 2>/dev/null
+        for i in $(seq 1 100); do
+            kill -0 "${left[@]}" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "${left[@]}" 2>/dev/null || true
+    fi
+    if ((${#dirs[@]})) && [[ -z "${KEEP_WORK:-}" ]]; then
+        rm -rf "${dirs[@]}"
+    fi
 }
 kazoo_suite_cleanup() {
     local rc=$?
