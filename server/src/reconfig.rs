@@ -46,6 +46,16 @@ impl Members {
         m
     }
 
+    /// Every member's id (voters and observers), in id order.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.servers.iter().map(|s| s.id)
+    }
+
+    /// Whether `id` is a member (voter or observer).
+    pub fn lists(&self, id: u64) -> bool {
+        self.servers.iter().any(|s| s.id == id)
+    }
+
     /// Voting members (participants), in id order.
     pub fn voters(&self) -> Vec<u64> {
         crate::config::ids_by_role(&self.servers, false)

@@ -468,14 +468,8 @@ impl Core {
     /// `leftover_learners`) do not count.
     fn membership_matches(&self, voters: &[u64], learners: &[u64]) -> bool {
         let (v, l) = self.raft.membership();
-        let listed: BTreeSet<u64> = self
-            .membership
-            .members
-            .servers
-            .iter()
-            .map(|s| s.id)
-            .collect();
-        let l: Vec<u64> = l.into_iter().filter(|id| listed.contains(id)).collect();
+        let listed = &self.membership.members;
+        let l: Vec<u64> = l.into_iter().filter(|id| listed.lists(*id)).collect();
         v == voters && l == learners && !self.raft.is_joint()
     }
 
@@ -483,14 +477,14 @@ impl Core {
     /// reconfig removed, kept as non-voting members while they follow (ZooKeeper's "non-voting
     /// followers"). Empty without reconfig or before a leader wrote the config.
     pub(crate) fn leftover_learners(&self) -> Vec<u64> {
-        let listed = &self.membership.members.servers;
-        if !self.cfg.reconfig_enabled || listed.is_empty() {
+        let listed = &self.membership.members;
+        if !self.cfg.reconfig_enabled || listed.servers.is_empty() {
             return Vec::new();
         }
         let (_, learners) = self.raft.membership();
         learners
             .into_iter()
-            .filter(|id| !listed.iter().any(|s| s.id == *id))
+            .filter(|id| !listed.lists(*id))
             .collect()
     }
 
@@ -588,11 +582,11 @@ impl Core {
         self.write_dynamic_config();
         self.update_address_book();
         let me = self.cfg.my_id.unwrap_or(0);
-        let listed = &self.membership.members.servers;
+        let listed = &self.membership.members;
         let removed = self.ensemble.is_some()
             && self.cfg.reconfig_enabled
-            && !listed.is_empty()
-            && !listed.iter().any(|s| s.id == me);
+            && !listed.servers.is_empty()
+            && !listed.lists(me);
         std::mem::replace(&mut self.membership.removed, removed)
     }
 
@@ -711,9 +705,7 @@ impl Core {
         let wanted: BTreeSet<u64> = self
             .membership
             .members
-            .servers
-            .iter()
-            .map(|s| s.id)
+            .ids()
             .chain(voters)
             .chain(learners)
             .chain(self.raft.joint_only())
