@@ -2,8 +2,10 @@
 //! drains the connection's outbound queue onto the socket.
 //!
 //! The reader never interprets requests; it hands decoded records to the core in arrival
-//! order. It stops reading after the ConnectRequest until the core says the session is set
-//! up, as ZooKeeper does, so pipelined requests cannot overtake the handshake.
+//! order. It decodes nothing after the ConnectRequest until the core says the session is set
+//! up, as ZooKeeper does, so pipelined requests cannot overtake the handshake; meanwhile it
+//! only buffers what arrives, to notice a client that leaves while the core holds its
+//! handshake (a member between leaders, `core::handshake`).
 //!
 //! Both tasks are generic over the stream's halves: a plaintext connection runs on a
 //! `TcpStream`'s owned halves as it always did (`serve`; the code is monomorphised, so TLS adds
@@ -182,7 +184,23 @@ where
     })
     .await
     .map_err(|_| "server stopping")?;
-    let established = ready_rx.await.unwrap_or(false);
+    // The core may hold the handshake while its member is between leaders: meanwhile the socket
+    // is read (into `buf`, for later) only to learn whether the client gives up, so that the core
+    // forgets a held request whose client has left (`Closed` follows the return).
+    let mut ready_rx = ready_rx;
+    let established = loop {
+        tokio::select! {
+            biased;
+            ready = &mut ready_rx => break ready.unwrap_or(false),
+            read = rd.read_buf(&mut buf), if buf.len() < params.max_frame + 4 => match read {
+                Ok(0) | Err(_) => {
+                    writer.abort();
+                    return Err("client left before its session was set up");
+                }
+                Ok(_) => {}
+            },
+        }
+    };
     if !established {
         let _ = writer.await;
         return Err("session refused");

@@ -454,3 +454,73 @@ async fn wait_for_leader_quietly(members: &[Member]) -> Option<usize> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A member between leaders holds a new client's ConnectRequest rather than closing it at once
+/// (`core::handshake`): with its two peers killed, member B holds one; a short session timeout's
+/// hold runs out and is refused; a long one is still held when a peer comes back, and is answered
+/// with a session once the two elect a leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_between_leaders_holds_a_new_client_until_it_serves_again() {
+    let root = tempfile::tempdir().unwrap();
+    let mut members = write_configs(root.path());
+    for m in &mut members {
+        m.spawn();
+    }
+    let leader = wait_for_leader(&members, Duration::from_secs(60)).await;
+    let b = (leader + 1) % MEMBERS;
+    let c = (leader + 2) % MEMBERS;
+    members[leader].child.take().unwrap().kill_9();
+    members[c].child.take().unwrap().kill_9();
+    let addr = members[b].addr();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while four_letter_try(addr, "srvr").await.as_deref()
+        != Some("This ZooKeeper instance is not currently serving requests\n")
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "member B still serves"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let connect = |timeout: i32| {
+        common::RawClient::connect_with(
+            addr,
+            wire::ConnectRequest {
+                timeout,
+                passwd: Some(vec![0; 16]),
+                ..Default::default()
+            },
+        )
+    };
+
+    // tickTime 2000: a 4 s session timeout (the least) is held for a third of it, then refused.
+    let started = std::time::Instant::now();
+    let (resp, client) = tokio::time::timeout(Duration::from_secs(15), connect(4_000))
+        .await
+        .expect("a held ConnectRequest is refused once its hold runs out");
+    let held = started.elapsed();
+    assert!(resp.is_none() && client.is_none());
+    assert!(
+        held >= Duration::from_millis(1_300),
+        "refused after {held:?}"
+    );
+
+    // A 30 s session timeout is held for 10 s (two election rounds of 5 s at most with
+    // syncLimit=2). Still held when C comes back; answered once B and C have a leader.
+    let waiting = tokio::spawn(connect(30_000));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "refused while between leaders");
+    members[c].spawn();
+    let (resp, client) = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("no answer")
+        .unwrap();
+    let resp = resp.expect("refused: no leader within the hold");
+    assert_eq!(resp.timeout, 30_000);
+    assert_ne!(resp.session_id, 0);
+    assert!(client.is_some());
+    assert!(matches!(
+        srvr(addr).await.0.as_deref(),
+        Some("leader" | "follower")
+    ));
+}

@@ -823,15 +823,20 @@ async fn set_trace_mask_and_last_snapshot_answer_as_zookeeper() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
+    // Snapshots are taken in the background, so one may land between the two reads: read the
+    // snapshot index on both sides of last_snapshot and compare only when it held still.
     let mut lsnp = Value::Null;
+    let mut index = 0;
     for _ in 0..100 {
+        let before =
+            common::mntr_value(server.local_addr(), "zk_paddock_raft_snapshot_index").await;
         lsnp = json(admin, "/commands/last_snapshot").await;
-        if lsnp["zxid"] != "ffffffffffffffff" {
+        index = common::mntr_value(server.local_addr(), "zk_paddock_raft_snapshot_index").await;
+        if lsnp["zxid"] != "ffffffffffffffff" && before == index {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let index = common::mntr_value(server.local_addr(), "zk_paddock_raft_snapshot_index").await;
     assert!(index > 1, "{lsnp}");
     // No restore: a log position is its zxid.
     assert_eq!(lsnp["zxid"], format!("{index:x}"), "{lsnp}");

@@ -314,6 +314,7 @@ impl std::ops::Index<&ConnId> for Conns {
 
 impl Core {
     pub(super) fn closed(&mut self, id: ConnId) {
+        self.forget_held(id);
         if let Some(conn) = self.conns.remove(&id) {
             self.watches.remove_watcher(id);
             self.sessions.conn_closed(conn.session_id, id);

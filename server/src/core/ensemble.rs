@@ -7,9 +7,10 @@
 //!   (`caught_up`). When raft reports no leader (the leader is gone, or this member is cut off
 //!   from the quorum and its election timer ran out, which `Config::raft_timing` keeps well
 //!   inside the smallest session timeout), every client
-//!   connection is closed and new ones are refused, so a client cut off in a minority cannot go
-//!   on believing it holds a lock that the majority is about to expire. Four-letter words keep
-//!   answering ("not currently serving").
+//!   connection with a session is closed, so a client cut off in a minority cannot go on
+//!   believing it holds a lock that the majority is about to expire. New ConnectRequests, and
+//!   reconnects still waiting for a leader's confirmation, are held for the next leader, within
+//!   a bound (`handshake`). Four-letter words keep answering ("not currently serving").
 //! - Any change of leader or term fails every write, sync and session creation in flight, by
 //!   closing the client's connection: raft may have dropped them, or they may still commit; the
 //!   client learns "connection lost" and decides. No silent retry, and no later reply overtakes a
@@ -68,6 +69,12 @@ pub struct Ensemble {
     /// `REVALIDATE`): the answer shows a live leader still leads, and the session may have been
     /// created on another member a moment ago. By ReadIndex context.
     pub(super) revalidating: HashMap<u64, Revalidation>,
+    /// ConnectRequests that came while this member did not serve, waiting for it to serve again
+    /// (`handshake`).
+    pub(super) held: Vec<super::handshake::Held>,
+    /// When this member last lost its leader (or started without one): a member leaderless for
+    /// long is cut off, and refuses new connections at once instead of holding them.
+    pub(super) leaderless_since: Instant,
 }
 
 /// A reconnect waiting to learn from a live leader whether its session exists.
@@ -96,6 +103,8 @@ impl Ensemble {
             link: None,
             next_epoch: 1,
             revalidating: HashMap::new(),
+            held: Vec::new(),
+            leaderless_since: Instant::now(),
         }
     }
 
@@ -240,7 +249,8 @@ impl Core {
 
     /// Sessions being created, and reconnects whose attach is in flight, have an unknown fate:
     /// refuse their connections. (Reconnects waiting for a revalidation have nothing in flight: a
-    /// new leader is asked again, see `ensemble_role_changed`.)
+    /// new leader is asked again, see `ensemble_role_changed`, and they wait through a gap without
+    /// a leader for as long as `handshake` holds a new ConnectRequest.)
     fn refuse_connecting(&mut self) {
         for id in self.sessions.take_connecting() {
             self.refuse_connection(id);
@@ -273,6 +283,11 @@ impl Core {
             || term != self.role.term
             || is_leader != self.role.is_leader;
         let was_leader = self.role.is_leader;
+        if leader_id == 0 && self.role.leader_id != 0 {
+            if let Some(ens) = self.ensemble.as_mut() {
+                ens.leaderless_since = Instant::now();
+            }
+        }
         self.role.leader_id = leader_id;
         self.role.term = term;
         self.role.is_leader = is_leader;
@@ -304,10 +319,38 @@ impl Core {
         self.refuse_connecting();
         self.sessions.clear_closing();
         if leader_id == 0 {
-            if let Some(ens) = self.ensemble.as_mut() {
-                ens.revalidating.clear(); // their connections close below
+            // A reconnect still waiting for a leader to confirm it has nothing in flight and has
+            // not been answered: it waits for the next leader as a new ConnectRequest would be
+            // held (`handshake`), at most that hold from now. Every other connection closes.
+            let now = Instant::now();
+            let mut waiting = Vec::new();
+            if let Some(ens) = self.ensemble.as_ref() {
+                for (ctx, r) in &ens.revalidating {
+                    let timeout = self.conns.get(&r.conn).map(|c| c.timeout_ms);
+                    if let (None, Some(timeout)) = (r.index, timeout) {
+                        waiting.push((*ctx, r.conn, now + self.hold_span(timeout)));
+                    }
+                }
             }
-            let all = self.close_conns_where(|_| true);
+            if let Some(ens) = self.ensemble.as_mut() {
+                ens.revalidating
+                    .retain(|ctx, _| waiting.iter().any(|w| w.0 == *ctx));
+                for (ctx, _, until) in &waiting {
+                    if let Some(r) = ens.revalidating.get_mut(ctx) {
+                        r.until = r.until.min(*until);
+                    }
+                }
+            }
+            let closing: Vec<ConnId> = self
+                .conns
+                .iter()
+                .map(|(id, _)| *id)
+                .filter(|id| !waiting.iter().any(|w| w.1 == *id))
+                .collect();
+            let all = closing.len();
+            for id in closing {
+                self.close_conn(id);
+            }
             if all > 0 {
                 warn!(
                     connections = all,

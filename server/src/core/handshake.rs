@@ -1,11 +1,23 @@
 //! The handshake: a ConnectRequest becomes a new session (proposed as CreateSession), a
 //! reconnect to a live session, or a refusal; and where session passwords come from (ids come
 //! from `sessions`).
+//!
+//! A member of an ensemble between leaders (its leader just died, or it is still catching up
+//! with a new one) holds a new ConnectRequest instead of closing the connection at once, as a
+//! ZooKeeper member does while it is not running: it answers when it serves again, or refuses
+//! when the hold runs out (a third of the session timeout, and no longer than two election
+//! rounds). A client whose server just died would otherwise meet a closed connection on every
+//! other member within milliseconds, all of them electing, and give up (go-zookeeper fails the
+//! operations it queued with ErrNoServer once every host refused in a row; the Java client
+//! sleeps up to a second between hosts). A client that gives up first closes its socket and
+//! the hold is forgotten. A member that has known no leader for two election rounds (cut off
+//! in a minority) refuses at once, so clients move on to the majority. Read-only clients of a
+//! member in read-only mode are not held: they are served at once.
 
 use std::net::SocketAddr;
 
 use tokio::sync::oneshot;
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 use wire::{ConnectRequest, ConnectResponse};
@@ -18,22 +30,55 @@ use crate::msg::{ConnId, Transport};
 use crate::outbound::{Outbound, OutboundTx};
 use crate::session::SessionId;
 
+/// A ConnectRequest with the connection it came on: handled at once or held (see the top).
+pub(super) struct Knock {
+    pub(super) id: ConnId,
+    pub(super) remote: SocketAddr,
+    pub(super) req: ConnectRequest,
+    pub(super) out: OutboundTx,
+    pub(super) ready: oneshot::Sender<bool>,
+    pub(super) transport: Transport,
+}
+
+/// A held ConnectRequest and when it is refused if this member does not serve by then.
+pub(super) struct Held {
+    until: Instant,
+    knock: Knock,
+}
+
 impl Core {
-    pub(super) fn connect(
-        &mut self,
-        id: ConnId,
-        remote: SocketAddr,
-        req: ConnectRequest,
-        out: OutboundTx,
-        ready: oneshot::Sender<bool>,
-        transport: Transport,
-    ) {
+    pub(super) fn connect(&mut self, knock: Knock) {
         self.meters.stats.packets_received += 1;
+        self.admit(knock);
+    }
+
+    /// Handles a ConnectRequest, first come or released from the hold.
+    fn admit(&mut self, knock: Knock) {
+        if !self.serving() && !self.serves_read_only(&knock.req) {
+            if let Some(until) = self.hold_until(knock.req.timeout) {
+                debug!(
+                    peer = %knock.remote,
+                    ms = until.saturating_duration_since(Instant::now()).as_millis() as u64,
+                    "not serving (between leaders); holding a new connection"
+                );
+                if let Some(ens) = self.ensemble.as_mut() {
+                    ens.held.push(Held { until, knock });
+                }
+                return;
+            }
+        }
+        let Knock {
+            id,
+            remote,
+            req,
+            out,
+            ready,
+            transport,
+        } = knock;
         let sent_read_only = req.read_only.is_some();
         // A member cut off from its quorum serves clients that accept a read-only server
         // (canBeReadOnly), when readonlymode.enabled is on, as ZooKeeper's ReadOnlyZooKeeperServer.
-        let read_only =
-            !self.leader_known() && self.cfg.read_only_mode && req.read_only == Some(true);
+        let read_only = self.serves_read_only(&req);
         // Otherwise a member without a leader, or not yet caught up with it, does not serve (see
         // `ensemble`): the client tries another.
         if !self.serving() && !read_only {
@@ -258,6 +303,83 @@ impl Core {
             }),
         );
         self.refuse_connection(id);
+    }
+
+    /// Whether this member, cut off from its quorum, serves this client read-only.
+    fn serves_read_only(&self, req: &ConnectRequest) -> bool {
+        !self.leader_known() && self.cfg.read_only_mode && req.read_only == Some(true)
+    }
+
+    /// Until when a ConnectRequest that finds this member not serving may wait for it to serve
+    /// again; `None`: refuse it now (see the top). Two election rounds bound both the hold and,
+    /// for a member without a leader, how long after losing it this member still holds.
+    fn hold_until(&self, requested_timeout: i32) -> Option<Instant> {
+        let ens = self.ensemble.as_ref()?;
+        if self.membership.removed && !self.membership.retained {
+            return None;
+        }
+        let now = Instant::now();
+        if self.role.leader_id == 0 && now.duration_since(ens.leaderless_since) >= self.rounds() {
+            return None;
+        }
+        Some(now + self.hold_span(self.cfg.negotiate_timeout(requested_timeout)))
+    }
+
+    /// Two election rounds: the longest hold, and how long a member without a leader holds.
+    fn rounds(&self) -> Duration {
+        let (tick, _, _) = self.cfg.raft_timing();
+        tick * self.cfg.raft_max_election_ticks() * 2
+    }
+
+    /// How long a handshake with this (negotiated) session timeout may wait for a leader: a
+    /// third of the timeout, at most two election rounds.
+    pub(super) fn hold_span(&self, timeout_ms: i32) -> Duration {
+        let third = Duration::from_millis(timeout_ms.max(0) as u64 / 3);
+        third.min(self.rounds())
+    }
+
+    /// Once this member serves again, the held ConnectRequests are handled, in arrival order.
+    /// Called after every consensus event (a leader known, an entry of its term applied).
+    pub(super) fn release_held(&mut self) {
+        if !self.serving() {
+            return;
+        }
+        let Some(ens) = self.ensemble.as_mut().filter(|e| !e.held.is_empty()) else {
+            return;
+        };
+        let held = std::mem::take(&mut ens.held);
+        debug!(
+            connections = held.len(),
+            "serving again; handling the held connections"
+        );
+        for h in held {
+            self.admit(h.knock);
+        }
+    }
+
+    /// When the first held ConnectRequest runs out (the core's loop sleeps until then).
+    pub(super) fn next_hold_deadline(&self) -> Option<Instant> {
+        let ens = self.ensemble.as_ref()?;
+        ens.held.iter().map(|h| h.until).min()
+    }
+
+    /// Refuses the held ConnectRequests whose time ran out: the client tries another server.
+    pub(super) fn refuse_overdue(&mut self, now: Instant) {
+        let Some(ens) = self.ensemble.as_mut() else {
+            return;
+        };
+        for h in ens.held.extract_if(.., |h| h.until <= now) {
+            debug!(peer = %h.knock.remote, "still not serving; closing a held connection");
+            let _ = h.knock.ready.send(false);
+            let _ = h.knock.out.try_send(Outbound::Close);
+        }
+    }
+
+    /// A held ConnectRequest whose client left is forgotten.
+    pub(super) fn forget_held(&mut self, id: ConnId) {
+        if let Some(ens) = self.ensemble.as_mut() {
+            ens.held.retain(|h| h.knock.id != id);
+        }
     }
 
     pub(super) fn refuse_connection(&mut self, id: ConnId) {

@@ -172,6 +172,7 @@ impl Core {
         let mut sweeper = tokio::time::interval(self.sweep_every());
         sweeper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            let hold_deadline = self.next_hold_deadline();
             tokio::select! {
                 biased;
                 Some(ev) = events.recv() => {
@@ -179,6 +180,7 @@ impl Core {
                         break;
                     }
                     self.applied.release();
+                    self.release_held();
                 }
                 msg = rx.recv() => match msg {
                     None => break,
@@ -193,6 +195,9 @@ impl Core {
                 // Candidates a sweep held back for `znode.container.maxPerMinute`'s spacing.
                 _ = tokio::time::sleep_until(schedule.next_deletion.unwrap_or_else(Instant::now)),
                     if schedule.held => self.propose_expired_nodes(Instant::now(), &mut schedule),
+                // ConnectRequests held while this member is between leaders (`handshake`).
+                _ = tokio::time::sleep_until(hold_deadline.unwrap_or_else(Instant::now)),
+                    if hold_deadline.is_some() => self.refuse_overdue(Instant::now()),
             }
         }
         for conn in self.conns.drain() {
@@ -217,7 +222,14 @@ impl Core {
                 out,
                 ready,
                 transport,
-            } => self.connect(conn, remote, req, out, ready, transport),
+            } => self.connect(handshake::Knock {
+                id: conn,
+                remote,
+                req,
+                out,
+                ready,
+                transport,
+            }),
             CoreMsg::Request {
                 conn,
                 header,
