@@ -31,9 +31,16 @@ modes_of() { # ports...
 run_check() { # label hosts ports...
     local label=$1 hosts=$2
     shift 2
+    local before rc
+    before=$(grep -c '^FAIL ' "$out" || true)
     set +e
     ZK_HOSTS="$hosts" MODES="$(modes_of "$@")" "$PY" "$HERE/check.py" | sed "s/^\(ok\|FAIL\) /\1 $label: /" | tee -a "$out"
+    rc=${PIPESTATUS[0]}
     set -e
+    # check.py exits 1 only after printing a FAIL line; any other end without one is a failure too.
+    if ((rc != 0)) && [[ "$(grep -c '^FAIL ' "$out" || true)" == "$before" ]]; then
+        echo "FAIL $label: check.py exited $rc without naming a failed check" | tee -a "$out"
+    fi
 }
 
 # paddock

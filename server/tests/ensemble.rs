@@ -402,7 +402,8 @@ async fn a_session_moves_to_another_member_with_its_ephemerals_and_watches() {
     );
     assert!(exists_after_sync(&writer, "/mine").await);
 
-    // A client that has seen more than a member has applied is refused there.
+    // A client that has seen more than a member has applied is held there, and refused when its
+    // hold runs out: no member ever applies a zxid a million past the last write.
     let (resp, client) = common::RawClient::connect_with(
         member(&members, a).addr(),
         wire::ConnectRequest {
@@ -1046,7 +1047,7 @@ async fn a_lagging_follower_serves_a_stale_read_unless_linearizable_reads_is_on(
         assert_eq!(reader.get_data("/x").await.unwrap().0, b"old");
 
         pause.send(true).unwrap();
-        writer.set_data("/x", b"new", None).await.unwrap();
+        let written = writer.set_data("/x", b"new", None).await.unwrap();
         if linearizable {
             let read = tokio::spawn(async move {
                 let got = reader.get_data("/x").await.unwrap().0;
@@ -1069,7 +1070,30 @@ async fn a_lagging_follower_serves_a_stale_read_unless_linearizable_reads_is_on(
                 got, b"old",
                 "the control: member 3 should lag behind its leader here and serve the old value"
             );
+            // A client that saw the write elsewhere is held by the lagging member until it has
+            // applied that far, not refused (`core::handshake`).
+            let ahead = tokio::spawn(common::RawClient::connect_with(
+                addr3,
+                wire::ConnectRequest {
+                    timeout: 10_000,
+                    last_zxid_seen: written.mzxid,
+                    passwd: Some(vec![0; 16]),
+                    ..Default::default()
+                },
+            ));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert!(
+                !ahead.is_finished(),
+                "member 3 refused a client that had seen a later zxid instead of holding it"
+            );
             pause.send(false).unwrap();
+            let (resp, client) = tokio::time::timeout(Duration::from_secs(20), ahead)
+                .await
+                .expect("no answer to the held client")
+                .unwrap();
+            let resp = resp.expect("member 3 refused the held client once caught up");
+            assert!(resp.session_id != 0 && resp.timeout == 10_000, "{resp:?}");
+            assert!(client.is_some());
             reader.sync("/x").await.unwrap();
             assert_eq!(reader.get_data("/x").await.unwrap().0, b"new");
             drop(reader);

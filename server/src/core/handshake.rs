@@ -3,16 +3,18 @@
 //! from `sessions`).
 //!
 //! A member of an ensemble between leaders (its leader just died, or it is still catching up
-//! with a new one) holds a new ConnectRequest instead of closing the connection at once, as a
-//! ZooKeeper member does while it is not running: it answers when it serves again, or refuses
-//! when the hold runs out (a third of the session timeout, and no longer than two election
-//! rounds). A client whose server just died would otherwise meet a closed connection on every
-//! other member within milliseconds, all of them electing, and give up (go-zookeeper fails the
-//! operations it queued with ErrNoServer once every host refused in a row; the Java client
-//! sleeps up to a second between hosts). A client that gives up first closes its socket and
-//! the hold is forgotten. A member that has known no leader for two election rounds (cut off
-//! in a minority) refuses at once, so clients move on to the majority. Read-only clients of a
-//! member in read-only mode are not held: they are served at once.
+//! with a new one), or one that has not yet applied the last zxid the client saw (a follower a
+//! few entries behind the member the client came from), holds a new ConnectRequest where a
+//! ZooKeeper member closes the connection at once: it answers once it serves and has applied
+//! that far, or refuses when the hold runs out (a third of the session timeout, and no longer
+//! than two election rounds). A client whose server just died would otherwise meet a closed
+//! connection on every other member within milliseconds, all of them electing, and give up
+//! (go-zookeeper fails the operations it queued with ErrNoServer once every host refused in a
+//! row; the Java client sleeps up to a second between hosts). A client that gives up first
+//! closes its socket and the hold is forgotten. A member that has known no leader for two
+//! election rounds (cut off in a minority) refuses at once, so clients move on to the
+//! majority; so does a standalone server, which has no leader to catch up with. Read-only
+//! clients of a member in read-only mode are not held for a leader: they are served at once.
 
 use std::net::SocketAddr;
 
@@ -54,12 +56,16 @@ impl Core {
 
     /// Handles a ConnectRequest, first come or released from the hold.
     fn admit(&mut self, knock: Knock) {
-        if !self.serving() && !self.serves_read_only(&knock.req) {
+        let between = !self.serving() && !self.serves_read_only(&knock.req);
+        let behind = knock.req.last_zxid_seen > self.tree.last_zxid();
+        if between || behind {
             if let Some(until) = self.hold_until(knock.req.timeout) {
                 debug!(
                     peer = %knock.remote,
                     ms = until.saturating_duration_since(Instant::now()).as_millis() as u64,
-                    "not serving (between leaders); holding a new connection"
+                    client_zxid = format_args!("{:#x}", knock.req.last_zxid_seen),
+                    why = if between { "between leaders" } else { "behind the client" },
+                    "holding a new connection"
                 );
                 if let Some(ens) = self.ensemble.as_mut() {
                     ens.held.push(Held { until, knock });
@@ -338,21 +344,29 @@ impl Core {
         third.min(self.rounds())
     }
 
-    /// Once this member serves again, the held ConnectRequests are handled, in arrival order.
+    /// Once this member serves, the held ConnectRequests whose client's last zxid it has applied
+    /// are handled, in arrival order.
     /// Called after every consensus event (a leader known, an entry of its term applied).
     pub(super) fn release_held(&mut self) {
         if !self.serving() {
             return;
         }
+        let last_zxid = self.tree.last_zxid();
         let Some(ens) = self.ensemble.as_mut().filter(|e| !e.held.is_empty()) else {
             return;
         };
-        let held = std::mem::take(&mut ens.held);
+        let ready: Vec<Held> = ens
+            .held
+            .extract_if(.., |h| h.knock.req.last_zxid_seen <= last_zxid)
+            .collect();
+        if ready.is_empty() {
+            return;
+        }
         debug!(
-            connections = held.len(),
-            "serving again; handling the held connections"
+            connections = ready.len(),
+            "serving and caught up; handling the held connections"
         );
-        for h in held {
+        for h in ready {
             self.admit(h.knock);
         }
     }
