@@ -7,7 +7,7 @@
 # (dependenciesToScan); see README.md.
 #
 #   compat-tests/curator-recipes/run.sh                      the CI subset (CI_TESTS, 159 tests, about 9.5 min on 2 cores)
-#   compat-tests/curator-recipes/run.sh --full               every test in the jar (293; about 33 min)
+#   compat-tests/curator-recipes/run.sh --full               every test in the jar (293) and this directory's own (1); about 35 min
 #   compat-tests/curator-recipes/run.sh --against-zookeeper  the same tests, TestingServer starting Apache
 #                                                            ZooKeeper 3.9.5 (scripts/zookeeper.sh's jars)
 #   compat-tests/curator-recipes/run.sh [...] -- <mvn args>  e.g. -- -Dtest=TestLeaderLatch (replaces the
