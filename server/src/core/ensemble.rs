@@ -216,7 +216,7 @@ impl Core {
         if ens.link.as_ref().map(|l| l.epoch) == Some(epoch) {
             ens.link = None;
         }
-        let lost = self.close_conns_where(|c| {
+        let lost = self.close_conns_where(|_, c| {
             c.queue
                 .iter()
                 .any(|q| matches!(q.pending, Pending::Write { link: Some(e), .. } if e == epoch))
@@ -234,11 +234,11 @@ impl Core {
     }
 
     /// Closes every client connection `pred` picks; returns how many.
-    fn close_conns_where(&mut self, pred: impl Fn(&Conn) -> bool) -> usize {
+    fn close_conns_where(&mut self, pred: impl Fn(ConnId, &Conn) -> bool) -> usize {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| pred(c))
+            .filter(|(id, c)| pred(**id, c))
             .map(|(id, _)| *id)
             .collect();
         for id in &ids {
@@ -305,7 +305,7 @@ impl Core {
         self.forget_proposed_reconfigs();
         self.sessions.forget_touched();
         // Writes and syncs in flight may have been dropped by raft, or may still commit.
-        let doomed = self.close_conns_where(|c| {
+        let doomed = self.close_conns_where(|_, c| {
             c.queue
                 .iter()
                 .any(|q| matches!(q.pending, Pending::Write { .. } | Pending::Sync { .. }))
@@ -341,16 +341,7 @@ impl Core {
                     }
                 }
             }
-            let closing: Vec<ConnId> = self
-                .conns
-                .iter()
-                .map(|(id, _)| *id)
-                .filter(|id| !waiting.iter().any(|w| w.1 == *id))
-                .collect();
-            let all = closing.len();
-            for id in closing {
-                self.close_conn(id);
-            }
+            let all = self.close_conns_where(|id, _| !waiting.iter().any(|w| w.1 == id));
             if all > 0 {
                 warn!(
                     connections = all,
@@ -361,7 +352,7 @@ impl Core {
         }
         // Read-only sessions end when the quorum is back, as ZooKeeper's read-only server shuts
         // down: their clients reconnect and find a read-write server.
-        let read_only = self.close_conns_where(|c| c.read_only);
+        let read_only = self.close_conns_where(|_, c| c.read_only);
         if read_only > 0 {
             info!(
                 connections = read_only,
