@@ -94,6 +94,15 @@ fn write_configs(root: &Path) -> Vec<Member> {
         .collect()
 }
 
+/// Writes the configs and starts every member.
+fn spawn_all(root: &Path) -> Vec<Member> {
+    let mut members = write_configs(root);
+    for m in &mut members {
+        m.spawn();
+    }
+    members
+}
+
 /// The `srvr` reply's `Mode:` and `Zxid:` lines (None while not answering or not serving).
 async fn srvr(addr: SocketAddr) -> (Option<String>, Option<i64>) {
     let Ok(Some(reply)) =
@@ -241,10 +250,7 @@ async fn writer(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_of_the_leader_under_load_through_followers_loses_no_acknowledged_write() {
     let root = tempfile::tempdir().unwrap();
-    let mut members = write_configs(root.path());
-    for m in &mut members {
-        m.spawn();
-    }
+    let mut members = spawn_all(root.path());
     let dump_logs = |members: &[Member]| {
         for m in members {
             let text = std::fs::read_to_string(&m.log).unwrap_or_default();
@@ -462,10 +468,7 @@ async fn wait_for_leader_quietly(members: &[Member]) -> Option<usize> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_between_leaders_holds_a_new_client_until_it_serves_again() {
     let root = tempfile::tempdir().unwrap();
-    let mut members = write_configs(root.path());
-    for m in &mut members {
-        m.spawn();
-    }
+    let mut members = spawn_all(root.path());
     let leader = wait_for_leader(&members, Duration::from_secs(60)).await;
     let b = (leader + 1) % MEMBERS;
     let c = (leader + 2) % MEMBERS;
