@@ -593,7 +593,15 @@ async fn with_session_owners_off_the_old_connection_still_writes() {
     old.send(2, &set_data("/", b"old")).await;
     let (h, _) = old.recv().await.expect("the old connection is answered");
     assert_eq!((h.xid, h.err), (2, 0));
-    new.send(2, &get_data("/")).await;
+    // The write went through member a: member b reads it after a sync (a follower's plain read
+    // may precede its applying that write).
+    new.send(
+        2,
+        &wire::Request::Sync(wire::ops::sync::SyncRequest { path: "/".into() }),
+    )
+    .await;
+    assert_eq!(new.recv().await.unwrap().0.err, 0);
+    new.send(3, &get_data("/")).await;
     let (h, body) = new.recv().await.unwrap();
     assert_eq!((h.err, data_of(&body)), (0, (b"old".to_vec(), 3)));
     shutdown(&mut members).await;
